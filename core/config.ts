@@ -1,0 +1,119 @@
+import { z } from 'zod';
+
+/**
+ * The one run configuration (YAML or JSON), validated at every boundary. Defaults follow the
+ * TRACE paper and its official code; each section is owned by the stage that reads it.
+ */
+const LlmRoleSchema = z.object({
+  baseURL: z.string().url().optional().describe('OpenAI-compatible endpoint; default: the embedded local server'),
+  model: z.string().optional(),
+  apiKeyEnv: z.string().default('OPENAI_API_KEY').describe('name of the env var holding the API key'),
+  temperature: z.number().min(0).max(2).optional(),
+  maxTokens: z.number().int().positive().optional(),
+  concurrency: z.number().int().positive().default(2),
+  timeoutMs: z.number().int().positive().default(120_000),
+});
+export type LlmRole = z.infer<typeof LlmRoleSchema>;
+
+export const LLM_ROLES = ['policy', 'analyst', 'generator', 'userSimulator', 'judge'] as const;
+export type LlmRoleName = (typeof LLM_ROLES)[number];
+
+const StoreSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('local'), dir: z.string().default('.trace/artifacts') }),
+  z.object({
+    kind: z.literal('s3'),
+    bucket: z.string().min(1),
+    prefix: z.string().default(''),
+    endpoint: z.string().url().optional(),
+    region: z.string().default('us-east-1'),
+    forcePathStyle: z.boolean().default(false),
+  }),
+]);
+
+export const ConfigSchema = z
+  .object({
+    name: z.string().min(1).default('trace-run'),
+    env: z
+      .object({
+        name: z.string().min(1).describe('target environment, e.g. tau2-airline, tau2-retail, tau2-mock, toy-calculator, or http:<url>'),
+        taskSet: z.enum(['current', 'legacy']).default('current'),
+        trainSplit: z.string().default('train'),
+        testSplit: z.string().default('test'),
+        maxTasks: z.number().int().positive().optional().describe('cap on tasks used (for demos and smoke runs)'),
+      })
+      .strict(),
+    llm: z
+      .object({
+        policy: LlmRoleSchema.prefault({}),
+        analyst: LlmRoleSchema.prefault({}),
+        generator: LlmRoleSchema.prefault({}),
+        userSimulator: LlmRoleSchema.prefault({}),
+        judge: LlmRoleSchema.prefault({}),
+      })
+      .strict()
+      .prefault({}),
+    store: StoreSchema.default({ kind: 'local', dir: '.trace/artifacts' }),
+    rollouts: z
+      .object({
+        trialsPerTask: z.number().int().positive().default(1),
+        maxSteps: z.number().int().positive().default(50),
+        maxErrors: z.number().int().positive().default(10),
+        episodeTimeoutMs: z.number().int().positive().default(600_000),
+        batchSize: z.number().int().positive().default(8),
+        maxConcurrentBatches: z.number().int().positive().default(4),
+        temperature: z.number().min(0).max(2).default(1.0),
+      })
+      .strict()
+      .prefault({}),
+    analysis: z
+      .object({
+        delta: z.number().min(0).max(1).default(0.2).describe('contrastive gap threshold δ'),
+        coverage: z.number().min(0).max(1).default(0.1).describe('failure coverage threshold ρ'),
+        passes: z.number().int().positive().default(10).describe('labeling passes R'),
+        minPassesSelected: z.number().int().positive().default(8).describe('keep if selected in ≥ K of R passes'),
+        maxCapabilities: z.number().int().positive().default(12),
+        maxRepairAttempts: z.number().int().nonnegative().default(2),
+        maxTrajectoryChars: z.number().int().positive().default(12_000),
+        examplesPerCapability: z.number().int().positive().default(5),
+      })
+      .strict()
+      .prefault({}),
+    stages: z
+      .object({
+        synthesis: z.boolean().default(true),
+        training: z.boolean().default(true),
+        gate: z.boolean().default(true),
+        evaluation: z.boolean().default(true),
+      })
+      .strict()
+      .prefault({}),
+  })
+  .strict()
+  .superRefine((c, ctx) => {
+    if (c.analysis.minPassesSelected > c.analysis.passes) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['analysis', 'minPassesSelected'],
+        message: `must be ≤ analysis.passes (${c.analysis.passes})`,
+      });
+    }
+  });
+export type Config = z.infer<typeof ConfigSchema>;
+export type ConfigInput = z.input<typeof ConfigSchema>;
+
+/** One line naming the first bad field and what was expected, for CLI errors. */
+export function formatConfigError(err: z.ZodError, source = 'config'): string {
+  const issue = err.issues[0];
+  const path = issue.path.length ? issue.path.join('.') : '(root)';
+  return `${source}: ${path}: ${issue.message}`;
+}
+
+export function parseConfig(raw: unknown, source = 'config'): Config {
+  const r = ConfigSchema.safeParse(raw);
+  if (!r.success) throw new ConfigError(formatConfigError(r.error, source));
+  return r.data;
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}

@@ -1,0 +1,62 @@
+import type { Message, ToolCall, ToolSchema } from '../core/messages.js';
+import type { RewardInfo, Termination } from '../core/trajectory.js';
+
+/**
+ * The one interface every target (tau2 airline/retail/mock, user-supplied over HTTP) and every
+ * synthetic capability environment implements, so rollouts, training and evaluation treat them alike.
+ */
+export interface EnvInfo {
+  name: string;
+  kind: 'target' | 'synthetic';
+  description: string;
+  /** For synthetic envs: the capability it isolates and the target whose interface it keeps. */
+  capability?: string;
+  targetEnv?: string;
+}
+
+export interface TaskRef {
+  id: string;
+  /** e.g. 'train' | 'test' from tau2's split_tasks.json; undefined when the env has no splits. */
+  split?: string;
+}
+
+/** What to start: a fixed task of a target env, or a seed of a generated env. */
+export type ResetRequest = { taskId: string } | { seed: number };
+
+/** One agent action per turn, as in tau2: a message to the user or a single tool call. */
+export type AgentAction =
+  | { type: 'message'; content: string }
+  | { type: 'tool_call'; call: ToolCall };
+
+export interface StepResult {
+  /** The tool message (for a tool call) or the user's reply (for a message). */
+  observation: Message;
+  /** True when the tool call failed (unknown tool, bad JSON, schema violation, tool error). */
+  error: boolean;
+  done: boolean;
+  termination?: Termination;
+}
+
+export interface Environment {
+  readonly info: EnvInfo;
+  /** The tools exactly as the agent sees them (OpenAI function schemas). */
+  tools(): ToolSchema[];
+  /** The agent's system prompt (for tau2: instruction block + <policy>). */
+  systemPrompt(): string;
+  /** Fixed tasks; a seeded generator env returns [] and is reset by seed. */
+  listTasks(): Promise<TaskRef[]>;
+  reset(req: ResetRequest): Promise<Episode>;
+}
+
+export interface Episode {
+  readonly id: string;
+  readonly taskId: string;
+  /** Messages that open the conversation after the system prompt (e.g. greeting + first user turn). */
+  initialMessages(): Message[];
+  step(action: AgentAction): Promise<StepResult>;
+  /** Scores the finished episode; `messages` is the full trajectory without the system prompt. */
+  evaluate(messages: Message[], termination: Termination): Promise<RewardInfo>;
+  /** An independent copy of the episode's current state (cheap replay from a prefix). */
+  fork(): Promise<Episode>;
+  close(): Promise<void>;
+}

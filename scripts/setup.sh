@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Idempotent set-up for `npm test` and `npm run demo`: node modules, the project venv (Temporal CLI,
+# moto, trainer deps) and the local model. Each step is skipped when its inputs have not changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mkdir -p .cache
+
+stamp_ok() { [ -f ".cache/$1.stamp" ] && [ "$(cat ".cache/$1.stamp")" = "$2" ]; }
+stamp_set() { echo "$2" > ".cache/$1.stamp"; }
+
+lock_hash=$(sha256sum package-lock.json | cut -d' ' -f1)
+if ! stamp_ok npm "$lock_hash" || [ ! -d node_modules ]; then
+  echo "[setup] npm ci"
+  npm ci --no-audit --no-fund --loglevel=error
+  stamp_set npm "$lock_hash"
+fi
+
+req_hash=$(cat infra/requirements*.txt | sha256sum | cut -d' ' -f1)
+if ! stamp_ok venv "$req_hash" || [ ! -x .venv/bin/python ]; then
+  echo "[setup] python venv (.venv)"
+  python3 -m venv .venv
+  .venv/bin/pip install --quiet --disable-pip-version-check -r infra/requirements.txt
+  stamp_set venv "$req_hash"
+fi
+
+if [ -x infra/fetch-model.sh ]; then bash infra/fetch-model.sh; fi

@@ -1,0 +1,23 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { parseConfig } from '../core/config.js';
+
+test('config defaults follow the paper', () => {
+  const c = parseConfig({ env: { name: 'tau2-airline' } });
+  assert.equal(c.analysis.delta, 0.2);
+  assert.equal(c.analysis.coverage, 0.1);
+  assert.equal(c.analysis.passes, 10);
+  assert.equal(c.analysis.minPassesSelected, 8);
+  assert.equal(c.rollouts.maxSteps, 50);
+  assert.equal(c.llm.policy.concurrency, 2);
+});
+
+test('a bad config names the field in one line', () => {
+  assert.throws(() => parseConfig({ env: { name: 'x' }, analysis: { delta: 3 } }, 'run.yaml'), (e: Error) => {
+    assert.match(e.message, /^run\.yaml: analysis\.delta: /);
+    assert.equal(e.message.split('\n').length, 1);
+    return true;
+  });
+  assert.throws(() => parseConfig({ env: { name: 'x' }, analysis: { passes: 3 } }), /analysis\.minPassesSelected/);
+  assert.throws(() => parseConfig({}), /env/);
+});
