@@ -19,7 +19,7 @@ req_hash=$(cat infra/requirements*.txt | sha256sum | cut -d' ' -f1)
 if ! stamp_ok venv "$req_hash" || [ ! -x .venv/bin/python ]; then
   echo "[setup] python venv (.venv)"
   python3 -m venv .venv
-  .venv/bin/pip install --quiet --disable-pip-version-check -r infra/requirements.txt
+  for r in infra/requirements*.txt; do .venv/bin/pip install --quiet --disable-pip-version-check -r "$r"; done
   stamp_set venv "$req_hash"
 fi
 
