@@ -1,0 +1,190 @@
+import type { z } from 'zod';
+import type { Message, ToolSchema } from '../../core/messages.js';
+import type { RewardInfo, Termination } from '../../core/trajectory.js';
+import type { AgentAction, EnvInfo, Environment, Episode, ResetRequest, StepResult, TaskRef } from '../environment.js';
+import type { ProtocolResponse } from './handler.js';
+import {
+  describeZodError,
+  EmptyResponseSchema,
+  EpisodeCreatedSchema,
+  ErrorBodySchema,
+  ForkResponseSchema,
+  InfoResponseSchema,
+  RewardInfoSchema,
+  StepResultSchema,
+  TasksResponseSchema,
+  type InfoResponse,
+} from './schemas.js';
+
+/** How a RemoteEnvironment reaches its server: HTTP (HttpEnvironment) or the sandbox's stdio pipe. */
+export interface ProtocolTransport {
+  request(method: string, path: string, body?: unknown): Promise<ProtocolResponse>;
+}
+
+/** An error answer from an env protocol server ({error: {type, message}} with a 4xx/5xx status). */
+export class EnvProtocolError extends Error {
+  override name = 'EnvProtocolError';
+  constructor(
+    readonly status: number,
+    readonly type: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** An Environment whose every call is a request over the env protocol; responses are zod-validated. */
+export class RemoteEnvironment implements Environment {
+  readonly info: EnvInfo;
+  private readonly open = new Set<RemoteEpisode>();
+
+  protected constructor(
+    readonly transport: ProtocolTransport,
+    private readonly described: InfoResponse,
+    readonly label: string,
+  ) {
+    this.info = described.info;
+  }
+
+  /** Fetches /v1/info once; tools() and systemPrompt() then answer locally. */
+  static async describe(transport: ProtocolTransport, label: string): Promise<InfoResponse> {
+    return call(transport, label, 'GET', '/v1/info', undefined, InfoResponseSchema);
+  }
+
+  tools(): ToolSchema[] {
+    return this.described.tools;
+  }
+
+  systemPrompt(): string {
+    return this.described.systemPrompt;
+  }
+
+  async listTasks(): Promise<TaskRef[]> {
+    return (await this.call('GET', '/v1/tasks', undefined, TasksResponseSchema)).tasks;
+  }
+
+  async reset(req: ResetRequest): Promise<Episode> {
+    const r = await this.call('POST', '/v1/episodes', req, EpisodeCreatedSchema);
+    return this.track(r.episodeId, r.taskId, r.initialMessages);
+  }
+
+  /** Deletes every episode this client still has open on the server. */
+  async closeEpisodes(): Promise<void> {
+    await Promise.allSettled([...this.open].map((e) => e.close()));
+  }
+
+  /** @internal */
+  track(id: string, taskId: string, initialMessages: Message[]): RemoteEpisode {
+    const e = new RemoteEpisode(this, id, taskId, initialMessages);
+    this.open.add(e);
+    return e;
+  }
+
+  /** @internal */
+  untrack(e: RemoteEpisode): void {
+    this.open.delete(e);
+  }
+
+  /** @internal */
+  call<S extends z.ZodType>(method: string, path: string, body: unknown, schema: S): Promise<z.infer<S>> {
+    return call(this.transport, this.label, method, path, body, schema);
+  }
+}
+
+class RemoteEpisode implements Episode {
+  private closed = false;
+
+  constructor(
+    private readonly env: RemoteEnvironment,
+    readonly id: string,
+    readonly taskId: string,
+    private readonly initial: Message[],
+  ) {}
+
+  private get path() {
+    return `/v1/episodes/${encodeURIComponent(this.id)}`;
+  }
+
+  initialMessages(): Message[] {
+    return structuredClone(this.initial);
+  }
+
+  step(action: AgentAction): Promise<StepResult> {
+    return this.env.call('POST', `${this.path}/step`, { action }, StepResultSchema);
+  }
+
+  evaluate(messages: Message[], termination: Termination): Promise<RewardInfo> {
+    return this.env.call('POST', `${this.path}/evaluate`, { messages, termination }, RewardInfoSchema);
+  }
+
+  async fork(): Promise<Episode> {
+    const { episodeId } = await this.env.call('POST', `${this.path}/fork`, undefined, ForkResponseSchema);
+    return this.env.track(episodeId, this.taskId, this.initial);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.env.untrack(this);
+    await this.env.call('DELETE', this.path, undefined, EmptyResponseSchema);
+  }
+}
+
+async function call<S extends z.ZodType>(
+  transport: ProtocolTransport,
+  label: string,
+  method: string,
+  path: string,
+  body: unknown,
+  schema: S,
+): Promise<z.infer<S>> {
+  const res = await transport.request(method, path, body);
+  if (res.status !== 200) {
+    const e = ErrorBodySchema.safeParse(res.body);
+    if (e.success) throw new EnvProtocolError(res.status, e.data.error.type, `${label}: ${method} ${path}: ${e.data.error.message}`);
+    throw new EnvProtocolError(res.status, 'bad_response', `${label}: ${method} ${path}: HTTP ${res.status} without an error body`);
+  }
+  const r = schema.safeParse(res.body);
+  if (!r.success) {
+    throw new EnvProtocolError(502, 'bad_response', describeZodError(r.error, `${label}: ${method} ${path} response`));
+  }
+  return r.data;
+}
+
+/** Talks the env protocol over HTTP via fetch. */
+export class HttpTransport implements ProtocolTransport {
+  constructor(
+    readonly baseUrl: string,
+    private readonly timeoutMs = 120_000,
+  ) {}
+
+  async request(method: string, path: string, body?: unknown): Promise<ProtocolResponse> {
+    // Paths append to the base so a server mounted under a prefix (http://host/my-env) works.
+    const res = await fetch(this.baseUrl + path, {
+      method,
+      headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(this.timeoutMs),
+    });
+    const text = await res.text();
+    try {
+      return { status: res.status, body: text ? JSON.parse(text) : undefined };
+    } catch {
+      throw new EnvProtocolError(res.status, 'bad_response', `${this.baseUrl}: ${method} ${path}: response is not JSON: ${text.slice(0, 200)}`);
+    }
+  }
+}
+
+/** A user-supplied environment in any language, reached over the env HTTP protocol. */
+export class HttpEnvironment extends RemoteEnvironment {
+  static async connect(url: string, opts: { timeoutMs?: number } = {}): Promise<HttpEnvironment> {
+    const base = url.replace(/\/+$/, '');
+    const transport = new HttpTransport(base, opts.timeoutMs);
+    return new HttpEnvironment(transport, await RemoteEnvironment.describe(transport, url), url);
+  }
+
+  /** Deletes the episodes this client left open; the server keeps running. */
+  close(): Promise<void> {
+    return this.closeEpisodes();
+  }
+}

@@ -1,0 +1,162 @@
+import { randomUUID } from 'node:crypto';
+import type { z } from 'zod';
+import type { Environment, Episode } from '../environment.js';
+import {
+  describeZodError,
+  EvaluateRequestSchema,
+  ResetRequestSchema,
+  StepRequestSchema,
+  type ProtocolErrorType,
+} from './schemas.js';
+
+/**
+ * The env protocol's request handling, independent of transport: the HTTP server and the sandbox's
+ * stdio runner both feed requests through here, so they answer byte-for-byte alike.
+ */
+export interface ProtocolRequest {
+  method: string;
+  /** Path without query string, e.g. `/v1/episodes/abc/step`. */
+  path: string;
+  /** Parsed JSON body; undefined when the request had none. */
+  body?: unknown;
+}
+
+export interface ProtocolResponse {
+  status: number;
+  body: unknown;
+}
+
+export interface ProtocolHandlerOptions {
+  /** Episodes untouched for this long are closed and forgotten (default 10 minutes). */
+  idleTimeoutMs?: number;
+  /** Maps an env exception to a more specific error type (e.g. the sandbox's permission denials). */
+  classifyError?: (err: unknown) => { status: number; type: ProtocolErrorType } | undefined;
+}
+
+export interface ProtocolHandler {
+  handle(req: ProtocolRequest): Promise<ProtocolResponse>;
+  /** Number of live episodes (for tests and monitoring). */
+  episodeCount(): number;
+  /** Closes every live episode and stops the idle sweep. */
+  close(): Promise<void>;
+}
+
+export class ProtocolFault extends Error {
+  constructor(
+    readonly status: number,
+    readonly type: ProtocolErrorType,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export function errorBody(type: string, message: string) {
+  return { error: { type, message } };
+}
+
+const DEFAULT_IDLE_MS = 10 * 60_000;
+
+export function createProtocolHandler(env: Environment, opts: ProtocolHandlerOptions = {}): ProtocolHandler {
+  const idleMs = opts.idleTimeoutMs ?? DEFAULT_IDLE_MS;
+  const episodes = new Map<string, { episode: Episode; lastUsed: number }>();
+
+  const sweep = setInterval(() => {
+    const cutoff = Date.now() - idleMs;
+    for (const [id, e] of episodes) {
+      if (e.lastUsed < cutoff) {
+        episodes.delete(id);
+        e.episode.close().catch(() => {});
+      }
+    }
+  }, Math.max(50, Math.min(idleMs / 2, 30_000)));
+  sweep.unref();
+
+  function register(episode: Episode): string {
+    const id = randomUUID();
+    episodes.set(id, { episode, lastUsed: Date.now() });
+    return id;
+  }
+
+  function lookup(id: string): Episode {
+    const e = episodes.get(id);
+    if (!e) throw new ProtocolFault(404, 'unknown_episode', `unknown episode '${id}' (closed, expired or never created)`);
+    e.lastUsed = Date.now();
+    return e.episode;
+  }
+
+  function parse<S extends z.ZodType>(schema: S, body: unknown, what: string): z.infer<S> {
+    const r = schema.safeParse(body);
+    if (!r.success) throw new ProtocolFault(400, 'bad_request', describeZodError(r.error, what));
+    return r.data;
+  }
+
+  async function route(method: string, path: string, body: unknown): Promise<unknown> {
+    const parts = path.split('/').filter(Boolean);
+    if (parts[0] !== 'v1') throw new ProtocolFault(404, 'not_found', `no such endpoint: ${path}`);
+    const allow = (...methods: string[]) => {
+      if (!methods.includes(method)) {
+        throw new ProtocolFault(405, 'method_not_allowed', `${method} ${path} not allowed (use ${methods.join(' or ')})`);
+      }
+    };
+    if (parts.length === 2 && parts[1] === 'info') {
+      allow('GET');
+      return { info: env.info, tools: env.tools(), systemPrompt: env.systemPrompt() };
+    }
+    if (parts.length === 2 && parts[1] === 'tasks') {
+      allow('GET');
+      return { tasks: await env.listTasks() };
+    }
+    if (parts.length === 2 && parts[1] === 'episodes') {
+      allow('POST');
+      const req = parse(ResetRequestSchema, body, 'reset request (expected {taskId} or {seed})');
+      const episode = await env.reset(req);
+      return { episodeId: register(episode), taskId: episode.taskId, initialMessages: episode.initialMessages() };
+    }
+    if (parts[1] === 'episodes' && parts.length === 3) {
+      allow('DELETE');
+      const episode = lookup(parts[2]);
+      episodes.delete(parts[2]);
+      await episode.close();
+      return {};
+    }
+    if (parts[1] === 'episodes' && parts.length === 4) {
+      const [, , id, verb] = parts;
+      if (verb === 'step') {
+        allow('POST');
+        const { action } = parse(StepRequestSchema, body, 'step request');
+        return await lookup(id).step(action);
+      }
+      if (verb === 'evaluate') {
+        allow('POST');
+        const { messages, termination } = parse(EvaluateRequestSchema, body, 'evaluate request');
+        return await lookup(id).evaluate(messages, termination);
+      }
+      if (verb === 'fork') {
+        allow('POST');
+        return { episodeId: register(await lookup(id).fork()) };
+      }
+    }
+    throw new ProtocolFault(404, 'not_found', `no such endpoint: ${path}`);
+  }
+
+  return {
+    async handle({ method, path, body }) {
+      try {
+        return { status: 200, body: await route(method.toUpperCase(), path, body) };
+      } catch (err) {
+        if (err instanceof ProtocolFault) return { status: err.status, body: errorBody(err.type, err.message) };
+        const message = err instanceof Error ? err.message : String(err);
+        const c = opts.classifyError?.(err);
+        return { status: c?.status ?? 500, body: errorBody(c?.type ?? 'internal', message || 'environment error') };
+      }
+    },
+    episodeCount: () => episodes.size,
+    async close() {
+      clearInterval(sweep);
+      const all = [...episodes.values()];
+      episodes.clear();
+      await Promise.allSettled(all.map((e) => e.episode.close()));
+    },
+  };
+}

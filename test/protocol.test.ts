@@ -1,0 +1,193 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { serveEnvironment } from '../envs/protocol/server.js';
+import { EnvProtocolError, HttpEnvironment } from '../envs/protocol/client.js';
+import { formatConformance, runConformance } from '../envs/protocol/conformance.js';
+import type { Environment } from '../envs/environment.js';
+import { createCounterEnv } from './fixtures/counter-env.js';
+
+const incrementBy2 = { name: 'increment', arguments: '{"by":2}' };
+
+function assertAllPass(checks: Awaited<ReturnType<typeof runConformance>>) {
+  assert.ok(checks.length >= 11, `expected the full suite, got ${checks.length} checks`);
+  assert.ok(checks.every((c) => c.ok), formatConformance(checks));
+}
+
+test('conformance: in-process fixture env passes every check', async () => {
+  assertAllPass(await runConformance(createCounterEnv(), { toolCall: incrementBy2 }));
+});
+
+test('conformance: the same env served over HTTP and used through HttpEnvironment passes every check', async () => {
+  const served = await serveEnvironment(createCounterEnv());
+  try {
+    const env = await HttpEnvironment.connect(served.url);
+    assert.equal(env.info.name, 'counter');
+    assertAllPass(await runConformance(env, { toolCall: incrementBy2 }));
+    await env.close();
+  } finally {
+    await served.close();
+  }
+});
+
+test('conformance: a fork that shares state with its original is caught', async () => {
+  const base = createCounterEnv();
+  const leaky: Environment = {
+    ...base,
+    info: base.info,
+    reset: async (req) => {
+      const ep = await base.reset(req);
+      ep.fork = async () => ep; // the "fork" is the original itself
+      return ep;
+    },
+  };
+  const checks = await runConformance(leaky, { toolCall: incrementBy2 });
+  const fork = checks.find((c) => c.name === 'fork independence');
+  assert.equal(fork?.ok, false);
+  assert.match(fork!.detail, /differs|changed/);
+});
+
+test('http: a full episode round-trips with the reward the env computes', async () => {
+  const served = await serveEnvironment(createCounterEnv());
+  try {
+    const env = await HttpEnvironment.connect(served.url);
+    assert.deepEqual(await env.listTasks(), [
+      { id: 'count-to-3', split: 'train' },
+      { id: 'count-to-5', split: 'train' },
+    ]);
+    const ep = await env.reset({ taskId: 'count-to-3' });
+    assert.equal(ep.taskId, 'count-to-3');
+    assert.equal(ep.initialMessages()[1].content, 'Please bring the counter to 3.');
+    const call = (id: string, args: string) => ({ type: 'tool_call' as const, call: { id, type: 'function' as const, function: { name: 'increment', arguments: args } } });
+    assert.equal((await ep.step(call('c1', '{"by":1}'))).observation.content, '{"count":1}');
+    const fork = await ep.fork();
+    await ep.step(call('c2', '{"by":2}'));
+    const end = await ep.step({ type: 'message', content: 'done' });
+    assert.deepEqual([end.done, end.termination], [true, 'user_stop']);
+    assert.deepEqual(await ep.evaluate([], 'user_stop'), { reward: 1, components: { COUNT: 1 }, success: true, details: { count: 3 } });
+    assert.equal((await fork.evaluate([], 'user_stop')).reward, 0, 'the fork kept count 1');
+    await env.close();
+  } finally {
+    await served.close();
+  }
+});
+
+async function raw(url: string, method: string, path: string, body?: string) {
+  const res = await fetch(url + path, { method, body, headers: body ? { 'content-type': 'application/json' } : {} });
+  return { status: res.status, body: (await res.json()) as { error?: { type: string; message: string } } & Record<string, unknown> };
+}
+
+test('server: malformed requests get clear 4xx errors and never crash the server', async () => {
+  const served = await serveEnvironment(createCounterEnv(), { maxBodyBytes: 1024 });
+  const u = served.url;
+  try {
+    let r = await raw(u, 'POST', '/v1/episodes', '{"taskId": ');
+    assert.equal(r.status, 400);
+    assert.equal(r.body.error?.type, 'bad_request');
+    assert.match(r.body.error!.message, /not valid JSON/);
+
+    r = await raw(u, 'POST', '/v1/episodes', JSON.stringify({ task: 'count-to-3' }));
+    assert.equal(r.status, 400);
+    assert.match(r.body.error!.message, /reset request/);
+
+    r = await raw(u, 'POST', '/v1/episodes', JSON.stringify({ seed: 1.5 }));
+    assert.equal(r.status, 400);
+
+    r = await raw(u, 'POST', '/v1/episodes', JSON.stringify({ taskId: 'count-to-3' }));
+    assert.equal(r.status, 200);
+    const id = r.body.episodeId as string;
+
+    r = await raw(u, 'POST', `/v1/episodes/${id}/step`, JSON.stringify({ action: { type: 'tool_call', call: { id: 'x', function: { name: 'increment' } } } }));
+    assert.equal(r.status, 400);
+    assert.match(r.body.error!.message, /action\.call\.function\.arguments/);
+
+    r = await raw(u, 'POST', `/v1/episodes/${id}/step`, JSON.stringify({ action: { type: 'dance' } }));
+    assert.equal(r.status, 400);
+    assert.match(r.body.error!.message, /action\.type/);
+
+    r = await raw(u, 'POST', `/v1/episodes/${id}/evaluate`, JSON.stringify({ messages: [{ role: 'robot' }], termination: 'agent_stop' }));
+    assert.equal(r.status, 400);
+    assert.match(r.body.error!.message, /messages\.0/);
+
+    r = await raw(u, 'POST', `/v1/episodes/${id}/evaluate`, JSON.stringify({ messages: [], termination: 'bored' }));
+    assert.equal(r.status, 400);
+    assert.match(r.body.error!.message, /termination/);
+
+    r = await raw(u, 'POST', '/v1/episodes/nope/step', JSON.stringify({ action: { type: 'message', content: 'hi' } }));
+    assert.deepEqual([r.status, r.body.error?.type], [404, 'unknown_episode']);
+    r = await raw(u, 'DELETE', '/v1/episodes/nope');
+    assert.deepEqual([r.status, r.body.error?.type], [404, 'unknown_episode']);
+
+    r = await raw(u, 'GET', '/v1/nothing');
+    assert.deepEqual([r.status, r.body.error?.type], [404, 'not_found']);
+    r = await raw(u, 'DELETE', '/v1/info');
+    assert.deepEqual([r.status, r.body.error?.type], [405, 'method_not_allowed']);
+
+    r = await raw(u, 'POST', '/v1/episodes', JSON.stringify({ taskId: 'x'.repeat(2000) }));
+    assert.deepEqual([r.status, r.body.error?.type], [413, 'payload_too_large']);
+
+    // An exception inside the env is a 500 carrying its message.
+    r = await raw(u, 'POST', '/v1/episodes', JSON.stringify({ taskId: 'no-such-task' }));
+    assert.deepEqual([r.status, r.body.error?.type], [500, 'internal']);
+    assert.match(r.body.error!.message, /unknown task 'no-such-task'/);
+
+    // Unknown tools are the agent's mistake: a normal step whose observation says so.
+    r = await raw(u, 'POST', `/v1/episodes/${id}/step`, JSON.stringify({ action: { type: 'tool_call', call: { id: 'c', function: { name: 'fly', arguments: '{}' } } } }));
+    assert.equal(r.status, 200);
+    assert.equal(r.body.error, true);
+    assert.match((r.body.observation as { content: string }).content, /unknown tool 'fly'/);
+
+    r = await raw(u, 'DELETE', `/v1/episodes/${id}`);
+    assert.deepEqual([r.status, r.body], [200, {}]);
+    r = await raw(u, 'POST', `/v1/episodes/${id}/fork`);
+    assert.equal(r.status, 404, 'a deleted episode is gone');
+
+    r = await raw(u, 'GET', '/v1/info');
+    assert.equal(r.status, 200, 'the server is still serving');
+  } finally {
+    await served.close();
+  }
+});
+
+test('server: idle episodes expire', async () => {
+  const served = await serveEnvironment(createCounterEnv(), { idleTimeoutMs: 100 });
+  try {
+    const env = await HttpEnvironment.connect(served.url);
+    const ep = await env.reset({ seed: 3 });
+    await sleep(400);
+    await assert.rejects(ep.step({ type: 'message', content: 'hi' }), (e: unknown) => e instanceof EnvProtocolError && e.type === 'unknown_episode');
+  } finally {
+    await served.close();
+  }
+});
+
+test('client: a server answering the wrong shapes is rejected with the bad field named', async () => {
+  const server = http.createServer((req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(req.url === '/v1/info' ? { info: { name: 'x', kind: 'weird', description: '' }, tools: [], systemPrompt: '' } : {}));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  try {
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    await assert.rejects(HttpEnvironment.connect(url), /info\.kind/);
+  } finally {
+    server.close();
+  }
+});
+
+test('registry: http:<url> opens a served env through the protocol client', async () => {
+  const { openEnvironment } = await import('../envs/registry.js');
+  const { parseConfig } = await import('../core/config.js');
+  const served = await serveEnvironment(createCounterEnv());
+  try {
+    for (const name of [`http:${served.url}`, served.url]) {
+      const config = parseConfig({ env: { name } });
+      const env = await openEnvironment(config.env, { config });
+      assert.deepEqual((await env.listTasks()).map((t) => t.id), ['count-to-3', 'count-to-5']);
+    }
+  } finally {
+    await served.close();
+  }
+});
