@@ -1,0 +1,447 @@
+import { createHash } from 'node:crypto';
+import { Context } from '@temporalio/activity';
+import {
+  CapabilityDictionarySchema,
+  DiscoveryOutputSchema,
+  labelOutputSchema,
+  PassLabelsSchema,
+  Stage1ResultSchema,
+  TrajectoryLabelsSchema,
+  ItemFailureSchema,
+  type Capability,
+  type CapabilityDictionary,
+  type ItemFailure,
+  type Outcome,
+  type PassLabels,
+  type SelectedCapability,
+  type Stage1Result,
+  type TrajectoryLabels,
+} from '../core/capability.js';
+import { capabilityStats, exampleFailures, type PassInput } from '../core/capability-stats.js';
+import { compactTrajectory, truncate } from '../core/compaction.js';
+import type { Config } from '../core/config.js';
+import { DISCOVERY_SYSTEM, discoveryUser, LABELING_SYSTEM, labelingUser } from '../core/prompts/stage1.js';
+import { TrajectorySchema, type Trajectory, type Usage } from '../core/trajectory.js';
+import type { Environment } from '../envs/environment.js';
+import { openEnvironment } from '../envs/registry.js';
+import type { ArtifactRef, ArtifactStore } from '../store/artifact-store.js';
+import { mapLimit } from './concurrency.js';
+import { addUsage, createLlm, InvalidLlmOutputError, ZERO_USAGE } from './llm.js';
+import { runEpisodes, type TaskSpec } from './rollout.js';
+
+/**
+ * Stage 1 activities: plain async functions with small JSON inputs and outputs; bulk data lives in
+ * the artifact store under runs/<runId>/. Each is idempotent (a finished artifact is returned as
+ * is) and resumable (finished items are persisted one key each, so a killed worker redoes none).
+ */
+
+export interface Stage1Deps {
+  openStore(config: Config['store']): ArtifactStore | Promise<ArtifactStore>;
+  openEnvironment(envConfig: Config['env'], deps: { config: Config }): Promise<Environment>;
+}
+
+const defaultDeps: Stage1Deps = {
+  openStore: async (c) => (await import('../store/index.js')).openStore(c),
+  openEnvironment,
+};
+
+/** Heartbeats when running inside a Temporal activity; a no-op when called directly (tests, CLI). */
+function heartbeat(details?: unknown): void {
+  let ctx: Context;
+  try {
+    ctx = Context.current();
+  } catch {
+    return;
+  }
+  ctx.heartbeat(details);
+}
+
+const pad = (n: number, w: number) => String(n).padStart(w, '0');
+const keys = {
+  batch: (runId: string, i: number) => `runs/${runId}/rollouts/batch-${pad(i, 4)}.jsonl`,
+  batchPart: (runId: string, i: number, item: number) => `runs/${runId}/rollouts/batch-${pad(i, 4)}.parts/${pad(item, 4)}.json`,
+  batchParts: (runId: string, i: number) => `runs/${runId}/rollouts/batch-${pad(i, 4)}.parts/`,
+  dictionary: (runId: string) => `runs/${runId}/capabilities/dictionary.json`,
+  pass: (runId: string, pass: number) => `runs/${runId}/capabilities/labels/pass-${pad(pass, 2)}.json`,
+  passItems: (runId: string, pass: number) => `runs/${runId}/capabilities/labels/pass-${pad(pass, 2)}.items/`,
+  result: (runId: string) => `runs/${runId}/capabilities/stage1.json`,
+};
+
+const itemKey = (id: string) => createHash('sha256').update(id).digest('hex').slice(0, 24);
+
+function toJsonl(items: unknown[]): string {
+  return items.map((x) => JSON.stringify(x)).join('\n') + (items.length ? '\n' : '');
+}
+
+export async function loadTrajectories(store: ArtifactStore, refs: readonly ArtifactRef[]): Promise<Trajectory[]> {
+  const out: Trajectory[] = [];
+  for (const ref of refs) {
+    const lines = (await store.getText(ref)).split('\n').filter((l) => l.trim());
+    lines.forEach((line, i) => {
+      const r = TrajectorySchema.safeParse(JSON.parse(line));
+      if (!r.success) throw new Error(`${ref.uri}: line ${i + 1}: ${r.error.issues[0].path.join('.')}: ${r.error.issues[0].message}`);
+      out.push(r.data);
+    });
+  }
+  return out;
+}
+
+/** Trajectories ended by infrastructure errors say nothing about the policy: left out of analysis. */
+const analysable = (t: Trajectory) => t.termination !== 'error';
+
+function summarize(ts: readonly Trajectory[]) {
+  return {
+    count: ts.length,
+    successes: ts.filter((t) => t.success).length,
+    usage: ts.reduce((u, t) => addUsage(u, t.usage), ZERO_USAGE),
+  };
+}
+
+// ── rollouts ────────────────────────────────────────────────────────────────────────────────────
+
+export interface RolloutTask {
+  taskId?: string;
+  seed?: number;
+  trial: number;
+}
+
+export function createStage1Activities(deps: Stage1Deps = defaultDeps) {
+  async function listRolloutTasks(input: { config: Config }): Promise<RolloutTask[]> {
+    const { config } = input;
+    const env = await deps.openEnvironment(config.env, { config });
+    try {
+      const all = await env.listTasks();
+      const trials = config.rollouts.trialsPerTask;
+      if (all.length === 0) {
+        // A seeded generator env: tasks are seeds 0..maxTasks-1.
+        const n = config.env.maxTasks ?? 8;
+        return Array.from({ length: n }, (_, s) => Array.from({ length: trials }, (_, trial) => ({ seed: s, trial }))).flat();
+      }
+      const hasSplits = all.some((t) => t.split !== undefined);
+      const train = hasSplits ? all.filter((t) => t.split === config.env.trainSplit) : all;
+      if (train.length === 0) throw new Error(`env.trainSplit: no tasks in split '${config.env.trainSplit}' of ${config.env.name}`);
+      const chosen = train.slice(0, config.env.maxTasks ?? train.length);
+      return chosen.flatMap((t) => Array.from({ length: trials }, (_, trial) => ({ taskId: t.id, trial })));
+    } finally {
+      await closeEnv(env);
+    }
+  }
+
+  async function collectRolloutBatch(input: {
+    config: Config;
+    runId: string;
+    batchIndex: number;
+    tasks: RolloutTask[];
+  }): Promise<{ ref: ArtifactRef; count: number; successes: number; usage: Usage }> {
+    const { config, runId, batchIndex, tasks } = input;
+    const store = await deps.openStore(config.store);
+    const key = keys.batch(runId, batchIndex);
+    const existing = await store.stat(key);
+    if (existing) return { ref: existing, ...summarize(await loadTrajectories(store, [existing])) };
+
+    const done = new Map<number, Trajectory>();
+    for (const k of await store.list(keys.batchParts(runId, batchIndex))) {
+      const index = Number(/(\d+)\.json$/.exec(k)?.[1]);
+      done.set(index, TrajectorySchema.parse(await store.getJson(k)));
+    }
+    const todo = tasks.map((t, i) => ({ t, i })).filter(({ i }) => !done.has(i));
+    heartbeat({ done: done.size, total: tasks.length });
+    if (todo.length) {
+      const env = await deps.openEnvironment(config.env, { config });
+      try {
+        const llm = createLlm(config, 'policy');
+        await runEpisodes({
+          env,
+          llm,
+          tasks: todo.map(({ t }): TaskSpec => t),
+          concurrency: config.llm.policy.concurrency,
+          maxSteps: config.rollouts.maxSteps,
+          maxErrors: config.rollouts.maxErrors,
+          timeoutMs: config.rollouts.episodeTimeoutMs,
+          temperature: config.rollouts.temperature,
+          onEpisode: async (traj, j) => {
+            const index = todo[j].i;
+            await store.put(keys.batchPart(runId, batchIndex, index), JSON.stringify(traj));
+            done.set(index, traj);
+            heartbeat({ done: done.size, total: tasks.length });
+          },
+        });
+      } finally {
+        await closeEnv(env);
+      }
+    }
+    const all = tasks.map((_, i) => done.get(i)!);
+    const ref = await store.put(key, toJsonl(all));
+    return { ref, ...summarize(all) };
+  }
+
+  // ── discovery ─────────────────────────────────────────────────────────────────────────────────
+
+  async function discoverCapabilities(input: {
+    config: Config;
+    runId: string;
+    rolloutRefs: ArtifactRef[];
+  }): Promise<{ ref: ArtifactRef; capabilities: number }> {
+    const { config, runId, rolloutRefs } = input;
+    const store = await deps.openStore(config.store);
+    const key = keys.dictionary(runId);
+    const existing = await store.stat(key);
+    if (existing) {
+      const d = CapabilityDictionarySchema.parse(await store.getJson(existing));
+      return { ref: existing, capabilities: d.capabilities.length };
+    }
+    const ts = (await loadTrajectories(store, rolloutRefs)).filter(analysable).sort(byId);
+    const failures = ts.filter((t) => !t.success);
+    const successes = ts.filter((t) => t.success);
+    const llm = createLlm(config, 'analyst');
+    let dictionary: CapabilityDictionary;
+    if (failures.length === 0) {
+      // Nothing to contrast: an empty dictionary, and selection reports why.
+      dictionary = { capabilities: [], basedOn: { successes: [], failures: [] }, model: await llm.model() };
+    } else {
+      const shown = pickForDiscovery(failures, successes, config.analysis.maxTrajectoryChars * DISCOVERY_BUDGET_FACTOR);
+      const policy = truncate(ts[0]?.messages.find((m) => m.role === 'system')?.content ?? '', POLICY_EXCERPT_CHARS);
+      heartbeat({ stage: 'discovery' });
+      const out = await llm.structured(
+        [
+          { role: 'system', content: DISCOVERY_SYSTEM },
+          {
+            role: 'user',
+            content: discoveryUser({
+              maxCapabilities: config.analysis.maxCapabilities,
+              policy,
+              failures: shown.failures.map((t) => compactTrajectory(t, shown.budget)),
+              successes: shown.successes.map((t) => compactTrajectory(t, shown.budget)),
+            }),
+          },
+        ],
+        DiscoveryOutputSchema,
+        'capability_dictionary',
+      );
+      dictionary = {
+        capabilities: canonicalDictionary(out.capabilities, config.analysis.maxCapabilities),
+        basedOn: { successes: shown.successes.map((t) => t.id), failures: shown.failures.map((t) => t.id) },
+        model: await llm.model(),
+      };
+    }
+    const ref = await store.put(key, JSON.stringify(dictionary, null, 2));
+    return { ref, capabilities: dictionary.capabilities.length };
+  }
+
+  // ── labeling ──────────────────────────────────────────────────────────────────────────────────
+
+  async function labelPass(input: {
+    config: Config;
+    runId: string;
+    pass: number;
+    rolloutRefs: ArtifactRef[];
+    dictionaryRef: ArtifactRef;
+  }): Promise<{ ref: ArtifactRef; labeled: number; failedItems: number }> {
+    const { config, runId, pass, rolloutRefs, dictionaryRef } = input;
+    const store = await deps.openStore(config.store);
+    const key = keys.pass(runId, pass);
+    const existing = await store.stat(key);
+    if (existing) {
+      const p = PassLabelsSchema.parse(await store.getJson(existing));
+      return { ref: existing, labeled: p.items.length, failedItems: p.failedItems.length };
+    }
+    const dictionary = CapabilityDictionarySchema.parse(await store.getJson(dictionaryRef));
+    const ts = (await loadTrajectories(store, rolloutRefs)).filter(analysable).sort(byId);
+    const prefix = keys.passItems(runId, pass);
+
+    const finished = new Map<string, TrajectoryLabels | ItemFailure>();
+    for (const k of await store.list(prefix)) {
+      const raw = await store.getJson(k);
+      const item = TrajectoryLabelsSchema.safeParse(raw);
+      const rec = item.success ? item.data : ItemFailureSchema.parse(raw);
+      finished.set(rec.trajectoryId, rec);
+    }
+    const todo = dictionary.capabilities.length ? ts.filter((t) => !finished.has(t.id)) : [];
+    heartbeat({ pass, done: finished.size, total: ts.length });
+
+    const llm = createLlm(config, 'analyst');
+    const schema = labelOutputSchema(dictionary.capabilities);
+    const temperature = llm.temperature ?? LABELING_TEMPERATURE;
+    const settled = await mapLimit(todo, config.llm.analyst.concurrency, async (t) => {
+      let rec: TrajectoryLabels | ItemFailure;
+      try {
+        const out = await llm.structured(
+          [
+            { role: 'system', content: LABELING_SYSTEM },
+            { role: 'user', content: labelingUser(dictionary.capabilities, compactTrajectory(t, config.analysis.maxTrajectoryChars)) },
+          ],
+          schema,
+          'capability_labels',
+          { temperature, seed: pass },
+        );
+        rec = { trajectoryId: t.id, labels: out.labels };
+      } catch (e) {
+        // Transport failures (after the client's retries) fail the activity so Temporal retries it;
+        // finished items stay persisted. Output that stays invalid after repair is this item's failure.
+        if (!(e instanceof InvalidLlmOutputError)) return e as Error;
+        rec = { trajectoryId: t.id, error: e.message };
+      }
+      await store.put(`${prefix}${itemKey(t.id)}.json`, JSON.stringify(rec));
+      finished.set(t.id, rec);
+      heartbeat({ pass, done: finished.size, total: ts.length });
+      return undefined;
+    });
+    const transportError = settled.find((e) => e instanceof Error);
+    if (transportError) throw transportError;
+
+    const records = ts.flatMap((t) => (finished.has(t.id) ? [finished.get(t.id)!] : []));
+    const result: PassLabels = {
+      pass,
+      items: records.filter((r): r is TrajectoryLabels => 'labels' in r),
+      failedItems: records.filter((r): r is ItemFailure => 'error' in r),
+      usage: llm.usage(),
+    };
+    const ref = await store.put(key, JSON.stringify(result));
+    return { ref, labeled: result.items.length, failedItems: result.failedItems.length };
+  }
+
+  // ── selection ─────────────────────────────────────────────────────────────────────────────────
+
+  async function selectCapabilities(input: {
+    config: Config;
+    runId: string;
+    rolloutRefs: ArtifactRef[];
+    dictionaryRef: ArtifactRef;
+    passRefs: ArtifactRef[];
+  }): Promise<{
+    ref: ArtifactRef;
+    selected: { name: string; description: string; meanDelta: number; meanCoverage: number; passesSelected: number }[];
+    summary: string;
+  }> {
+    const { config, runId, rolloutRefs, dictionaryRef, passRefs } = input;
+    const store = await deps.openStore(config.store);
+    const dictionary = CapabilityDictionarySchema.parse(await store.getJson(dictionaryRef));
+    const all = await loadTrajectories(store, rolloutRefs);
+    const ts = all.filter(analysable);
+    const outcomes: Outcome[] = ts.map((t) => ({ trajectoryId: t.id, success: t.success }));
+    const passes: PassLabels[] = [];
+    for (const r of passRefs) passes.push(PassLabelsSchema.parse(await store.getJson(r)));
+    passes.sort((a, b) => a.pass - b.pass);
+    const passInputs: PassInput[] = passes.map((p) => ({ pass: p.pass, items: p.items }));
+    const thresholds = {
+      delta: config.analysis.delta,
+      coverage: config.analysis.coverage,
+      minPassesSelected: config.analysis.minPassesSelected,
+    };
+    const stats = capabilityStats(dictionary.capabilities, outcomes, passInputs, thresholds);
+    const describe = new Map(dictionary.capabilities.map((c) => [c.name, c.description]));
+    const selected: SelectedCapability[] = stats
+      .filter((s) => s.selected)
+      .map((s) => ({
+        name: s.name,
+        description: describe.get(s.name)!,
+        meanDelta: s.meanDelta!,
+        meanCoverage: s.meanCoverage!,
+        passesSelected: s.passesSelected,
+        examples: exampleFailures(s.name, outcomes, passInputs, config.analysis.examplesPerCapability),
+      }));
+    const result: Stage1Result = {
+      runId,
+      env: config.env.name,
+      thresholds: { ...thresholds, passes: config.analysis.passes },
+      counts: {
+        trajectories: ts.length,
+        successes: outcomes.filter((o) => o.success).length,
+        failures: outcomes.filter((o) => !o.success).length,
+        errored: all.length - ts.length,
+        labelFailures: passes.reduce((n, p) => n + p.failedItems.length, 0),
+      },
+      dictionary,
+      rolloutRefs,
+      dictionaryRef,
+      passRefs,
+      stats,
+      selected,
+      summary: '',
+    };
+    result.summary = stage1Summary(result, passes.length);
+    const ref = await store.put(keys.result(runId), JSON.stringify(Stage1ResultSchema.parse(result), null, 2));
+    return {
+      ref,
+      selected: selected.map(({ examples: _e, ...s }) => s),
+      summary: result.summary,
+    };
+  }
+
+  return { listRolloutTasks, collectRolloutBatch, discoverCapabilities, labelPass, selectCapabilities };
+}
+
+// ── helpers ─────────────────────────────────────────────────────────────────────────────────────
+
+/** The discovery prompt holds about this many trajectories' worth of text (maxTrajectoryChars each). */
+const DISCOVERY_BUDGET_FACTOR = 3;
+const MIN_DISCOVERY_ITEM_CHARS = 800;
+const POLICY_EXCERPT_CHARS = 2000;
+/** Labeling passes must be independent samples: a role without a temperature labels at this one. */
+const LABELING_TEMPERATURE = 0.7;
+
+const byId = (a: Trajectory, b: Trajectory) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+
+async function closeEnv(env: Environment): Promise<void> {
+  const close = (env as Environment & { close?: () => Promise<void> }).close;
+  if (close) await close.call(env);
+}
+
+/**
+ * Which trajectories the discovery prompt shows: failures and successes interleaved two to one
+ * (failures are what the dictionary must explain), each compacted to an equal share of the budget.
+ */
+export function pickForDiscovery(failures: Trajectory[], successes: Trajectory[], totalChars: number) {
+  const order: Trajectory[] = [];
+  let f = 0;
+  let s = 0;
+  while (f < failures.length || s < successes.length) {
+    for (let k = 0; k < 2 && f < failures.length; k++) order.push(failures[f++]);
+    if (s < successes.length) order.push(successes[s++]);
+  }
+  const n = Math.max(1, Math.min(order.length, Math.floor(totalChars / MIN_DISCOVERY_ITEM_CHARS)));
+  const chosen = order.slice(0, n);
+  return {
+    failures: chosen.filter((t) => !t.success),
+    successes: chosen.filter((t) => t.success),
+    budget: Math.floor(totalChars / n),
+  };
+}
+
+/** Dedupe by name (first wins, order = the analyst's ranking) and cap. */
+export function canonicalDictionary(caps: readonly Capability[], max: number): Capability[] {
+  const seen = new Set<string>();
+  const out: Capability[] = [];
+  for (const c of caps) {
+    if (seen.has(c.name)) continue;
+    seen.add(c.name);
+    out.push({ name: c.name, description: c.description.trim() });
+  }
+  return out.slice(0, max);
+}
+
+const fmt = (x: number | null) => (x === null ? 'n/a' : x.toFixed(2));
+
+export function stage1Summary(r: Stage1Result, passesRun: number): string {
+  const c = r.counts;
+  const lines = [
+    `Stage 1 on ${r.env}: ${c.trajectories} trajectories (${c.successes} successes, ${c.failures} failures${c.errored ? `, ${c.errored} ended by infrastructure errors and left out` : ''}); ` +
+      `${r.dictionary.capabilities.length} capabilities discovered; ${passesRun} of ${r.thresholds.passes} labeling passes` +
+      `${c.labelFailures ? ` (${c.labelFailures} item labels failed after repair)` : ''}.`,
+  ];
+  if (c.failures === 0) lines.push('No failed trajectories: nothing to contrast, so no capability can be selected.');
+  if (c.successes === 0) lines.push('No successful trajectories: the contrastive gap Δ is undefined, so no capability can be selected.');
+  const rule = `Δ ≥ ${r.thresholds.delta.toFixed(2)} and Cov ≥ ${r.thresholds.coverage.toFixed(2)} in ≥ ${r.thresholds.minPassesSelected} of ${r.thresholds.passes} passes`;
+  lines.push(r.selected.length ? `Selected ${r.selected.length} (${rule}):` : `None selected (${rule}).`);
+  for (const s of r.stats) {
+    const mark = s.selected ? '✔' : ' ';
+    lines.push(
+      `${mark} ${s.name}: Δ ${fmt(s.meanDelta)} ± ${fmt(s.stdDelta)}, Cov ${fmt(s.meanCoverage)} ± ${fmt(s.stdCoverage)}, selected in ${s.passesSelected}/${passesRun}` +
+        (s.notes.length ? ` (${s.notes.join('; ')})` : ''),
+    );
+  }
+  return lines.join('\n');
+}
+
+const defaults = createStage1Activities();
+export const { listRolloutTasks, collectRolloutBatch, discoverCapabilities, labelPass, selectCapabilities } = defaults;

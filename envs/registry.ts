@@ -1,0 +1,31 @@
+import type { Config } from '../core/config.js';
+import type { Environment } from './environment.js';
+
+/**
+ * Environment names → openers. Add one line per environment (exact names) or per prefix
+ * (`http:` and friends); imports are lazy so an env's dependencies load only when it is used.
+ */
+type Opener = (name: string, deps: { config: Config }) => Promise<Environment>;
+
+const byName: Record<string, Opener> = {
+  'toy-orders': async () => (await import('./toy/orders.js')).createToyOrdersEnv(),
+};
+
+const byPrefix: Record<string, Opener> = {
+  // `http:<url>` or a bare `http(s)://…` URL: any env speaking envs/protocol/README.md.
+  'http:': async (name) => (await import('./protocol/client.js')).HttpEnvironment.connect(name.replace(/^http:(?=https?:\/\/)/, '')),
+  'https:': async (name) => (await import('./protocol/client.js')).HttpEnvironment.connect(name),
+};
+
+export function knownEnvironments(): string[] {
+  return [...Object.keys(byName), ...Object.keys(byPrefix).map((p) => `${p}<…>`)];
+}
+
+export async function openEnvironment(envConfig: Config['env'], deps: { config: Config }): Promise<Environment> {
+  const name = envConfig.name;
+  const exact = byName[name];
+  if (exact) return exact(name, deps);
+  const prefix = Object.keys(byPrefix).find((p) => name.startsWith(p));
+  if (prefix) return byPrefix[prefix](name, deps);
+  throw new Error(`env.name: unknown environment '${name}'; known: ${knownEnvironments().join(', ')}`);
+}
