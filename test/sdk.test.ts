@@ -1,0 +1,116 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import {
+  Rng, gen, canonicalJson, stableHash, schemaViolation, inspectInstance, communicated, calledWith, toolCallsOf, weighted,
+  type SyntheticEnvironment, type AgentAction, type Message,
+} from '#env-sdk';
+
+const root = path.resolve(import.meta.dirname, '..');
+
+/** The README's example module, written into the repo so `#env-sdk` resolves as in real modules. */
+async function readmeExample(): Promise<SyntheticEnvironment> {
+  const readme = readFileSync(path.join(root, 'envs/sdk/README.md'), 'utf8');
+  const code = /```ts\n([\s\S]*?)```/.exec(readme)?.[1];
+  assert.ok(code, 'README has a ts example');
+  const dir = path.join(root, '.trace/tmp/sdk-test');
+  mkdirSync(dir, { recursive: true });
+  const file = path.join(dir, `readme-example-${process.pid}.ts`);
+  writeFileSync(file, code);
+  return (await import(file)).default as SyntheticEnvironment;
+}
+
+async function play(env: SyntheticEnvironment, seed: number, actions: AgentAction[]) {
+  const ep = await env.reset({ seed });
+  const messages: Message[] = ep.initialMessages();
+  let termination: 'agent_stop' | 'user_stop' | 'max_steps' = 'agent_stop';
+  for (const a of actions) {
+    messages.push(a.type === 'tool_call' ? { role: 'assistant', content: null, tool_calls: [a.call] } : { role: 'assistant', content: a.content });
+    const r = await ep.step(a);
+    messages.push(r.observation);
+    if (r.done) {
+      termination = r.termination as typeof termination;
+      break;
+    }
+  }
+  return { ep, messages, result: await ep.evaluate(messages, termination) };
+}
+
+test('Rng is deterministic per seed and draws stay in range', () => {
+  const a = new Rng(7);
+  const b = new Rng(7);
+  const xs = Array.from({ length: 50 }, () => a.int(1, 6));
+  assert.deepEqual(xs, Array.from({ length: 50 }, () => b.int(1, 6)));
+  assert.ok(xs.every((x) => x >= 1 && x <= 6));
+  assert.equal(new Set(xs).size, 6);
+  assert.notDeepEqual(xs, Array.from({ length: 50 }, ((r) => () => r.int(1, 6))(new Rng(8))));
+  assert.equal(new Set(new Rng(1).sample([1, 2, 3, 4], 4)).size, 4);
+  const d = gen.date(new Rng(3), '2024-05-01', '2024-05-03');
+  assert.ok(['2024-05-01', '2024-05-02', '2024-05-03'].includes(d));
+  assert.match(gen.locator(new Rng(3)), /^[A-Z2-9]{6}$/);
+});
+
+test('canonical JSON sorts keys and the hash ignores key order; non-JSON is rejected', () => {
+  assert.equal(canonicalJson({ b: 1, a: { d: [1, { z: 1, y: 2 }], c: null } }), '{"a":{"c":null,"d":[1,{"y":2,"z":1}]},"b":1}');
+  assert.equal(stableHash({ x: 1, y: 2 }), stableHash({ y: 2, x: 1 }));
+  assert.notEqual(stableHash({ x: 1 }), stableHash({ x: 2 }));
+  assert.throws(() => canonicalJson({ a: Number.NaN }), /\$\.a is NaN/);
+  assert.throws(() => canonicalJson({ d: new Date(0) }), /\$\.d is a Date/);
+});
+
+test('schemaViolation names the bad field', () => {
+  const s = { type: 'object', properties: { id: { type: 'string' }, n: { type: 'integer', minimum: 0 }, cabin: { enum: ['economy', 'business'] }, xs: { type: 'array', items: { type: 'object', properties: { a: { type: 'string' } }, required: ['a'] } } }, required: ['id'], additionalProperties: false };
+  assert.equal(schemaViolation(s, { id: 'x', n: 2, cabin: 'economy', xs: [{ a: 'q' }] }), undefined);
+  assert.equal(schemaViolation(s, {}), 'arguments.id is required');
+  assert.equal(schemaViolation(s, { id: 3 }), 'arguments.id must be string, got number');
+  assert.equal(schemaViolation(s, { id: 'x', n: 1.5 }), 'arguments.n must be integer, got number');
+  assert.equal(schemaViolation(s, { id: 'x', n: -1 }), 'arguments.n must be ≥ 0');
+  assert.match(schemaViolation(s, { id: 'x', cabin: 'first' }) ?? '', /arguments\.cabin must be one of/);
+  assert.equal(schemaViolation(s, { id: 'x', xs: [{}] }), 'arguments.xs[0].a is required');
+  assert.equal(schemaViolation(s, { id: 'x', extra: 1 }), 'arguments.extra is not an allowed property');
+});
+
+test('verifier helpers: communicated values, partial argument match, weighted credit', () => {
+  const msgs: Message[] = [
+    { role: 'assistant', content: null, tool_calls: [{ id: '1', type: 'function', function: { name: 'f', arguments: '{"a":"X","b":{"c":[1,2]},"d":9}' } }] },
+    { role: 'assistant', content: 'Your total is $1,234.50 and the locator is abc123.' },
+  ];
+  assert.deepEqual(communicated(msgs, [1234.5, 'ABC123']), { ok: true, missing: [] });
+  assert.deepEqual(communicated(msgs, [1234.51, 'zzz']), { ok: false, missing: ['1234.51', 'zzz'] });
+  const calls = toolCallsOf(msgs);
+  assert.ok(calledWith(calls, 'f', { a: 'x', b: { c: [1, 2] } }));
+  assert.ok(!calledWith(calls, 'f', { b: { c: [1] } }));
+  assert.ok(!calledWith(calls, 'g'));
+  assert.deepEqual(weighted({ action: [0.6, true], communication: [0.4, false] }), { reward: 0.6, components: { action: 1, communication: 0 }, details: undefined });
+});
+
+test('defineEnvironment: the README example steps tools, reports argument errors, scores gold 1 and stopping 0', async () => {
+  const env = await readmeExample();
+  assert.equal(env.info.kind, 'synthetic');
+  assert.equal(env.tools()[0].function.name, 'get_user_details');
+  const view = env.inspect(5);
+  assert.equal(view.instance, env.inspect(5).instance);
+  assert.notEqual(view.instance, env.inspect(6).instance);
+  assert.deepEqual(await inspectInstance(env, 5), JSON.parse(JSON.stringify(view)));
+
+  const gold = await play(env, 5, view.gold);
+  assert.equal(gold.result.reward, 1);
+  assert.equal(gold.result.success, true);
+  assert.equal((await play(env, 5, [{ type: 'message', content: '###STOP###' }])).result.reward, 0);
+
+  const ep = await env.reset({ seed: 5 });
+  const bad = async (name: string, args: string) => ep.step({ type: 'tool_call', call: { id: 'c', type: 'function', function: { name, arguments: args } } });
+  assert.match((await bad('nope', '{}')).observation.content as string, /^Error: unknown tool 'nope'/);
+  assert.match((await bad('get_user_details', '{oops')).observation.content as string, /not valid JSON/);
+  const r = await bad('get_user_details', '{"user_id": 5}');
+  assert.equal(r.error, true);
+  assert.match(r.observation.content as string, /arguments\.user_id must be string/);
+  assert.match((await bad('get_user_details', '{"user_id": "ghost"}')).observation.content as string, /^Error: User not found/);
+
+  // A fork replays independently; the scripted user stops after the agent's message.
+  const fork = await ep.fork();
+  const done = await fork.step({ type: 'message', content: 'hello' });
+  assert.deepEqual([done.done, done.termination], [true, 'user_stop']);
+  assert.equal((await ep.step({ type: 'message', content: 'hi' })).termination, 'user_stop');
+});
