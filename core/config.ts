@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { VariantSpecSchema } from './evaluation.js';
 
 /**
  * The one run configuration (YAML or JSON), validated at every boundary. Defaults follow the
@@ -75,6 +76,19 @@ export const ConfigSchema = z
         maxRepairAttempts: z.number().int().nonnegative().default(2),
         maxTrajectoryChars: z.number().int().positive().default(12_000),
         examplesPerCapability: z.number().int().positive().default(5),
+      })
+      .strict()
+      .prefault({}),
+    evaluation: z
+      .object({
+        trials: z.number().int().positive().default(1).describe('trials per held-out task; 1 with temperature 0 = greedy'),
+        temperature: z.number().min(0).max(2).default(0),
+        maxTasks: z.number().int().positive().optional().describe('cap on held-out tasks; default env.maxTasks'),
+        batchSize: z.number().int().positive().default(8).describe('tasks per evaluation activity'),
+        promptOnly: z.boolean().default(false).describe('also evaluate the base with the selected capabilities described in its system prompt'),
+        singleAdapters: z.boolean().default(false).describe('also evaluate each capability adapter alone'),
+        variants: z.array(VariantSpecSchema).default([]).describe('extra variants to evaluate, e.g. a served TRACE agent'),
+        promotionMargin: z.number().min(0).max(1).default(0.02).describe('a retrained agent replaces the current one only if its pass rate is higher by this much'),
       })
       .strict()
       .prefault({}),
