@@ -1,0 +1,125 @@
+import { execFileSync } from 'node:child_process';
+import path from 'node:path';
+import { bundleWorkflowCode, NativeConnection, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { connectionOptions, PROJECT_ROOT, temporalSettings, type TemporalSettings } from '../infra/temporal.js';
+import { TASK_QUEUE_CPU, TASK_QUEUE_GPU } from '../workflows/types.js';
+import { loadCatalog, type Queue } from './activities.js';
+
+/**
+ * Worker construction shared by workers/cpu.ts, workers/gpu.ts, workers/embedded.ts and
+ * `trace worker`. The Temporal runtime turns SIGINT/SIGTERM into a graceful shutdown: polling
+ * stops, running activities are cancelled and given `shutdownGraceTime` to checkpoint.
+ */
+export const WORKFLOWS_PATH = path.join(PROJECT_ROOT, 'workflows', 'index.ts');
+
+let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
+/** The workflow bundle, built once per process (webpack; a few seconds). */
+export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
+  bundle ??= bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietBundlerLogger });
+  return bundle;
+}
+
+const quietBundlerLogger = {
+  log() {},
+  trace() {},
+  debug() {},
+  info() {},
+  warn(message: string) {
+    console.warn(message);
+  },
+  error(message: string) {
+    console.error(message);
+  },
+};
+
+/** GPUs visible to this worker: TRACE_GPU_COUNT, else `nvidia-smi -L`, else 1 (CPU training). */
+export function gpuCount(env: NodeJS.ProcessEnv = process.env): number {
+  if (env.TRACE_GPU_COUNT) return Math.max(1, Number(env.TRACE_GPU_COUNT) || 1);
+  try {
+    const out = execFileSync('nvidia-smi', ['-L'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+    return Math.max(1, out.split('\n').filter((l) => l.startsWith('GPU ')).length);
+  } catch {
+    return 1;
+  }
+}
+
+export interface WorkerOptions {
+  queues: Queue[];
+  settings?: TemporalSettings;
+  /** Concurrent CPU activities (rollout batches, labeling passes); default 8. */
+  cpuConcurrency?: number;
+  shutdownGraceMs?: number;
+}
+
+export interface RunningWorkers {
+  workers: Worker[];
+  connection: NativeConnection;
+  /** Resolves when every worker has shut down (after a signal or `shutdown()`). */
+  done: Promise<void>;
+  shutdown(): Promise<void>;
+}
+
+export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers> {
+  const settings = opts.settings ?? temporalSettings();
+  const connection = await NativeConnection.connect(connectionOptions(settings));
+  const catalog = await loadCatalog();
+  const shutdownGraceTime = opts.shutdownGraceMs ?? 30_000;
+  const workers: Worker[] = [];
+  for (const queue of opts.queues) {
+    if (queue === 'cpu') {
+      workers.push(
+        await Worker.create({
+          connection,
+          namespace: settings.namespace,
+          taskQueue: TASK_QUEUE_CPU,
+          workflowBundle: await workflowBundle(),
+          activities: catalog.cpu,
+          maxConcurrentActivityTaskExecutions: opts.cpuConcurrency ?? Number(process.env.TRACE_CPU_CONCURRENCY ?? 8),
+          shutdownGraceTime,
+        }),
+      );
+    } else if (Object.keys(catalog.gpu).length === 0) {
+      // A worker with nothing to serve is refused by the SDK; the queue starts being polled once
+      // activities/training.ts exists.
+      console.warn(`[worker] ${TASK_QUEUE_GPU}: no GPU activities in this checkout (activities/training.ts absent); not polling`);
+    } else {
+      workers.push(
+        await Worker.create({
+          connection,
+          namespace: settings.namespace,
+          taskQueue: TASK_QUEUE_GPU,
+          activities: catalog.gpu,
+          maxConcurrentActivityTaskExecutions: gpuCount(),
+          shutdownGraceTime,
+        }),
+      );
+    }
+  }
+  const done = Promise.all(workers.map((w) => w.run())).then(() => connection.close());
+  return {
+    workers,
+    connection,
+    done,
+    async shutdown() {
+      for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
+      await done;
+    },
+  };
+}
+
+/** Entry-point body for workers/*.ts: run until a signal, log one line per queue. */
+export async function runWorkersMain(queues: Queue[]): Promise<void> {
+  const settings = temporalSettings();
+  const running = await startWorkers({ queues, settings });
+  const catalog = await loadCatalog();
+  for (const q of queues) {
+    const names = Object.keys(q === 'cpu' ? catalog.cpu : catalog.gpu);
+    console.log(`[worker] ${q === 'cpu' ? TASK_QUEUE_CPU : TASK_QUEUE_GPU} on ${settings.address} (${settings.namespace}): ${names.length} activities${names.length ? ` (${names.join(', ')})` : ''}`);
+  }
+  for (const m of catalog.modules) {
+    if (!m.loaded) console.log(`[worker] ${m.path}: not in this checkout (its stage is reported as not configured)`);
+    else if (m.missing.length) console.warn(`[worker] ${m.path}: does not export ${m.missing.join(', ')}`);
+  }
+  await running.done;
+  console.log('[worker] shut down');
+}

@@ -1,0 +1,75 @@
+import { proxyActivities, setHandler, defineQuery, workflowInfo } from '@temporalio/workflow';
+import type { ArtifactRef } from '../store/artifact-store.js';
+import type { CapabilityInput, CapabilityResult, CapabilityStatus } from './types.js';
+import { gpuActivity, longActivity } from './options.js';
+
+/**
+ * One kept capability: synthesize its environment → validate it → train its LoRA adapter. Each
+ * stage runs only when the workers implement it; otherwise the child ends honestly with
+ * 'not_configured' and says which stage is missing.
+ */
+export interface CapabilityActivities {
+  synthesizeEnvironment(input: {
+    runId: string;
+    config: CapabilityInput['config'];
+    capability: CapabilityInput['capability'];
+    analysis: ArtifactRef;
+  }): Promise<{ ref: ArtifactRef; attempts?: number } & Record<string, unknown>>;
+  validateEnvironment(input: {
+    runId: string;
+    config: CapabilityInput['config'];
+    capability: CapabilityInput['capability'];
+    environment: ArtifactRef;
+  }): Promise<{ ok: boolean; reason?: string } & Record<string, unknown>>;
+}
+export interface TrainingActivities {
+  trainAdapter(input: {
+    runId: string;
+    config: CapabilityInput['config'];
+    capability: CapabilityInput['capability'];
+    environment: ArtifactRef;
+  }): Promise<{ adapter: ArtifactRef } & Record<string, unknown>>;
+}
+
+export const capabilityStatusQuery = defineQuery<CapabilityStatus>('status');
+
+export async function capabilityWorkflow(input: CapabilityInput): Promise<CapabilityResult> {
+  const { runId, config, capability, plan } = input;
+  const has = (name: string) => plan.activities.includes(name);
+  let status: CapabilityStatus = 'pending';
+  setHandler(capabilityStatusQuery, () => status);
+  const done = (s: CapabilityStatus, detail: string, extra: Partial<CapabilityResult> = {}): CapabilityResult => {
+    status = s;
+    return { name: capability.name, status: s, detail, ...extra };
+  };
+
+  if (!config.stages.synthesis) return done('not_configured', 'synthesis disabled by config (stages.synthesis: false)');
+  if (!has('synthesizeEnvironment')) return done('not_configured', 'stages 2–4 not configured: no synthesizeEnvironment activity');
+
+  const cpu = proxyActivities<CapabilityActivities>(longActivity(input.timeouts));
+  status = 'synthesizing';
+  const synthesized = await cpu.synthesizeEnvironment({ runId, config, capability, analysis: input.analysis });
+  const environment = synthesized.ref;
+
+  let validation: unknown;
+  if (has('validateEnvironment')) {
+    status = 'validating';
+    const v = await cpu.validateEnvironment({ runId, config, capability, environment });
+    validation = v;
+    if (!v.ok) return done('failed', `environment failed validation: ${v.reason ?? 'no reason given'}`, { environment, validation });
+  }
+
+  if (!config.stages.training) {
+    return done('not_configured', 'environment ready; training disabled by config (stages.training: false)', { environment, validation });
+  }
+  if (!has('trainAdapter')) {
+    return done('not_configured', `environment ready (workflow ${workflowInfo().workflowId}); stages 3–4 not configured: no trainAdapter activity`, {
+      environment,
+      validation,
+    });
+  }
+  const gpu = proxyActivities<TrainingActivities>(gpuActivity(input.timeouts));
+  status = 'training';
+  const training = await gpu.trainAdapter({ runId, config, capability, environment });
+  return done('trained', 'adapter trained', { environment, validation, adapter: training.adapter, training });
+}

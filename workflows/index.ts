@@ -1,0 +1,3 @@
+/** Workflow bundle entry: every workflow type the trace-cpu worker serves. */
+export { tracePipeline } from './pipeline.js';
+export { capabilityWorkflow } from './capability.js';

@@ -1,0 +1,231 @@
+import {
+  ApplicationFailure,
+  defineQuery,
+  proxyActivities,
+  setHandler,
+  startChild,
+  upsertMemo,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { ArtifactRef } from '../store/artifact-store.js';
+import type { PlatformActivities, Stage1Activities } from './contracts.js';
+import { capabilityWorkflow, type CapabilityActivities } from './capability.js';
+import { gpuActivity, longActivity, rolloutActivity, shortActivity } from './options.js';
+import { chunk, failureMessage, settlePool } from './pool.js';
+import * as SA from './search-attributes.js';
+import {
+  PROGRESS_QUERY,
+  type CapabilityResult,
+  type PipelineInput,
+  type PipelineProgress,
+  type PipelineResult,
+  type PipelineStage,
+} from './types.js';
+
+export const progressQuery = defineQuery<PipelineProgress>(PROGRESS_QUERY);
+
+interface LaterStageActivities {
+  fitGate(input: { runId: string; config: PipelineInput['config']; adapters: { capability: string; adapter: ArtifactRef }[] }): Promise<unknown>;
+  evaluateRun(input: { runId: string; config: PipelineInput['config']; gate?: unknown; capabilities: CapabilityResult[] }): Promise<unknown>;
+  writeReport(input: { runId: string; config: PipelineInput['config']; result: Omit<PipelineResult, 'report'> }): Promise<ArtifactRef>;
+}
+
+const STAGE1 = ['listRolloutTasks', 'collectRolloutBatch', 'discoverCapabilities', 'labelPass', 'selectCapabilities'] as const;
+
+/**
+ * The TRACE pipeline: rollouts (batched fan-out) → capability identification (discovery, R
+ * labeling passes, K-of-R selection) → one child per kept capability → gate → evaluation → report.
+ * Stages whose activities the workers do not implement are skipped and named in the result.
+ */
+export async function tracePipeline(input: PipelineInput): Promise<PipelineResult> {
+  const { config, timeouts } = input;
+  const runId = input.runId ?? workflowInfo().workflowId;
+  const progress: PipelineProgress = {
+    runId,
+    stage: 'starting',
+    rollouts: { batchesDone: 0, batchesFailed: 0, batchesTotal: 0, trajectories: 0, successes: 0 },
+    labeling: { passesDone: 0, passesFailed: 0, passesTotal: config.analysis.passes },
+    capabilities: [],
+    notConfigured: [],
+  };
+  setHandler(progressQuery, () => progress);
+  const enter = (stage: PipelineStage, message?: string) => {
+    progress.stage = stage;
+    progress.message = message;
+    upsertSearchAttributes([{ key: SA.TraceStage, value: stage }]);
+  };
+
+  upsertMemo({
+    config: {
+      name: config.name,
+      env: config.env.name,
+      maxTasks: config.env.maxTasks ?? null,
+      trialsPerTask: config.rollouts.trialsPerTask,
+      policyModel: config.llm.policy.model ?? 'default',
+      analystModel: config.llm.analyst.model ?? 'default',
+      passes: config.analysis.passes,
+      minPassesSelected: config.analysis.minPassesSelected,
+      delta: config.analysis.delta,
+      coverage: config.analysis.coverage,
+      stages: config.stages,
+      store: config.store.kind,
+    },
+  });
+  upsertSearchAttributes([{ key: SA.TraceEnv, value: config.env.name }]);
+  enter('starting');
+
+  const platform = proxyActivities<PlatformActivities>(shortActivity(timeouts));
+  const plan = await platform.pipelinePlan();
+  const has = (name: string) => plan.activities.includes(name);
+  const missing = STAGE1.filter((a) => !has(a));
+  if (missing.length) {
+    throw ApplicationFailure.nonRetryable(`stage 1 not configured: workers lack ${missing.join(', ')}`, 'NotConfigured');
+  }
+  const short = proxyActivities<Stage1Activities>(shortActivity(timeouts));
+  const long = proxyActivities<Stage1Activities>(longActivity(timeouts));
+
+  // Rollouts: every (task, trial) pair, in batches, at most maxConcurrentBatches in flight.
+  enter('rollouts');
+  const items = await short.listRolloutTasks({ config });
+  const batches = chunk(items, config.rollouts.batchSize);
+  progress.rollouts.batchesTotal = batches.length;
+  const rollouts = proxyActivities<Stage1Activities>(rolloutActivity(config, timeouts));
+  const settled = await settlePool(batches, config.rollouts.maxConcurrentBatches, async (tasks, batchIndex) => {
+    try {
+      const r = await rollouts.collectRolloutBatch({ runId, config, batchIndex, tasks });
+      progress.rollouts.batchesDone++;
+      progress.rollouts.trajectories += r.count;
+      progress.rollouts.successes += r.successes;
+      return r;
+    } catch (err) {
+      progress.rollouts.batchesFailed++;
+      throw err;
+    }
+  });
+  const rolloutRefs = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value.ref] : []));
+  const failedBatches = settled.filter((s) => s.status === 'rejected');
+  if (rolloutRefs.length === 0) {
+    const why = failedBatches.length ? failureMessage((failedBatches[0] as PromiseRejectedResult).reason) : 'no tasks';
+    throw ApplicationFailure.nonRetryable(`no rollouts collected (${batches.length} batches): ${why}`, 'NoRollouts');
+  }
+  const { trajectories, successes } = progress.rollouts;
+  const passRate = trajectories ? successes / trajectories : null;
+  if (passRate !== null) upsertSearchAttributes([{ key: SA.TracePassRate, value: passRate }]);
+
+  // Capability identification: one discovery, R independent labeling passes, K-of-R selection.
+  enter('discovery');
+  const discovery = await long.discoverCapabilities({ runId, config, rolloutRefs });
+  enter('labeling');
+  const passes = await Promise.allSettled(
+    Array.from({ length: config.analysis.passes }, async (_, pass) => {
+      try {
+        const r = await long.labelPass({ runId, config, pass, dictionaryRef: discovery.ref, rolloutRefs });
+        progress.labeling.passesDone++;
+        return r;
+      } catch (err) {
+        progress.labeling.passesFailed++;
+        throw err;
+      }
+    }),
+  );
+  const labels = passes.flatMap((p) => (p.status === 'fulfilled' ? [p.value.ref] : []));
+  if (labels.length === 0) {
+    throw ApplicationFailure.nonRetryable(
+      `every labeling pass failed: ${failureMessage((passes[0] as PromiseRejectedResult).reason)}`,
+      'NoLabels',
+    );
+  }
+  enter('selection');
+  const selection = await short.selectCapabilities({ runId, config, dictionaryRef: discovery.ref, rolloutRefs, passRefs: labels });
+  const selected = selection.selected;
+  upsertSearchAttributes([{ key: SA.TraceCapabilities, value: selected.map((c) => c.name) }]);
+
+  // One child workflow per kept capability; a failed child is reported, the others continue.
+  enter('capabilities');
+  const parentId = workflowInfo().workflowId;
+  progress.capabilities = selected.map((c) => ({ name: c.name, workflowId: `${parentId}/capability/${c.name}`, status: 'pending' }));
+  const childResults = await Promise.allSettled(
+    selected.map(async (capability, i) => {
+      const entry = progress.capabilities[i];
+      const handle = await startChild(capabilityWorkflow, {
+        workflowId: entry.workflowId,
+        args: [{ runId, config, capability, analysis: selection.ref, plan, timeouts }],
+      });
+      progress.currentCapability = capability.name;
+      const r = await handle.result();
+      entry.status = r.status;
+      if (r.status === 'failed') entry.error = r.detail;
+      return r;
+    }),
+  );
+  const capabilities: CapabilityResult[] = childResults.map((r, i) => {
+    if (r.status === 'fulfilled') return r.value;
+    const entry = progress.capabilities[i];
+    entry.status = 'failed';
+    entry.error = failureMessage(r.reason);
+    return { name: entry.name, status: 'failed', detail: entry.error };
+  });
+  progress.currentCapability = undefined;
+
+  const notConfigured: string[] = [];
+  const later = (name: keyof LaterStageActivities | keyof CapabilityActivities | 'trainAdapter', stage: string, enabled: boolean) => {
+    if (!enabled) return false;
+    if (!has(name)) notConfigured.push(stage);
+    return has(name);
+  };
+  later('synthesizeEnvironment', 'synthesis', config.stages.synthesis);
+  later('trainAdapter', 'training', config.stages.training);
+
+  const adapters = capabilities.flatMap((c) => (c.adapter ? [{ capability: c.name, adapter: c.adapter }] : []));
+  let gate: unknown;
+  if (later('fitGate', 'gate', config.stages.gate) && adapters.length > 0) {
+    enter('gate');
+    gate = await proxyActivities<LaterStageActivities>(gpuActivity(timeouts)).fitGate({ runId, config, adapters });
+  }
+  let evaluation: unknown;
+  if (later('evaluateRun', 'evaluation', config.stages.evaluation)) {
+    enter('evaluation');
+    evaluation = await proxyActivities<LaterStageActivities>(longActivity(timeouts)).evaluateRun({ runId, config, gate, capabilities });
+  }
+  progress.notConfigured = notConfigured;
+
+  enter('report');
+  const failed = capabilities.filter((c) => c.status === 'failed').length + failedBatches.length + progress.labeling.passesFailed;
+  const result: Omit<PipelineResult, 'report'> = {
+    runId,
+    status: failed ? 'completed_with_failures' : 'completed',
+    summary: summarize(selected.length, capabilities, notConfigured, failed),
+    env: config.env.name,
+    rollouts: { refs: rolloutRefs, trajectories, successes, passRate, failedBatches: failedBatches.length },
+    analysis: {
+      dictionary: discovery.ref,
+      selection: selection.ref,
+      labels,
+      selected: selected.map((c) => c.name),
+      failedPasses: progress.labeling.passesFailed,
+      failedLabels: passes.reduce((n, p) => n + (p.status === 'fulfilled' ? p.value.failedItems : 0), 0),
+      summary: selection.summary,
+    },
+    capabilities,
+    gate,
+    evaluation,
+    notConfigured,
+  };
+  const report = has('writeReport')
+    ? await proxyActivities<LaterStageActivities>(shortActivity(timeouts)).writeReport({ runId, config, result })
+    : await platform.writeRunReport({ config, result });
+  enter('done', result.summary);
+  return { ...result, report };
+}
+
+function summarize(selected: number, caps: CapabilityResult[], notConfigured: string[], failures: number): string {
+  const parts = [`stage 1: ${selected} capabilit${selected === 1 ? 'y' : 'ies'} selected`];
+  const trained = caps.filter((c) => c.status === 'trained').length;
+  if (trained) parts.push(`${trained} adapter(s) trained`);
+  const stages24 = ['synthesis', 'training', 'gate'];
+  if (stages24.every((s) => notConfigured.includes(s))) parts.push('stages 2–4 not configured');
+  else if (notConfigured.length) parts.push(`not configured: ${notConfigured.join(', ')}`);
+  if (failures) parts.push(`${failures} item(s) failed (see report)`);
+  return parts.join('; ');
+}

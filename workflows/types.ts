@@ -1,0 +1,124 @@
+import type { Config } from '../core/config.js';
+import type { ArtifactRef } from '../store/artifact-store.js';
+
+/**
+ * The pipeline's boundary objects: workflow inputs, the `progress` query answer and the results.
+ * Types only (plus constants), so the CLI, workers and workflow code can all import them.
+ */
+export const TASK_QUEUE_CPU = 'trace-cpu';
+export const TASK_QUEUE_GPU = 'trace-gpu';
+export const PROGRESS_QUERY = 'progress';
+
+/** Activity timeouts, overridable per run so tests can exercise worker loss in seconds. */
+export interface TimeoutOverrides {
+  /** startToClose of bookkeeping activities (plan, task listing, selection, report). */
+  shortMs?: number;
+  /** startToClose of LLM-heavy CPU activities (rollout batches, discovery, labeling, synthesis, evaluation). */
+  longMs?: number;
+  /** heartbeatTimeout of activities that heartbeat. */
+  heartbeatMs?: number;
+  /** startToClose of GPU training activities. */
+  trainingMs?: number;
+  /** Attempts before an activity's failure is reported (default 5). */
+  maximumAttempts?: number;
+}
+
+export interface PipelineInput {
+  /** Names the run's artifacts (runs/<runId>/...); defaults to the workflow id (schedules). */
+  runId?: string;
+  config: Config;
+  timeouts?: TimeoutOverrides;
+}
+
+/** Which activities the workers of this deployment implement, decided once per run (recorded in history). */
+export interface StagePlan {
+  activities: string[];
+}
+
+export type PipelineStage =
+  | 'starting'
+  | 'rollouts'
+  | 'discovery'
+  | 'labeling'
+  | 'selection'
+  | 'capabilities'
+  | 'gate'
+  | 'evaluation'
+  | 'report'
+  | 'done';
+
+export type CapabilityStatus =
+  | 'pending'
+  | 'synthesizing'
+  | 'validating'
+  | 'training'
+  | 'trained'
+  | 'not_configured'
+  | 'failed';
+
+export interface CapabilityProgress {
+  name: string;
+  workflowId: string;
+  status: CapabilityStatus;
+  error?: string;
+}
+
+export interface PipelineProgress {
+  runId: string;
+  stage: PipelineStage;
+  rollouts: { batchesDone: number; batchesFailed: number; batchesTotal: number; trajectories: number; successes: number };
+  labeling: { passesDone: number; passesFailed: number; passesTotal: number };
+  capabilities: CapabilityProgress[];
+  currentCapability?: string;
+  notConfigured: string[];
+  message?: string;
+}
+
+export interface CapabilityInput {
+  runId: string;
+  config: Config;
+  capability: { name: string; description: string };
+  /** Stage-1 artifacts a synthesizer may read (dictionary, selection with example failures). */
+  analysis: ArtifactRef;
+  plan: StagePlan;
+  timeouts?: TimeoutOverrides;
+}
+
+export interface CapabilityResult {
+  name: string;
+  status: CapabilityStatus;
+  /** The stage the child reached or stopped at, and why, in one line. */
+  detail: string;
+  environment?: ArtifactRef;
+  validation?: unknown;
+  adapter?: ArtifactRef;
+  training?: unknown;
+}
+
+export type PipelineStatus = 'completed' | 'completed_with_failures';
+
+export interface PipelineResult {
+  runId: string;
+  status: PipelineStatus;
+  /** Human-readable, e.g. 'stages 2–4 not configured'. */
+  summary: string;
+  env: string;
+  rollouts: { refs: ArtifactRef[]; trajectories: number; successes: number; passRate: number | null; failedBatches: number };
+  analysis: {
+    dictionary: ArtifactRef;
+    /** The stage-1 result artifact (statistics, selection, example failures). */
+    selection: ArtifactRef;
+    labels: ArtifactRef[];
+    selected: string[];
+    failedPasses: number;
+    /** Trajectory labels that stayed invalid after repair, summed over passes. */
+    failedLabels: number;
+    /** Human-readable stage-1 summary (per-capability Δ, Cov, K of R). */
+    summary: string;
+  };
+  capabilities: CapabilityResult[];
+  gate?: unknown;
+  evaluation?: unknown;
+  notConfigured: string[];
+  report: ArtifactRef;
+}
