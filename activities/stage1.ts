@@ -45,15 +45,27 @@ const defaultDeps: Stage1Deps = {
   openEnvironment,
 };
 
+function activityContext(): Context | undefined {
+  try {
+    return Context.current();
+  } catch {
+    return undefined;
+  }
+}
+
 /** Heartbeats when running inside a Temporal activity; a no-op when called directly (tests, CLI). */
 function heartbeat(details?: unknown): void {
-  let ctx: Context;
-  try {
-    ctx = Context.current();
-  } catch {
-    return;
-  }
-  ctx.heartbeat(details);
+  activityContext()?.heartbeat(details);
+}
+
+/**
+ * From this activity attempt on, episodes that ended in infrastructure errors are accepted into the
+ * batch (recorded, left out of analysis) instead of failing it for another retry.
+ */
+const ACCEPT_ERRORED_FROM_ATTEMPT = 3;
+
+export class RolloutInfrastructureError extends Error {
+  override name = 'RolloutInfrastructureError';
 }
 
 const pad = (n: number, w: number) => String(n).padStart(w, '0');
@@ -132,6 +144,8 @@ export function createStage1Activities(deps: Stage1Deps = defaultDeps) {
     runId: string;
     batchIndex: number;
     tasks: RolloutTask[];
+    /** Record episodes that ended in infrastructure errors instead of failing the batch (default: from attempt 3 on). */
+    acceptErroredEpisodes?: boolean;
   }): Promise<{ ref: ArtifactRef; count: number; successes: number; usage: Usage }> {
     const { config, runId, batchIndex, tasks } = input;
     const store = await deps.openStore(config.store);
@@ -139,12 +153,16 @@ export function createStage1Activities(deps: Stage1Deps = defaultDeps) {
     const existing = await store.stat(key);
     if (existing) return { ref: existing, ...summarize(await loadTrajectories(store, [existing])) };
 
+    // Finished episodes are persisted one key each; an episode that ended in an infrastructure error
+    // is not, so the next attempt redoes exactly those.
     const done = new Map<number, Trajectory>();
     for (const k of await store.list(keys.batchParts(runId, batchIndex))) {
       const index = Number(/(\d+)\.json$/.exec(k)?.[1]);
       done.set(index, TrajectorySchema.parse(await store.getJson(k)));
     }
+    const acceptErrored = input.acceptErroredEpisodes ?? (activityContext()?.info.attempt ?? 1) >= ACCEPT_ERRORED_FROM_ATTEMPT;
     const todo = tasks.map((t, i) => ({ t, i })).filter(({ i }) => !done.has(i));
+    const errored = new Map<number, Trajectory>();
     heartbeat({ done: done.size, total: tasks.length });
     if (todo.length) {
       const env = await deps.openEnvironment(config.env, { config });
@@ -161,6 +179,10 @@ export function createStage1Activities(deps: Stage1Deps = defaultDeps) {
           temperature: config.rollouts.temperature,
           onEpisode: async (traj, j) => {
             const index = todo[j].i;
+            if (traj.termination === 'error' && !acceptErrored) {
+              errored.set(index, traj);
+              return;
+            }
             await store.put(keys.batchPart(runId, batchIndex, index), JSON.stringify(traj));
             done.set(index, traj);
             heartbeat({ done: done.size, total: tasks.length });
@@ -169,6 +191,12 @@ export function createStage1Activities(deps: Stage1Deps = defaultDeps) {
       } finally {
         await closeEnv(env);
       }
+    }
+    if (errored.size) {
+      const first = [...errored.values()][0];
+      throw new RolloutInfrastructureError(
+        `batch ${batchIndex}: ${errored.size} of ${tasks.length} episodes ended in infrastructure errors (first: ${first.id}: ${String(first.rewardInfo.details?.runnerNote ?? 'unknown')}); finished episodes are kept for the retry`,
+      );
     }
     const all = tasks.map((_, i) => done.get(i)!);
     const ref = await store.put(key, toJsonl(all));
