@@ -1,0 +1,204 @@
+import type { GbnfJsonSchema } from 'node-llama-cpp';
+
+/**
+ * Maps a standard JSON Schema (as sent in OpenAI `tools[].function.parameters` and
+ * `response_format.json_schema.schema`, e.g. from zod's toJSONSchema) onto the subset that
+ * node-llama-cpp compiles to a grammar. The result only admits values the source schema admits,
+ * except for keywords a grammar cannot express (numeric bounds, patterns, most string formats),
+ * which are dropped. `$ref`s are inlined; a recursive `$ref` becomes "any JSON value".
+ *
+ * node-llama-cpp makes every listed property required, so an object with optional properties
+ * becomes a choice between "required properties only" and "all properties".
+ */
+type Json = Record<string, unknown>;
+
+export class SchemaConversionError extends Error {
+  override name = 'SchemaConversionError';
+  constructor(
+    readonly field: string,
+    readonly reason: string,
+  ) {
+    super(`${field}: ${reason}`);
+  }
+}
+
+const ANY: GbnfJsonSchema = {
+  oneOf: [
+    { type: ['string', 'number', 'boolean', 'null'] },
+    { type: 'array' },
+    { type: 'object', additionalProperties: true },
+  ],
+};
+
+const PRIMITIVES = new Set(['string', 'number', 'integer', 'boolean', 'null']);
+const GRAMMAR_STRING_FORMATS = new Set(['date-time', 'time', 'date']);
+
+export function jsonSchemaToGrammarSchema(schema: unknown, field = 'schema'): GbnfJsonSchema {
+  if (!isObject(schema) && typeof schema !== 'boolean') {
+    throw new SchemaConversionError(field, `must be a JSON Schema object`);
+  }
+  const root = isObject(schema) ? schema : {};
+  return convert(schema, { root, field, refStack: [] });
+}
+
+interface Ctx {
+  root: Json;
+  field: string;
+  refStack: string[];
+}
+
+function convert(schema: unknown, ctx: Ctx): GbnfJsonSchema {
+  if (schema === true || schema === undefined) return ANY;
+  if (schema === false) throw new SchemaConversionError(ctx.field, `schema 'false' admits no value`);
+  if (!isObject(schema)) throw new SchemaConversionError(ctx.field, `must be a JSON Schema object`);
+  const s = schema;
+  const out = convertBody(s, ctx);
+  return s.nullable === true ? oneOf([out, { type: 'null' }]) : out;
+}
+
+function convertBody(s: Json, ctx: Ctx): GbnfJsonSchema {
+  if (typeof s.$ref === 'string') return convertRef(s.$ref, ctx);
+  if ('const' in s) {
+    if (isPrimitive(s.const)) return { const: s.const };
+    return ANY;
+  }
+  if (Array.isArray(s.enum)) {
+    if (s.enum.length === 0) throw new SchemaConversionError(ctx.field, `empty enum admits no value`);
+    return s.enum.every(isPrimitive) ? { enum: s.enum as (string | number | boolean | null)[] } : ANY;
+  }
+  const alternatives = (Array.isArray(s.anyOf) ? s.anyOf : Array.isArray(s.oneOf) ? s.oneOf : undefined) as unknown[] | undefined;
+  if (alternatives) {
+    if (alternatives.length === 0) throw new SchemaConversionError(ctx.field, `empty anyOf/oneOf admits no value`);
+    return oneOf(alternatives.map((a) => convert(a, ctx)));
+  }
+  if (Array.isArray(s.allOf)) return convert(mergeAllOf(s.allOf as unknown[], ctx), ctx);
+
+  const type = s.type ?? (isObject(s.properties) || s.additionalProperties !== undefined ? 'object' : s.items !== undefined || s.prefixItems !== undefined ? 'array' : undefined);
+  if (type === undefined) return ANY;
+  if (Array.isArray(type)) {
+    if (type.every((t) => typeof t === 'string' && PRIMITIVES.has(t) && t !== 'string')) {
+      return { type: type as ('number' | 'integer' | 'boolean' | 'null')[] };
+    }
+    return oneOf(type.map((t) => convertBody({ ...s, type: t }, ctx)));
+  }
+  switch (type) {
+    case 'string':
+      return convertString(s);
+    case 'number':
+    case 'integer':
+    case 'boolean':
+    case 'null':
+      return withDescription({ type: type as 'number' | 'integer' | 'boolean' | 'null' }, s);
+    case 'object':
+      return convertObject(s, ctx);
+    case 'array':
+      return convertArray(s, ctx);
+    default:
+      throw new SchemaConversionError(ctx.field, `unsupported type ${JSON.stringify(type)}`);
+  }
+}
+
+function convertRef(ref: string, ctx: Ctx): GbnfJsonSchema {
+  const m = /^#\/(\$defs|definitions)\/(.+)$/.exec(ref);
+  if (ref === '#') return ctx.refStack.includes(ref) ? ANY : withRef(ref, ctx, ctx.root);
+  if (!m) throw new SchemaConversionError(ctx.field, `unsupported $ref ${JSON.stringify(ref)} (only #/$defs/… and #/definitions/…)`);
+  const defs = ctx.root[m[1]];
+  const target = isObject(defs) ? defs[decodeURIComponent(m[2].replace(/~1/g, '/').replace(/~0/g, '~'))] : undefined;
+  if (target === undefined) throw new SchemaConversionError(ctx.field, `$ref ${ref} does not resolve`);
+  // Inlining a recursive definition would never terminate; "any value" keeps the output parseable.
+  if (ctx.refStack.includes(ref)) return ANY;
+  return withRef(ref, ctx, target);
+}
+
+function withRef(ref: string, ctx: Ctx, target: unknown): GbnfJsonSchema {
+  return convert(target, { ...ctx, refStack: [...ctx.refStack, ref] });
+}
+
+function convertString(s: Json): GbnfJsonSchema {
+  if (typeof s.format === 'string' && GRAMMAR_STRING_FORMATS.has(s.format)) {
+    return withDescription({ type: 'string', format: s.format as 'date-time' | 'time' | 'date' }, s);
+  }
+  const out: { type: 'string'; minLength?: number; maxLength?: number } = { type: 'string' };
+  if (typeof s.minLength === 'number') out.minLength = s.minLength;
+  if (typeof s.maxLength === 'number') out.maxLength = s.maxLength;
+  return withDescription(out, s);
+}
+
+function convertObject(s: Json, ctx: Ctx): GbnfJsonSchema {
+  const props = isObject(s.properties) ? s.properties : {};
+  const names = Object.keys(props);
+  const converted: Record<string, GbnfJsonSchema> = {};
+  for (const name of names) converted[name] = convert(props[name], { ...ctx, field: `${ctx.field}.properties.${name}` });
+  const extra =
+    s.additionalProperties === undefined
+      ? names.length === 0
+      : s.additionalProperties === true || s.additionalProperties === false
+        ? s.additionalProperties
+        : convert(s.additionalProperties, { ...ctx, field: `${ctx.field}.additionalProperties` });
+  const object = (keys: string[]): GbnfJsonSchema =>
+    withDescription(
+      {
+        type: 'object',
+        properties: Object.fromEntries(keys.map((k) => [k, converted[k]])),
+        additionalProperties: extra,
+        ...(typeof s.minProperties === 'number' ? { minProperties: s.minProperties } : {}),
+        ...(typeof s.maxProperties === 'number' ? { maxProperties: s.maxProperties } : {}),
+      },
+      s,
+    );
+  const required = Array.isArray(s.required) ? names.filter((n) => (s.required as unknown[]).includes(n)) : [];
+  if (required.length === names.length) return object(names);
+  return oneOf([object(required), object(names)]);
+}
+
+function convertArray(s: Json, ctx: Ctx): GbnfJsonSchema {
+  const out: { type: 'array'; items?: GbnfJsonSchema; prefixItems?: GbnfJsonSchema[]; minItems?: number; maxItems?: number } = { type: 'array' };
+  const tuple = Array.isArray(s.prefixItems) ? s.prefixItems : Array.isArray(s.items) ? s.items : undefined;
+  if (tuple) out.prefixItems = tuple.map((t, i) => convert(t, { ...ctx, field: `${ctx.field}.prefixItems.${i}` }));
+  const rest = Array.isArray(s.items) ? s.additionalItems : s.items;
+  if (rest === false && tuple) out.maxItems = tuple.length;
+  else if (rest !== undefined && rest !== false) out.items = convert(rest, { ...ctx, field: `${ctx.field}.items` });
+  if (typeof s.minItems === 'number') out.minItems = s.minItems;
+  if (typeof s.maxItems === 'number') out.maxItems = Math.min(s.maxItems, out.maxItems ?? Infinity);
+  return withDescription(out, s);
+}
+
+/** Shallow merge of `allOf` members (properties and required lists unite); enough for generated schemas. */
+function mergeAllOf(parts: unknown[], ctx: Ctx): Json {
+  const merged: Json = {};
+  const properties: Json = {};
+  const required: unknown[] = [];
+  for (const part of parts) {
+    const p = isObject(part) && typeof part.$ref === 'string' ? resolveRefShallow(part.$ref, ctx) : part;
+    if (!isObject(p)) continue;
+    Object.assign(merged, p);
+    if (isObject(p.properties)) Object.assign(properties, p.properties);
+    if (Array.isArray(p.required)) required.push(...p.required);
+  }
+  if (Object.keys(properties).length) merged.properties = properties;
+  if (required.length) merged.required = [...new Set(required)];
+  delete merged.allOf;
+  return merged;
+}
+
+function resolveRefShallow(ref: string, ctx: Ctx): unknown {
+  const m = /^#\/(\$defs|definitions)\/(.+)$/.exec(ref);
+  const defs = m ? ctx.root[m[1]] : undefined;
+  return m && isObject(defs) ? defs[m[2]] : undefined;
+}
+
+function oneOf(options: GbnfJsonSchema[]): GbnfJsonSchema {
+  return options.length === 1 ? options[0] : { oneOf: options };
+}
+
+function withDescription<T extends object>(out: T, s: Json): T {
+  return typeof s.description === 'string' ? { ...out, description: s.description } : out;
+}
+
+function isObject(v: unknown): v is Json {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function isPrimitive(v: unknown): v is string | number | boolean | null {
+  return v === null || ['string', 'number', 'boolean'].includes(typeof v);
+}
