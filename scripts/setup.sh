@@ -8,6 +8,14 @@ mkdir -p .cache
 stamp_ok() { [ -f ".cache/$1.stamp" ] && [ "$(cat ".cache/$1.stamp")" = "$2" ]; }
 stamp_set() { echo "$2" > ".cache/$1.stamp"; }
 
+# bubblewrap: the strongest isolation for generated env code (envs/sandbox). Without it the sandbox
+# falls back to a weaker level and says which (sandboxIsolation()).
+if ! command -v bwrap >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  echo "[setup] apt-get install bubblewrap"
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap; } >/dev/null 2>&1 \
+    || echo "[setup] bubblewrap could not be installed; the sandbox will use a weaker isolation level"
+fi
+
 lock_hash=$(sha256sum package-lock.json | cut -d' ' -f1)
 if ! stamp_ok npm "$lock_hash" || [ ! -d node_modules ]; then
   echo "[setup] npm ci"

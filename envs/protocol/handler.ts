@@ -30,7 +30,7 @@ export interface ProtocolHandlerOptions {
   /** Episodes untouched for this long are closed and forgotten (default 10 minutes). */
   idleTimeoutMs?: number;
   /** Maps an env exception to a more specific error type (e.g. the sandbox's permission denials). */
-  classifyError?: (err: unknown) => { status: number; type: ProtocolErrorType } | undefined;
+  classifyError?: (err: unknown) => { status: number; type: ProtocolErrorType; message?: string } | undefined;
 }
 
 export interface ProtocolHandler {
@@ -148,7 +148,7 @@ export function createProtocolHandler(env: Environment, opts: ProtocolHandlerOpt
         if (err instanceof ProtocolFault) return { status: err.status, body: errorBody(err.type, err.message) };
         const message = err instanceof Error ? err.message : String(err);
         const c = opts.classifyError?.(err);
-        return { status: c?.status ?? 500, body: errorBody(c?.type ?? 'internal', message || 'environment error') };
+        return { status: c?.status ?? 500, body: errorBody(c?.type ?? 'internal', c?.message ?? (message || 'environment error')) };
       }
     },
     episodeCount: () => episodes.size,

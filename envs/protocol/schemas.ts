@@ -60,6 +60,8 @@ export const ProtocolErrorTypeSchema = z.enum([
   'unknown_episode',
   'payload_too_large',
   'permission_denied',
+  'network_denied',
+  'out_of_memory',
   'internal',
 ]);
 export type ProtocolErrorType = z.infer<typeof ProtocolErrorTypeSchema>;

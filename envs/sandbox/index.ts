@@ -1,0 +1,120 @@
+import { chmod, mkdir, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { execa } from 'execa';
+import { RemoteEnvironment } from '../protocol/client.js';
+import { BundleError, bundleEnvModule } from './bundle.js';
+import {
+  allocateUid,
+  isolationIfAvailable,
+  makeSandboxDir,
+  sandboxCommand,
+  sandboxIsolation,
+  type IsolationLevel,
+  type ResolvedLimits,
+  type SandboxIsolation,
+} from './isolation.js';
+import { SandboxError, SandboxProcess } from './process.js';
+
+export { SandboxError, type SandboxReason } from './process.js';
+export { sandboxIsolation, type IsolationLevel, type SandboxIsolation } from './isolation.js';
+
+export type SandboxLimits = Partial<ResolvedLimits>;
+
+export const DEFAULT_LIMITS: ResolvedLimits = {
+  wallMs: 10_000,
+  startMs: 20_000,
+  memoryMb: 512,
+  outputBytes: 4 * 1024 * 1024,
+  cpuSeconds: 600,
+  maxProcesses: 64,
+  maxFileMb: 64,
+};
+
+export interface SandboxOptions {
+  /** TypeScript source of an env module (`export default` an Environment; may import '#env-sdk'). */
+  source?: string;
+  /** …or the path of such a module. */
+  modulePath?: string;
+  limits?: SandboxLimits;
+  /** Default: the strongest level that works here. Naming a level fails if it does not work. */
+  isolation?: IsolationLevel;
+}
+
+/** An Environment running in an isolated child process; every failure is a SandboxError. */
+export class SandboxedEnvironment extends RemoteEnvironment {
+  private constructor(
+    private readonly proc: SandboxProcess,
+    described: Awaited<ReturnType<typeof RemoteEnvironment.describe>>,
+    readonly isolation: SandboxIsolation,
+    private readonly dir: string,
+  ) {
+    super(proc, described, 'sandbox');
+  }
+
+  /** @internal */
+  static async start(opts: SandboxOptions): Promise<SandboxedEnvironment> {
+    if (!opts.source === !opts.modulePath) throw new Error('startSandboxedEnv: give exactly one of source or modulePath');
+    const limits = { ...DEFAULT_LIMITS, ...opts.limits };
+    const isolation = opts.isolation ? await isolationIfAvailable(opts.isolation) : await sandboxIsolation();
+    if (!isolation) throw new Error(`startSandboxedEnv: isolation '${opts.isolation}' does not work on this machine`);
+    const uid = isolation.dedicatedUid ? allocateUid() : undefined;
+    const { root, runDir } = await makeSandboxDir(uid);
+    try {
+      let modulePath = opts.modulePath!;
+      if (opts.source !== undefined) {
+        // The source lives outside runDir: the env sees only its bundle, not its own build inputs.
+        await mkdir(path.join(root, 'src'));
+        modulePath = path.join(root, 'src', 'env.ts');
+        await writeFile(modulePath, opts.source);
+      }
+      const bundle = path.join(runDir, 'env.mjs');
+      try {
+        await bundleEnvModule(modulePath, bundle);
+      } catch (err) {
+        if (err instanceof BundleError) throw new SandboxError('compile', err.message);
+        throw err;
+      }
+      await chmod(bundle, 0o444);
+      const cmd = sandboxCommand(isolation.level, { runDir, entry: 'env.mjs', limits, uid, prlimit: isolation.rlimits });
+      const child = execa(cmd.file, cmd.args, {
+        cwd: runDir,
+        env: {},
+        extendEnv: false,
+        uid: cmd.uid,
+        gid: cmd.gid,
+        stdin: 'pipe',
+        stdout: 'pipe',
+        stderr: 'pipe',
+        buffer: false,
+        reject: false,
+        cleanup: true,
+      });
+      const proc = new SandboxProcess(child, limits);
+      let described;
+      try {
+        described = await RemoteEnvironment.describe({ request: (m, p, b) => proc.request(m, p, b, limits.startMs) }, 'sandbox');
+      } catch (err) {
+        await proc.close(0);
+        throw err instanceof SandboxError ? err : new SandboxError('protocol', (err as Error).message);
+      }
+      return new SandboxedEnvironment(proc, described, isolation, root);
+    } catch (err) {
+      await rm(root, { recursive: true, force: true });
+      throw err;
+    }
+  }
+
+  /** Stops the process and deletes its sandbox dir; the env is unusable afterwards. */
+  async close(): Promise<void> {
+    await this.proc.close();
+    await rm(this.dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Bundles a generated env module (resolving `#env-sdk`) and runs it in an isolated child process
+ * that speaks the env protocol over stdio. See envs/sandbox/README.md for what is enforced.
+ */
+export function startSandboxedEnv(opts: SandboxOptions): Promise<SandboxedEnvironment> {
+  return SandboxedEnvironment.start(opts);
+}

@@ -1,0 +1,205 @@
+import { chmod, chown, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { existsSync, lstatSync, readlinkSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { execa } from 'execa';
+
+/**
+ * How generated env code is confined, strongest first. Every level adds Node's permission model
+ * (fs read/write only inside the sandbox dir, no child processes, no workers), an empty
+ * environment, resource limits via prlimit and a dedicated uid when we run as root:
+ * - `bwrap`: bubblewrap namespaces — only /usr (read-only) and the sandbox dir are mounted; no
+ *   network, pid, ipc or uts sharing; all capabilities dropped.
+ * - `unshare-net`: util-linux `unshare --net` (needs root) — no network; fs confinement is the
+ *   permission model alone.
+ * - `node-permissions`: the permission model and rlimits only — NETWORK IS NOT BLOCKED (Node 20's
+ *   permission model does not cover sockets).
+ */
+export type IsolationLevel = 'bwrap' | 'unshare-net' | 'node-permissions';
+export const ISOLATION_LEVELS: IsolationLevel[] = ['bwrap', 'unshare-net', 'node-permissions'];
+
+export interface SandboxIsolation {
+  level: IsolationLevel;
+  networkBlocked: boolean;
+  /** Whether the rest of the file system is absent (mount namespace), not just refused by Node. */
+  filesystemNamespace: boolean;
+  /** Whether the sandbox runs under its own unprivileged uid (we are root) or inherits ours. */
+  dedicatedUid: boolean;
+  /** Whether prlimit enforces memory/CPU/process/file-size limits (else only V8's heap limit and the wall clock). */
+  rlimits: boolean;
+  summary: string;
+}
+
+export interface ResolvedLimits {
+  /** Wall-clock limit of one request (step, reset, evaluate…). */
+  wallMs: number;
+  /** Wall-clock limit of start-up (module evaluation + the first /v1/info). */
+  startMs: number;
+  /** V8 heap limit; the process's data segment is capped at this + 256 MiB. */
+  memoryMb: number;
+  /** Cap on stderr bytes in total and on any single protocol response line. */
+  outputBytes: number;
+  /** RLIMIT_CPU over the sandbox's lifetime. */
+  cpuSeconds: number;
+  /** RLIMIT_NPROC (threads count) when the sandbox has its own uid. */
+  maxProcesses: number;
+  /** RLIMIT_FSIZE: largest file the env may write in its sandbox dir. */
+  maxFileMb: number;
+}
+
+export interface SandboxCommand {
+  file: string;
+  args: string[];
+  uid?: number;
+  gid?: number;
+}
+
+const MiB = 1024 * 1024;
+/** Where the sandbox dir appears inside the bwrap mount namespace. */
+const BWRAP_DIR = '/sandbox';
+
+const isRoot = () => process.getuid?.() === 0;
+let uidCounter = 0;
+/** A uid no real account uses, distinct per sandbox so RLIMIT_NPROC counts only that sandbox. */
+export function allocateUid(): number | undefined {
+  return isRoot() ? 200_000 + ((process.pid * 997 + uidCounter++) % 100_000) : undefined;
+}
+
+/** Directories every dynamically linked node needs; merged-/usr systems have symlinks here. */
+function systemMounts(): string[] {
+  const args = ['--ro-bind', '/usr', '/usr'];
+  for (const dir of ['/bin', '/sbin', '/lib', '/lib64', '/lib32']) {
+    if (!existsSync(dir)) continue;
+    if (lstatSync(dir).isSymbolicLink()) args.push('--symlink', readlinkSync(dir), dir);
+    else args.push('--ro-bind', dir, dir);
+  }
+  if (!process.execPath.startsWith('/usr/')) args.push('--ro-bind', process.execPath, process.execPath);
+  return args;
+}
+
+export function sandboxCommand(
+  level: IsolationLevel,
+  o: { runDir: string; entry: string; limits: ResolvedLimits; uid?: number; prlimit: boolean },
+): SandboxCommand {
+  const dir = level === 'bwrap' ? BWRAP_DIR : o.runDir;
+  const node = [
+    process.execPath,
+    '--experimental-permission',
+    `--allow-fs-read=${dir}/`,
+    `--allow-fs-write=${dir}/`,
+    `--max-old-space-size=${o.limits.memoryMb}`,
+    '--no-warnings',
+    path.posix.join(dir, o.entry),
+  ];
+  const rlimits = o.prlimit
+    ? [
+        'prlimit',
+        `--data=${(o.limits.memoryMb + 256) * MiB}`,
+        `--cpu=${o.limits.cpuSeconds}`,
+        `--fsize=${o.limits.maxFileMb * MiB}`,
+        '--nofile=256',
+        '--core=0',
+        ...(o.uid !== undefined ? [`--nproc=${o.limits.maxProcesses}`] : []),
+        '--',
+      ]
+    : [];
+  const ids = o.uid !== undefined ? { uid: o.uid, gid: o.uid } : {};
+  if (level === 'bwrap') {
+    const bwrap = ['bwrap', '--die-with-parent', '--new-session', '--unshare-all', '--clearenv', '--cap-drop', 'ALL'];
+    bwrap.push(...systemMounts(), '--proc', '/proc', '--dev', '/dev', '--bind', o.runDir, BWRAP_DIR, '--chdir', BWRAP_DIR, '--');
+    const argv = [...rlimits, ...bwrap, ...node];
+    return { file: argv[0], args: argv.slice(1), ...ids };
+  }
+  if (level === 'unshare-net') {
+    // unshare needs root, so the uid is dropped after it, by setpriv.
+    const drop = o.uid !== undefined ? ['setpriv', `--reuid=${o.uid}`, `--regid=${o.uid}`, '--clear-groups', '--'] : [];
+    const argv = ['unshare', '--net', '--', ...drop, ...rlimits, ...node];
+    return { file: argv[0], args: argv.slice(1) };
+  }
+  const argv = [...rlimits, ...node];
+  return { file: argv[0], args: argv.slice(1), ...ids };
+}
+
+export function describeIsolation(level: IsolationLevel, uid: boolean, rlimits: boolean): SandboxIsolation {
+  const parts = [
+    level === 'bwrap'
+      ? 'bubblewrap namespaces (mount, net, pid, ipc, uts; only /usr read-only + the sandbox dir visible; caps dropped)'
+      : level === 'unshare-net'
+        ? 'network namespace via `unshare --net` (no network); no mount namespace'
+        : 'no namespaces: NETWORK NOT BLOCKED',
+    "Node permission model (fs read/write only in the sandbox dir; no child processes, no workers)",
+    'empty environment',
+    uid ? 'dedicated unprivileged uid' : 'same uid as the worker',
+    rlimits ? 'prlimit: data segment, CPU seconds, file size, open files, processes' : 'no rlimits (prlimit missing): V8 heap limit only',
+    'wall-clock limits per request',
+  ];
+  return {
+    level,
+    networkBlocked: level !== 'node-permissions',
+    filesystemNamespace: level === 'bwrap',
+    dedicatedUid: uid,
+    rlimits,
+    summary: `${level}: ${parts.join('; ')}`,
+  };
+}
+
+async function works(cmd: string[]): Promise<boolean> {
+  const r = await execa(cmd[0], cmd.slice(1), { reject: false, timeout: 10_000, env: {}, extendEnv: false });
+  return r.exitCode === 0;
+}
+
+/** Prepares a sandbox dir the sandbox uid can enter and write, and the worker can clean up. */
+export async function makeSandboxDir(uid: number | undefined): Promise<{ root: string; runDir: string }> {
+  const root = await mkdtemp(path.join(os.tmpdir(), 'trace-sandbox-'));
+  await chmod(root, 0o711);
+  const runDir = path.join(root, 'run');
+  await mkdir(runDir, { mode: 0o700 });
+  if (uid !== undefined) await chown(runDir, uid, uid);
+  return { root, runDir };
+}
+
+async function probe(level: IsolationLevel, prlimit: boolean): Promise<boolean> {
+  const uid = allocateUid();
+  const { root, runDir } = await makeSandboxDir(uid);
+  try {
+    await writeFile(path.join(runDir, 'probe.mjs'), "process.stdout.write('sandbox-ok')");
+    await chmod(path.join(runDir, 'probe.mjs'), 0o644);
+    const limits: ResolvedLimits = { wallMs: 0, startMs: 0, memoryMb: 256, outputBytes: 0, cpuSeconds: 10, maxProcesses: 64, maxFileMb: 1 };
+    const cmd = sandboxCommand(level, { runDir, entry: 'probe.mjs', limits, uid, prlimit });
+    const r = await execa(cmd.file, cmd.args, { reject: false, timeout: 15_000, env: {}, extendEnv: false, cwd: runDir, uid: cmd.uid, gid: cmd.gid });
+    return r.exitCode === 0 && r.stdout === 'sandbox-ok';
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
+}
+
+let detected: Promise<SandboxIsolation> | undefined;
+const forced = new Map<IsolationLevel, Promise<SandboxIsolation | undefined>>();
+
+async function detect(): Promise<SandboxIsolation> {
+  for (const level of ISOLATION_LEVELS) {
+    const iso = await isolationIfAvailable(level);
+    if (iso) return iso;
+  }
+  throw new Error('sandbox: node cannot start even with the permission model alone (Node ≥ 20 required)');
+}
+
+/** The strongest isolation that actually works on this machine (probed once per process). */
+export function sandboxIsolation(): Promise<SandboxIsolation> {
+  detected ??= detect();
+  return detected;
+}
+
+/** A specific level, if it works here (tests exercise the fallbacks this way); undefined if not. */
+export async function isolationIfAvailable(level: IsolationLevel): Promise<SandboxIsolation | undefined> {
+  if (!forced.has(level)) {
+    forced.set(
+      level,
+      (async () => {
+        const prlimit = await works(['prlimit', '--nofile=256', '--', 'true']);
+        return (await probe(level, prlimit)) ? describeIsolation(level, isRoot(), prlimit) : undefined;
+      })(),
+    );
+  }
+  return forced.get(level)!;
+}

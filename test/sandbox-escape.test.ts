@@ -1,0 +1,141 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { SandboxError, sandboxIsolation, startSandboxedEnv, type SandboxLimits, type SandboxOptions } from '../envs/sandbox/index.js';
+import { isolationIfAvailable, type IsolationLevel } from '../envs/sandbox/isolation.js';
+import { formatConformance, runConformance } from '../envs/protocol/conformance.js';
+import { ATTACK, attackSource } from './fixtures/sandbox/attack-source.js';
+
+const repoFile = path.resolve('package.json');
+const SECRET = 'sk-trace-escape-test-7f3a9c';
+process.env.TRACE_ESCAPE_TEST_SECRET = SECRET;
+
+function isSandboxError(reason: string) {
+  return (e: unknown) => {
+    assert.ok(e instanceof SandboxError, `expected a SandboxError, got ${String(e)}`);
+    assert.equal(e.reason, reason, e.message);
+    return true;
+  };
+}
+
+/** Runs the attack tool once and returns the observation, or throws what the sandbox threw. */
+async function attack(body: string, extra: { limits?: SandboxLimits; isolation?: IsolationLevel } = {}): Promise<string> {
+  const opts: SandboxOptions = { source: attackSource(body), ...extra };
+  const env = await startSandboxedEnv(opts);
+  try {
+    const ep = await env.reset({ taskId: 'attack' });
+    const r = await ep.step(ATTACK);
+    return r.observation.content ?? '';
+  } finally {
+    await env.close();
+  }
+}
+
+test('isolation in effect is reported', async () => {
+  const iso = await sandboxIsolation();
+  console.log(`# sandbox isolation: ${iso.summary}`);
+  assert.ok(['bwrap', 'unshare-net', 'node-permissions'].includes(iso.level));
+});
+
+test('escape: reading /etc/passwd is refused', async () => {
+  await assert.rejects(attack("return fs.readFileSync('/etc/passwd', 'utf8')"), isSandboxError('permission'));
+});
+
+test('escape: reading the repository is refused', async () => {
+  await assert.rejects(attack(`return fs.readFileSync(${JSON.stringify(repoFile)}, 'utf8')`), isSandboxError('permission'));
+  await assert.rejects(attack(`return fs.readdirSync(${JSON.stringify(path.dirname(repoFile))}).join()`), isSandboxError('permission'));
+});
+
+test('escape: writing outside the sandbox dir is refused; inside it works', async () => {
+  const target = `/tmp/trace-escape-${process.pid}.txt`;
+  await assert.rejects(attack(`fs.writeFileSync(${JSON.stringify(target)}, 'pwned'); return 'wrote'`), isSandboxError('permission'));
+  assert.equal(existsSync(target), false);
+  assert.equal(await attack("fs.writeFileSync('note.txt', 'kept'); return fs.readFileSync('note.txt', 'utf8')"), 'kept');
+});
+
+test('escape: a socket to a loopback port never connects', async (t) => {
+  const iso = await sandboxIsolation();
+  if (!iso.networkBlocked) {
+    t.skip(`network is not blocked at isolation level '${iso.level}' (see envs/sandbox/README.md)`);
+    return;
+  }
+  let connections = 0;
+  const server = net.createServer((s) => {
+    connections++;
+    s.destroy();
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as net.AddressInfo).port;
+  try {
+    const body = `return await new Promise((resolve, reject) => {
+      const s = net.connect(${port}, '127.0.0.1');
+      s.on('connect', () => { s.destroy(); resolve('connected'); });
+      s.on('error', reject);
+    })`;
+    await assert.rejects(attack(body), isSandboxError('network'));
+    await sleep(200);
+    assert.equal(connections, 0, 'a connection reached the test listener');
+  } finally {
+    server.close();
+  }
+});
+
+test('escape: spawning a process, and a fork bomb, are refused', async () => {
+  await assert.rejects(attack("return cp.execSync('id').toString()"), isSandboxError('permission'));
+  const bomb = "for (let i = 0; i < 10000; i++) cp.spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)']); return 'spawned'";
+  await assert.rejects(attack(bomb), isSandboxError('permission'));
+  await assert.rejects(attack("new Worker('for(;;){}', { eval: true }); return 'worker'"), isSandboxError('permission'));
+});
+
+test('escape: the parent environment (and its secret) never reaches the child', async () => {
+  assert.equal(process.env.TRACE_ESCAPE_TEST_SECRET, SECRET);
+  const seen = JSON.parse(await attack('return JSON.stringify(process.env)')) as Record<string, string>;
+  assert.ok(!JSON.stringify(seen).includes(SECRET), 'the secret leaked');
+  for (const key of ['PATH', 'HOME', 'TRACE_ESCAPE_TEST_SECRET']) assert.equal(seen[key], undefined, `${key} leaked`);
+});
+
+test('escape: an infinite loop is stopped by the wall clock, in a step and at import', async () => {
+  const t0 = Date.now();
+  await assert.rejects(attack('for (;;) {}', { limits: { wallMs: 1000 } }), isSandboxError('timeout'));
+  assert.ok(Date.now() - t0 < 8000, 'the timeout took too long');
+  await assert.rejects(startSandboxedEnv({ source: attackSource('return 1', 'for (;;) {}'), limits: { startMs: 1500 } }), isSandboxError('timeout'));
+});
+
+test('escape: memory bombs (JS heap and off-heap buffers) are stopped', async () => {
+  const heap = 'const keep = []; for (;;) keep.push(new Array(100000).fill(Math.random())); return keep.length';
+  await assert.rejects(attack(heap, { limits: { memoryMb: 128, wallMs: 30_000 } }), isSandboxError('memory'));
+  const buffers = 'const keep = []; for (;;) keep.push(Buffer.alloc(32 * 1024 * 1024, 1)); return keep.length';
+  await assert.rejects(attack(buffers, { limits: { memoryMb: 128, wallMs: 30_000 } }), isSandboxError('memory'));
+});
+
+test('escape: huge output (logs or one response) is cut off', async () => {
+  const logs = "for (;;) console.log('x'.repeat(1000)); return 'never'";
+  await assert.rejects(attack(logs, { limits: { outputBytes: 64 * 1024 } }), isSandboxError('output_limit'));
+  await assert.rejects(attack("return 'y'.repeat(4 * 1024 * 1024)", { limits: { outputBytes: 1024 * 1024 } }), isSandboxError('output_limit'));
+});
+
+test('fallback isolation levels still refuse file and process access', async (t) => {
+  for (const level of ['unshare-net', 'node-permissions'] as const) {
+    if (!(await isolationIfAvailable(level))) {
+      t.diagnostic(`${level} does not work here; skipped`);
+      continue;
+    }
+    await assert.rejects(attack("return fs.readFileSync('/etc/passwd', 'utf8')", { isolation: level }), isSandboxError('permission'));
+    await assert.rejects(attack("return cp.execSync('id').toString()", { isolation: level }), isSandboxError('permission'));
+    const seen = await attack('return JSON.stringify(process.env)', { isolation: level });
+    assert.ok(!seen.includes(SECRET), `${level}: the secret leaked`);
+  }
+});
+
+test('after every escape attempt the worker still runs a good env', async () => {
+  const env = await startSandboxedEnv({ modulePath: 'test/fixtures/sandbox/good-env.ts' });
+  try {
+    const checks = await runConformance(env, { toolCall: { name: 'increment', arguments: '{"by":2}' } });
+    assert.ok(checks.every((c) => c.ok), formatConformance(checks));
+  } finally {
+    await env.close();
+  }
+});

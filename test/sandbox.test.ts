@@ -1,0 +1,90 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import { SandboxError, startSandboxedEnv } from '../envs/sandbox/index.js';
+import { formatConformance, runConformance } from '../envs/protocol/conformance.js';
+import { inspectInstance } from '../envs/sdk/index.js';
+import type { Environment, Message } from '../envs/sdk/index.js';
+import sdkEnv from './fixtures/sandbox/sdk-env.js';
+import { ATTACK, attackSource } from './fixtures/sandbox/attack-source.js';
+
+const reason = (r: string) => (e: unknown) => e instanceof SandboxError && e.reason === r;
+
+/** Plays the gold solution of one seed and returns the reward and the transcript. */
+async function playGold(env: Environment, seed: number) {
+  const { gold } = await inspectInstance(env, seed);
+  const ep = await env.reset({ seed });
+  const messages: Message[] = ep.initialMessages();
+  for (const action of gold) {
+    messages.push(action.type === 'message' ? { role: 'assistant', content: action.content } : { role: 'assistant', content: null, tool_calls: [action.call] });
+    const r = await ep.step(action);
+    messages.push(r.observation);
+  }
+  const info = await ep.evaluate(messages, 'user_stop');
+  await ep.close();
+  return { reward: info.reward, messages };
+}
+
+test('sandbox: an SDK-built module (imports #env-sdk) passes conformance and behaves exactly as in-process', async () => {
+  const env = await startSandboxedEnv({ modulePath: 'test/fixtures/sandbox/sdk-env.ts' });
+  try {
+    assert.equal(env.info.name, 'sandbox-deposit');
+    const checks = await runConformance(env, { reset: { seed: 7 } });
+    assert.ok(checks.every((c) => c.ok), formatConformance(checks));
+    for (const seed of [1, 2, 3]) {
+      assert.deepEqual(await inspectInstance(env, seed), await inspectInstance(sdkEnv, seed), `seed ${seed} instance differs`);
+      const boxed = await playGold(env, seed);
+      assert.equal(boxed.reward, 1, `gold of seed ${seed} scored ${boxed.reward} in the sandbox`);
+      assert.deepEqual(boxed.messages, (await playGold(sdkEnv, seed)).messages);
+    }
+  } finally {
+    await env.close();
+  }
+});
+
+test('sandbox: a module given as source (with #env-sdk) runs too', async () => {
+  const source = readFileSync('test/fixtures/sandbox/sdk-env.ts', 'utf8');
+  const env = await startSandboxedEnv({ source });
+  try {
+    assert.equal((await playGold(env, 11)).reward, 1);
+  } finally {
+    await env.close();
+  }
+});
+
+test('sandbox: broken modules fail with a reason before anything runs', async () => {
+  await assert.rejects(startSandboxedEnv({ source: 'export default {' }), reason('compile'));
+  await assert.rejects(startSandboxedEnv({ source: "import x from 'no-such-package-xyz'; export default x;" }), (e: unknown) =>
+    reason('compile')(e) && /no-such-package-xyz/.test((e as Error).message),
+  );
+  await assert.rejects(startSandboxedEnv({ source: 'export default 42;' }), (e: unknown) =>
+    reason('crash')(e) && /not an Environment/.test((e as Error).message),
+  );
+  await assert.rejects(startSandboxedEnv({ source: "throw new Error('boom at import'); export default {};" }), (e: unknown) =>
+    reason('crash')(e) && /boom at import/.test((e as Error).message),
+  );
+  await assert.rejects(startSandboxedEnv({}), /exactly one of source or modulePath/);
+});
+
+test('sandbox: an ordinary env exception is an env_error and the sandbox keeps working', async () => {
+  const env = await startSandboxedEnv({ source: attackSource("if (globalThis.once) return 'second'; globalThis.once = 1; throw new Error('tool bug')") });
+  try {
+    const ep = await env.reset({ taskId: 'attack' });
+    await assert.rejects(ep.step(ATTACK), (e: unknown) => reason('env_error')(e) && /tool bug/.test((e as Error).message));
+    assert.equal((await ep.step(ATTACK)).observation.content, 'second');
+  } finally {
+    await env.close();
+  }
+});
+
+test('sandbox: close stops the process and removes its directory', async () => {
+  const env = await startSandboxedEnv({ source: attackSource("return process.cwd()") });
+  const ep = await env.reset({ taskId: 'attack' });
+  const cwd = (await ep.step(ATTACK)).observation.content ?? '';
+  assert.ok(cwd.length > 0);
+  const dir = (env as unknown as { dir: string }).dir;
+  assert.ok(existsSync(dir));
+  await env.close();
+  assert.equal(existsSync(dir), false);
+  await assert.rejects(ep.step(ATTACK), reason('closed'));
+});
