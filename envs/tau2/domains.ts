@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { airlineTools, FlightDB } from './airline.js';
 import type { ModelType } from './model.js';
 import { parseOrderedJson } from './ordered-json.js';
+import { retailTools, RetailDB } from './retail.js';
 import { Tau2Db, type ToolDef } from './toolkit.js';
 
 /** The three tau2 domains: data location, DB model, toolkit, and the process-wide DB cache. */
@@ -20,6 +21,7 @@ export const DATA_DIR = fileURLToPath(new URL('../../data/tau2/', import.meta.ur
 
 const registry = new Map<Tau2DomainName, () => Promise<Tau2Domain>>([
   ['airline', async () => ({ name: 'airline', toolkitName: 'AirlineTools', dbType: FlightDB, tools: airlineTools })],
+  ['retail', async () => ({ name: 'retail', toolkitName: 'RetailTools', dbType: RetailDB, tools: retailTools })],
 ]);
 
 export function registerDomain(name: Tau2DomainName, load: () => Promise<Tau2Domain>): void {
