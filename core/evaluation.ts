@@ -179,3 +179,24 @@ export function passRateDelta(variant: readonly TaskOutcome[], reference: readon
   const refs = [...r.values()];
   return newcombeDifference(sum(v, (o) => o.successes), sum(v, (o) => o.trials), sum(refs, (o) => o.successes), sum(refs, (o) => o.trials));
 }
+
+/**
+ * The prompt-only baseline's addition to the system prompt: the selected capabilities, described
+ * as in the dictionary, so the report can show whether training beats simply telling the agent.
+ */
+export function promptOnlySuffix(capabilities: readonly { name: string; description: string }[]): string {
+  const items = capabilities.map((c) => `- ${c.name.replace(/_/g, ' ')}: ${c.description.trim()}`).join('\n');
+  return `\n\n<capabilities>\nAgents like you often fail these tasks for lack of the capabilities below. Apply each of them carefully:\n${items}\n</capabilities>`;
+}
+
+/** A store-safe, unique key part for a task id (τ² ids may hold spaces, slashes or brackets). */
+export function taskKey(taskId: string): string {
+  const safe = taskId.replace(/[^A-Za-z0-9_.-]/g, '_').slice(0, 80);
+  if (safe === taskId) return safe;
+  let h = 2166136261;
+  for (const ch of taskId) h = Math.imul(h ^ ch.codePointAt(0)!, 16777619) >>> 0;
+  return `${safe}~${h.toString(16).padStart(8, '0')}`;
+}
+
+/** Seeded generator envs are evaluated on seeds disjoint from the rollout seeds (0..n−1). */
+export const EVALUATION_SEED_OFFSET = 1_000_000;

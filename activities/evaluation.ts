@@ -1,0 +1,302 @@
+import { Context } from '@temporalio/activity';
+import { Stage1ResultSchema } from '../core/capability.js';
+import type { Config } from '../core/config.js';
+import {
+  EVALUATION_SEED_OFFSET,
+  EvalEpisodeSchema,
+  EvaluationSummarySchema,
+  VariantSpecSchema,
+  compareIds,
+  promptOnlySuffix,
+  summarizeEvaluation,
+  taskKey,
+  type EvalEpisode,
+  type VariantSpec,
+} from '../core/evaluation.js';
+import type { Environment } from '../envs/environment.js';
+import { openEnvironment } from '../envs/registry.js';
+import type { ArtifactRef, ArtifactStore } from '../store/artifact-store.js';
+import { createLlm } from './llm.js';
+import { runEpisodes } from './rollout.js';
+
+/**
+ * Evaluation of agent variants on the target's held-out (test-split) tasks. One stored record per
+ * (variant, task, trial), written when the episode ends, so a retried or resumed activity redoes
+ * nothing that finished. Greedy (temperature 0) unless the config asks for trials at a temperature.
+ */
+
+export interface EvaluationDeps {
+  openStore(config: Config['store']): ArtifactStore | Promise<ArtifactStore>;
+  openEnvironment(envConfig: Config['env'], deps: { config: Config }): Promise<Environment>;
+}
+
+const defaultDeps: EvaluationDeps = {
+  openStore: async (c) => {
+    const modulePath = '../store/index.js';
+    return ((await import(modulePath)) as { openStore(c: Config['store']): ArtifactStore }).openStore(c);
+  },
+  openEnvironment,
+};
+
+/** Bad input (a non-test task, an unknown variant field): Temporal must not retry it. */
+export class InvalidInput extends Error {
+  override name = 'InvalidInput';
+}
+
+/** A held-out task: a fixed task id, or a seed of a generator env. */
+export interface EvalTask {
+  taskId?: string;
+  seed?: number;
+}
+
+export interface VariantResult {
+  name: string;
+  kind: VariantSpec['kind'];
+  ref: ArtifactRef;
+  passRate: number | null;
+  n: number;
+}
+
+const keys = {
+  episode: (runId: string, variant: string, task: EvalTask, trial: number) =>
+    `runs/${runId}/evaluation/${variant}/episodes/${taskPart(task)}-t${trial}.json`,
+  episodes: (runId: string, variant: string) => `runs/${runId}/evaluation/${variant}/episodes/`,
+  trajectory: (runId: string, variant: string, task: EvalTask, trial: number) =>
+    `runs/${runId}/evaluation/${variant}/trajectories/${taskPart(task)}-t${trial}.json`,
+  summary: (runId: string, variant: string) => `runs/${runId}/evaluation/${variant}/summary.json`,
+  stage1: (runId: string) => `runs/${runId}/capabilities/stage1.json`,
+};
+
+const taskPart = (t: EvalTask) => (t.taskId !== undefined ? `task-${taskKey(t.taskId)}` : `seed-${t.seed}`);
+const taskLabel = (t: EvalTask) => t.taskId ?? `seed-${t.seed}`;
+
+function heartbeat(details: unknown): void {
+  let ctx: Context;
+  try {
+    ctx = Context.current();
+  } catch {
+    return;
+  }
+  ctx.heartbeat(details);
+}
+
+async function closeEnv(env: Environment): Promise<void> {
+  const close = (env as Environment & { close?: () => Promise<void> }).close;
+  if (close) await close.call(env);
+}
+
+/** The env as the variant's agent sees it: the prompt-only baseline gets its system prompt suffix. */
+function withPromptSuffix(env: Environment, suffix: string | undefined): Environment {
+  if (!suffix) return env;
+  return {
+    info: env.info,
+    tools: () => env.tools(),
+    systemPrompt: () => env.systemPrompt() + suffix,
+    listTasks: () => env.listTasks(),
+    reset: (req) => env.reset(req),
+  };
+}
+
+/** The config whose policy role serves this variant at the evaluation temperature. */
+function variantConfig(config: Config, v: VariantSpec): Config {
+  const policy = {
+    ...config.llm.policy,
+    ...(v.baseURL ? { baseURL: v.baseURL } : {}),
+    ...(v.model ? { model: v.model } : {}),
+  };
+  return { ...config, llm: { ...config.llm, policy } };
+}
+
+export function createEvaluationActivities(deps: EvaluationDeps = defaultDeps) {
+  /**
+   * The held-out tasks: the env's test split only (never the split rollouts and selection used),
+   * capped by evaluation.maxTasks (default env.maxTasks) in a stable id order. A seeded generator
+   * env is evaluated on seeds disjoint from the rollout seeds.
+   */
+  async function listEvaluationTasks(input: { config: Config }): Promise<{ split: string; tasks: EvalTask[]; note?: string }> {
+    const { config } = input;
+    const cap = config.evaluation.maxTasks ?? config.env.maxTasks;
+    const env = await deps.openEnvironment(config.env, { config });
+    try {
+      const all = await env.listTasks();
+      if (all.length === 0) {
+        const n = cap ?? 8;
+        return { split: 'held-out seeds', tasks: Array.from({ length: n }, (_, i) => ({ seed: EVALUATION_SEED_OFFSET + i })) };
+      }
+      const split = config.env.testSplit;
+      if (!all.some((t) => t.split !== undefined)) {
+        throw new InvalidInput(`env.testSplit: ${config.env.name} has no task splits, so no task is held out from rollouts; evaluation refuses to score on training tasks`);
+      }
+      const test = all.filter((t) => t.split === split).sort((a, b) => compareIds(a.id, b.id));
+      if (test.length === 0) throw new InvalidInput(`env.testSplit: no tasks in split '${split}' of ${config.env.name}`);
+      if (split === config.env.trainSplit) throw new InvalidInput(`env.testSplit: equals env.trainSplit ('${split}'); evaluation must use held-out tasks`);
+      const tasks = test.slice(0, cap ?? test.length).map((t) => ({ taskId: t.id }));
+      return { split, tasks, ...(tasks.length < test.length ? { note: `${tasks.length} of ${test.length} held-out tasks (capped)` } : {}) };
+    } finally {
+      await closeEnv(env);
+    }
+  }
+
+  /** Rejects any task that is not held out: the test split must never be mixed with training. */
+  async function checkHeldOut(env: Environment, config: Config, tasks: readonly EvalTask[]): Promise<void> {
+    const all = await env.listTasks();
+    if (all.length === 0) {
+      const bad = tasks.find((t) => t.seed === undefined || t.seed < EVALUATION_SEED_OFFSET);
+      if (bad) throw new InvalidInput(`tasks: ${taskLabel(bad)} is not a held-out seed (≥ ${EVALUATION_SEED_OFFSET})`);
+      return;
+    }
+    const test = new Set(all.filter((t) => t.split === config.env.testSplit).map((t) => t.id));
+    const bad = tasks.find((t) => t.taskId === undefined || !test.has(t.taskId));
+    if (bad) throw new InvalidInput(`tasks: ${taskLabel(bad)} is not in the test split '${config.env.testSplit}' of ${config.env.name}`);
+  }
+
+  async function loadEpisodes(store: ArtifactStore, runId: string, variant: string): Promise<EvalEpisode[]> {
+    const out: EvalEpisode[] = [];
+    for (const k of await store.list(keys.episodes(runId, variant))) out.push(EvalEpisodeSchema.parse(await store.getJson(k)));
+    return out;
+  }
+
+  async function writeSummary(store: ArtifactStore, config: Config, runId: string, variant: VariantSpec, split: string, episodes: EvalEpisode[]) {
+    const summary = summarizeEvaluation(variant, split, config.evaluation.trials, config.evaluation.temperature, episodes);
+    const ref = await store.put(keys.summary(runId, variant.name), JSON.stringify(EvaluationSummarySchema.parse(summary), null, 2));
+    return { ref, summary };
+  }
+
+  /**
+   * One fan-out unit: every trial of the given held-out tasks for one variant. Finished episodes
+   * (stored records) are skipped; the rest run with the policy role's concurrency. Returns the
+   * summary over every episode of this variant stored so far in the run.
+   */
+  async function evaluateVariant(input: {
+    config: Config;
+    runId: string;
+    variant: VariantSpec;
+    tasks: EvalTask[];
+    split?: string;
+  }): Promise<VariantResult> {
+    const { config, runId, tasks } = input;
+    const parsed = VariantSpecSchema.safeParse(input.variant);
+    if (!parsed.success) throw new InvalidInput(`variant.${parsed.error.issues[0].path.join('.')}: ${parsed.error.issues[0].message}`);
+    const variant = parsed.data;
+    const store = await deps.openStore(config.store);
+    const { trials, temperature } = config.evaluation;
+    const items = tasks.flatMap((task) => Array.from({ length: trials }, (_, trial) => ({ task, trial })));
+    const pending: typeof items = [];
+    for (const it of items) if (!(await store.stat(keys.episode(runId, variant.name, it.task, it.trial)))) pending.push(it);
+    let done = items.length - pending.length;
+    heartbeat({ variant: variant.name, done, total: items.length });
+    const infraErrors: string[] = [];
+    if (pending.length > 0) {
+      const vconfig = variantConfig(config, variant);
+      const base = await deps.openEnvironment(config.env, { config });
+      try {
+        await checkHeldOut(base, config, tasks);
+        const env = withPromptSuffix(base, variant.systemPromptSuffix);
+        const llm = createLlm(vconfig, 'policy');
+        await runEpisodes({
+          env,
+          llm,
+          tasks: pending.map((p) => ({ ...p.task, trial: p.trial })),
+          concurrency: config.llm.policy.concurrency,
+          maxSteps: config.rollouts.maxSteps,
+          maxErrors: config.rollouts.maxErrors,
+          timeoutMs: config.rollouts.episodeTimeoutMs,
+          temperature,
+          onEpisode: async (traj, j) => {
+            const { task, trial } = pending[j];
+            if (traj.termination === 'error') {
+              // An infrastructure failure says nothing about the agent: not stored, so a retry redoes it.
+              infraErrors.push(`${taskLabel(task)} t${trial}: ${String(traj.rewardInfo.details?.runnerNote ?? traj.rewardInfo.details?.evaluateError ?? 'error')}`);
+              return;
+            }
+            const trajRef = await store.put(keys.trajectory(runId, variant.name, task, trial), JSON.stringify(traj));
+            const episode: EvalEpisode = {
+              variant: variant.name,
+              domain: traj.env,
+              taskId: traj.taskId,
+              trial,
+              success: traj.success,
+              reward: traj.reward,
+              termination: traj.termination,
+              steps: traj.steps,
+              usage: traj.usage,
+              durationMs: traj.durationMs,
+              model: traj.model,
+              temperature,
+              trajectoryUri: trajRef.uri,
+            };
+            // The episode record is written last: its presence is what marks the item finished.
+            await store.put(keys.episode(runId, variant.name, task, trial), JSON.stringify(episode));
+            done++;
+            heartbeat({ variant: variant.name, done, total: items.length });
+          },
+        });
+      } finally {
+        await closeEnv(base);
+      }
+      if (infraErrors.length) {
+        throw new Error(`${infraErrors.length} evaluation episode(s) of ${variant.name} ended by infrastructure errors (finished ones are kept): ${infraErrors[0]}`);
+      }
+    }
+    const split = input.split ?? config.env.testSplit;
+    const { ref, summary } = await writeSummary(store, config, runId, variant, split, await loadEpisodes(store, runId, variant.name));
+    return { name: variant.name, kind: variant.kind, ref, passRate: summary.overall.passRate.estimate, n: summary.overall.episodes };
+  }
+
+  /** The variants this run evaluates, with the reason for each one it cannot. */
+  async function planVariants(config: Config, runId: string, store: ArtifactStore): Promise<{ variants: VariantSpec[]; notes: string[] }> {
+    const variants: VariantSpec[] = [{ name: 'base', kind: 'base' }];
+    const notes: string[] = [];
+    if (config.evaluation.promptOnly) {
+      const stage1Ref = await store.stat(keys.stage1(runId));
+      const selected = stage1Ref ? Stage1ResultSchema.parse(await store.getJson(stage1Ref)).selected : [];
+      if (selected.length > 0) variants.push({ name: 'prompt_only', kind: 'prompt_only', systemPromptSuffix: promptOnlySuffix(selected) });
+      else notes.push('prompt-only baseline not evaluated: no capability was selected');
+    }
+    for (const v of config.evaluation.variants) {
+      if (variants.some((x) => x.name === v.name)) throw new InvalidInput(`evaluation.variants: duplicate variant name '${v.name}'`);
+      variants.push(v);
+    }
+    return { variants, notes };
+  }
+
+  /**
+   * The pipeline's evaluation stage: the base agent, the prompt-only baseline (when configured)
+   * and every configured variant on the same held-out tasks, each task's result stored as it
+   * finishes. Variants that need a serving endpoint this deployment lacks are named in the notes.
+   */
+  async function evaluateRun(input: {
+    runId: string;
+    config: Config;
+    gate?: unknown;
+    capabilities?: { name: string; status: string; adapter?: ArtifactRef }[];
+  }): Promise<{ split: string; tasks: number; variants: VariantResult[]; notes: string[] }> {
+    const { runId, config } = input;
+    const store = await deps.openStore(config.store);
+    let listed: Awaited<ReturnType<typeof listEvaluationTasks>>;
+    try {
+      listed = await listEvaluationTasks({ config });
+    } catch (e) {
+      // No held-out tasks is a finding for the report, not a reason to fail the whole run.
+      if (e instanceof InvalidInput) return { split: config.env.testSplit, tasks: 0, variants: [], notes: [`evaluation skipped: ${e.message}`] };
+      throw e;
+    }
+    const { split, tasks, note } = listed;
+    const { variants, notes } = await planVariants(config, runId, store);
+    if (note) notes.push(note);
+    const servedTrace = variants.some((v) => v.kind === 'trace');
+    if (input.gate && !servedTrace) notes.push('TRACE agent (base + gate) not evaluated: no serving endpoint for it is configured (evaluation.variants)');
+    const trained = (input.capabilities ?? []).filter((c) => c.adapter);
+    if (config.evaluation.singleAdapters && trained.length > 0 && !variants.some((v) => v.kind === 'adapter')) {
+      notes.push(`single adapters (${trained.map((c) => c.name).join(', ')}) not evaluated: no serving endpoint for them is configured`);
+    }
+    const results: VariantResult[] = [];
+    for (const variant of variants) results.push(await evaluateVariant({ config, runId, variant, tasks, split }));
+    return { split, tasks: tasks.length, variants: results, notes };
+  }
+
+  return { listEvaluationTasks, evaluateVariant, evaluateRun };
+}
+
+const defaults = createEvaluationActivities();
+export const { listEvaluationTasks, evaluateVariant, evaluateRun } = defaults;

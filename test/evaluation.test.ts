@@ -1,0 +1,120 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createEvaluationActivities } from '../activities/evaluation.js';
+import { parseConfig, type Config } from '../core/config.js';
+import { EvaluationSummarySchema, promptOnlySuffix } from '../core/evaluation.js';
+import { openEnvironment } from '../envs/registry.js';
+import { buildTasks, generateDb } from '../envs/toy/orders-data.js';
+import type { ArtifactStore } from '../store/artifact-store.js';
+import { startScriptedLlm, type ChatRequest } from './helpers/scripted-llm.js';
+
+const storeModule = '../store/index.js';
+const openStore = async (c: Config['store']) => ((await import(storeModule)) as { openStore(c: Config['store']): ArtifactStore }).openStore(c);
+
+const tasks = buildTasks(generateDb());
+const pendingTotal = tasks.find((t) => t.id === 'pending_total')!;
+const opening = (req: ChatRequest) => req.messages.find((m) => m.role === 'user')?.content ?? '';
+const system = (req: ChatRequest) => req.messages.find((m) => m.role === 'system')?.content ?? '';
+
+/**
+ * A scripted policy over the real OpenAI wire protocol: with the capability hint in its system
+ * prompt it states the pending total (a success on that task); without it, it gives up (a failure).
+ */
+function policy(req: ChatRequest) {
+  if (system(req).includes('<capabilities>') && opening(req) === pendingTotal.opening) {
+    return { content: `Your pending orders total ${pendingTotal.communicate[0]}.` };
+  }
+  return { content: 'Sorry, I cannot help with that.' };
+}
+
+async function setup() {
+  const dir = await mkdtemp(path.join(tmpdir(), 'trace-eval-'));
+  return {
+    dir,
+    config: (baseURL: string, extra: Record<string, unknown> = {}) =>
+      parseConfig({
+        env: { name: 'toy-orders' },
+        store: { kind: 'local', dir: path.join(dir, 'artifacts') },
+        llm: { policy: { baseURL, model: 'scripted-model', concurrency: 2 } },
+        ...extra,
+      }),
+  };
+}
+
+test('held-out tasks only: the test split, never a training task', async () => {
+  const { dir, config } = await setup();
+  const llm = await startScriptedLlm(policy);
+  try {
+    const acts = createEvaluationActivities({ openStore, openEnvironment });
+    const c = config(llm.baseURL);
+    const listed = await acts.listEvaluationTasks({ config: c });
+    assert.equal(listed.split, 'test');
+    assert.deepEqual(listed.tasks.map((t) => t.taskId), tasks.filter((t) => t.split === 'test').map((t) => t.id).sort());
+    await assert.rejects(
+      acts.evaluateVariant({ config: c, runId: 'r', variant: { name: 'base', kind: 'base' }, tasks: [{ taskId: 'order_total' }] }),
+      (e: Error) => e.name === 'InvalidInput' && /order_total is not in the test split/.test(e.message),
+    );
+    assert.equal(llm.requests.length, 0, 'nothing ran on a training task');
+    await assert.rejects(acts.listEvaluationTasks({ config: parseConfig({ ...c, env: { name: 'toy-orders', testSplit: 'train' } }) }), /equals env.trainSplit/);
+  } finally {
+    await llm.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('base vs prompt-only on held-out tasks: greedy, honest pass rates with intervals', async () => {
+  const { dir, config } = await setup();
+  const llm = await startScriptedLlm(policy);
+  try {
+    const acts = createEvaluationActivities({ openStore, openEnvironment });
+    const c = config(llm.baseURL);
+    const { tasks: held } = await acts.listEvaluationTasks({ config: c });
+    const base = await acts.evaluateVariant({ config: c, runId: 'r1', variant: { name: 'base', kind: 'base' }, tasks: held });
+    const suffix = promptOnlySuffix([{ name: 'structured_data_reasoning', description: 'Sums values across records before answering.' }]);
+    const prompt = await acts.evaluateVariant({ config: c, runId: 'r1', variant: { name: 'prompt_only', kind: 'prompt_only', systemPromptSuffix: suffix }, tasks: held });
+    assert.deepEqual([base.passRate, base.n], [0, 2]);
+    assert.deepEqual([prompt.passRate, prompt.n], [0.5, 2]);
+    assert.ok(llm.requests.every((r) => r.temperature === 0), 'greedy by default');
+    const store = await openStore(c.store);
+    const summary = EvaluationSummarySchema.parse(await store.getJson(prompt.ref));
+    assert.equal(summary.overall.passRate.method, 'wilson');
+    assert.ok(summary.overall.passRate.low! > 0 && summary.overall.passRate.high! < 1);
+    assert.deepEqual(summary.perTask.map((t) => [t.taskId, t.successes]), [['cancel_pending_2', 0], ['pending_total', 1]]);
+  } finally {
+    await llm.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('a crash mid-evaluation redoes nothing that finished', async () => {
+  const { dir, config } = await setup();
+  let failPendingTotal = true;
+  // HTTP 400 is not retried by the client: the episode ends with an infrastructure error.
+  const llm = await startScriptedLlm((req) => (failPendingTotal && opening(req) === pendingTotal.opening ? { status: 400 } : policy(req)));
+  try {
+    const acts = createEvaluationActivities({ openStore, openEnvironment });
+    const c = config(llm.baseURL, { evaluation: { trials: 2, temperature: 1 } });
+    const { tasks: held } = await acts.listEvaluationTasks({ config: c });
+    const variant = { name: 'base', kind: 'base' as const };
+    await assert.rejects(acts.evaluateVariant({ config: c, runId: 'r2', variant, tasks: held }), /2 evaluation episode\(s\) of base ended by infrastructure errors/);
+    const firstRun = llm.requests.length;
+    const finishedCalls = llm.requests.filter((r) => opening(r) !== pendingTotal.opening).length;
+    assert.ok(finishedCalls >= 2, 'both trials of the other task ran');
+    failPendingTotal = false;
+    const r = await acts.evaluateVariant({ config: c, runId: 'r2', variant, tasks: held });
+    const retried = llm.requests.slice(firstRun);
+    assert.ok(retried.length > 0);
+    assert.ok(retried.every((q) => opening(q) === pendingTotal.opening), 'only the unfinished task ran again');
+    assert.equal(r.n, 4);
+    assert.ok(retried.every((q) => q.temperature === 1));
+    const again = llm.requests.length;
+    await acts.evaluateVariant({ config: c, runId: 'r2', variant, tasks: held });
+    assert.equal(llm.requests.length, again, 'a finished variant makes no LLM call');
+  } finally {
+    await llm.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+});
