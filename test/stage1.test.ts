@@ -2,9 +2,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createStage1Activities, loadTrajectories, RolloutInfrastructureError } from '../activities/stage1.js';
 import { PassLabelsSchema, Stage1ResultSchema } from '../core/capability.js';
-import { openEnvironment } from '../envs/registry.js';
 import { startScriptedLlm, type ChatRequest, type ScriptedReply } from './helpers/scripted-llm.js';
-import { dirStore, tempDir, testConfig } from './helpers/stage1-fixtures.js';
+import { openStore } from '../store/index.js';
+import { tempDir, testConfig } from './helpers/stage1-fixtures.js';
 
 /**
  * Stage 1 end to end through the activity functions, with a scripted OpenAI-compatible server on
@@ -50,7 +50,6 @@ function labeler(req: ChatRequest, attempt: number, pass: number): ScriptedReply
 
 test('stage 1 activities: rollouts, discovery and labeling with repair, K-of-R selection, idempotent resume', async () => {
   const tmp = await tempDir('trace-stage1-');
-  const store = dirStore(tmp.dir);
   let failTransport = (_task: string, _pass: number) => false;
   const server = await startScriptedLlm((req) => {
     const fmt = req.response_format?.json_schema?.name;
@@ -78,7 +77,8 @@ test('stage 1 activities: rollouts, discovery and labeling with repair, K-of-R s
       env: { name: 'toy-orders', maxTasks: 6 },
       analysis: { passes: 3, minPassesSelected: 2, maxRepairAttempts: 2, examplesPerCapability: 3 },
     });
-    const acts = createStage1Activities({ openStore: () => store, openEnvironment });
+    const store = openStore(config.store);
+    const acts = createStage1Activities();
     const runId = 'r1';
 
     const tasks = await acts.listRolloutTasks({ config });
@@ -169,7 +169,6 @@ test('stage 1 activities: rollouts, discovery and labeling with repair, K-of-R s
 
 test('a rollout batch whose policy LLM fails is retried and resumes without redoing finished episodes', async () => {
   const tmp = await tempDir('trace-stage1-');
-  const store = dirStore(tmp.dir);
   let down = true;
   const server = await startScriptedLlm((req) => {
     if (down && req.messages[1].content?.includes('O-1001')) return { status: 500, headers: { 'x-should-retry': 'false' } };
@@ -177,7 +176,8 @@ test('a rollout batch whose policy LLM fails is retried and resumes without redo
   });
   try {
     const config = testConfig(server.baseURL, tmp.dir);
-    const acts = createStage1Activities({ openStore: () => store, openEnvironment });
+    const store = openStore(config.store);
+    const acts = createStage1Activities();
     const tasks = [{ taskId: 'order_status', trial: 0 }, { taskId: 'order_total', trial: 0 }, { taskId: 'order_status', trial: 1 }];
     await assert.rejects(acts.collectRolloutBatch({ config, runId: 'r2', batchIndex: 0, tasks }), RolloutInfrastructureError);
     assert.equal(await store.stat('runs/r2/rollouts/batch-0000.jsonl'), undefined);
