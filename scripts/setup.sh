@@ -16,6 +16,14 @@ if ! command -v bwrap >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [
     || echo "[setup] bubblewrap could not be installed; the sandbox will use a weaker isolation level"
 fi
 
+# chromium: the report test renders the HTML report headless (test/report-chromium.test.ts) and the
+# README screenshots are taken with it. Without it that test is skipped with the reason.
+if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  echo "[setup] apt-get install chromium"
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >/dev/null 2>&1 \
+    || echo "[setup] chromium could not be installed; the headless report check will be skipped"
+fi
+
 lock_hash=$(sha256sum package-lock.json | cut -d' ' -f1)
 if ! stamp_ok npm "$lock_hash" || [ ! -d node_modules ]; then
   echo "[setup] npm ci"
