@@ -90,6 +90,14 @@ test('escape: spawning a process, and a fork bomb, are refused', async () => {
   await assert.rejects(attack("new Worker('for(;;){}', { eval: true }); return 'worker'"), isSandboxError('permission'));
 });
 
+const cannotSignalWorker = (e: unknown) =>
+  e instanceof SandboxError && ['permission', 'env_error'].includes(e.reason) && /EPERM|ESRCH/.test(e.message);
+
+test('escape: the worker process cannot be signalled', async () => {
+  // Signal 0 only checks permission, so a failure of containment cannot hurt the test run.
+  await assert.rejects(attack(`process.kill(${process.pid}, 0); return 'reachable'`), cannotSignalWorker);
+});
+
 test('escape: the parent environment (and its secret) never reaches the child', async () => {
   assert.equal(process.env.TRACE_ESCAPE_TEST_SECRET, SECRET);
   const seen = JSON.parse(await attack('return JSON.stringify(process.env)')) as Record<string, string>;
@@ -117,6 +125,11 @@ test('escape: huge output (logs or one response) is cut off', async () => {
   await assert.rejects(attack("return 'y'.repeat(4 * 1024 * 1024)", { limits: { outputBytes: 1024 * 1024 } }), isSandboxError('output_limit'));
 });
 
+test('escape: filling the disk stops at the scratch limit', async () => {
+  const body = "const mb = Buffer.alloc(1024 * 1024, 1); for (let i = 0; i < 64; i++) fs.appendFileSync('fill.bin', mb); return 'filled'";
+  await assert.rejects(attack(body, { limits: { diskMb: 8 } }), isSandboxError('disk'));
+});
+
 test('fallback isolation levels still refuse file and process access', async (t) => {
   for (const level of ['unshare-net', 'node-permissions'] as const) {
     if (!(await isolationIfAvailable(level))) {
@@ -125,6 +138,9 @@ test('fallback isolation levels still refuse file and process access', async (t)
     }
     await assert.rejects(attack("return fs.readFileSync('/etc/passwd', 'utf8')", { isolation: level }), isSandboxError('permission'));
     await assert.rejects(attack("return cp.execSync('id').toString()", { isolation: level }), isSandboxError('permission'));
+    if ((await isolationIfAvailable(level))!.dedicatedUid) {
+      await assert.rejects(attack(`process.kill(${process.pid}, 0); return 'reachable'`, { isolation: level }), cannotSignalWorker);
+    }
     const seen = await attack('return JSON.stringify(process.env)', { isolation: level });
     assert.ok(!seen.includes(SECRET), `${level}: the secret leaked`);
   }

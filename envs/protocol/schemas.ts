@@ -62,6 +62,7 @@ export const ProtocolErrorTypeSchema = z.enum([
   'permission_denied',
   'network_denied',
   'out_of_memory',
+  'disk_limit',
   'internal',
 ]);
 export type ProtocolErrorType = z.infer<typeof ProtocolErrorTypeSchema>;

@@ -23,6 +23,7 @@ function classify(err: unknown): { status: number; type: ProtocolErrorType; mess
   }
   if (code === 'EACCES' || code === 'EPERM') return { status: 500, type: 'permission_denied' };
   if (typeof code === 'string' && NETWORK_CODES.has(code)) return { status: 500, type: 'network_denied' };
+  if (code === 'EFBIG' || code === 'ENOSPC' || code === 'EDQUOT') return { status: 500, type: 'disk_limit' };
   if (err instanceof RangeError && /allocation failed|out of memory/i.test(err.message)) return { status: 500, type: 'out_of_memory' };
   return undefined;
 }

@@ -27,7 +27,7 @@ export const DEFAULT_LIMITS: ResolvedLimits = {
   outputBytes: 4 * 1024 * 1024,
   cpuSeconds: 600,
   maxProcesses: 64,
-  maxFileMb: 64,
+  diskMb: 64,
 };
 
 export interface SandboxOptions {

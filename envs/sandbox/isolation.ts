@@ -43,8 +43,11 @@ export interface ResolvedLimits {
   cpuSeconds: number;
   /** RLIMIT_NPROC (threads count) when the sandbox has its own uid. */
   maxProcesses: number;
-  /** RLIMIT_FSIZE: largest file the env may write in its sandbox dir. */
-  maxFileMb: number;
+  /**
+   * Scratch space: with bwrap the sandbox dir is a tmpfs of this size (writes never reach the host
+   * disk); otherwise RLIMIT_FSIZE caps each file at this size in the real sandbox dir.
+   */
+  diskMb: number;
 }
 
 export interface SandboxCommand {
@@ -96,7 +99,7 @@ export function sandboxCommand(
         'prlimit',
         `--data=${(o.limits.memoryMb + 256) * MiB}`,
         `--cpu=${o.limits.cpuSeconds}`,
-        `--fsize=${o.limits.maxFileMb * MiB}`,
+        `--fsize=${o.limits.diskMb * MiB}`,
         '--nofile=256',
         '--core=0',
         ...(o.uid !== undefined ? [`--nproc=${o.limits.maxProcesses}`] : []),
@@ -106,7 +109,10 @@ export function sandboxCommand(
   const ids = o.uid !== undefined ? { uid: o.uid, gid: o.uid } : {};
   if (level === 'bwrap') {
     const bwrap = ['bwrap', '--die-with-parent', '--new-session', '--unshare-all', '--clearenv', '--cap-drop', 'ALL'];
-    bwrap.push(...systemMounts(), '--proc', '/proc', '--dev', '/dev', '--bind', o.runDir, BWRAP_DIR, '--chdir', BWRAP_DIR, '--');
+    bwrap.push(...systemMounts(), '--proc', '/proc', '--dev', '/dev');
+    // A size-capped private tmpfs as the writable dir, with only the bundle bound into it read-only.
+    bwrap.push('--perms', '0700', '--size', String(o.limits.diskMb * MiB), '--tmpfs', BWRAP_DIR);
+    bwrap.push('--ro-bind', path.join(o.runDir, o.entry), path.posix.join(BWRAP_DIR, o.entry), '--chdir', BWRAP_DIR, '--');
     const argv = [...rlimits, ...bwrap, ...node];
     return { file: argv[0], args: argv.slice(1), ...ids };
   }
@@ -123,7 +129,7 @@ export function sandboxCommand(
 export function describeIsolation(level: IsolationLevel, uid: boolean, rlimits: boolean): SandboxIsolation {
   const parts = [
     level === 'bwrap'
-      ? 'bubblewrap namespaces (mount, net, pid, ipc, uts; only /usr read-only + the sandbox dir visible; caps dropped)'
+      ? 'bubblewrap namespaces (mount, net, pid, ipc, uts; only /usr read-only + a size-capped private tmpfs holding the bundle visible; caps dropped)'
       : level === 'unshare-net'
         ? 'network namespace via `unshare --net` (no network); no mount namespace'
         : 'no namespaces: NETWORK NOT BLOCKED',
@@ -164,7 +170,7 @@ async function probe(level: IsolationLevel, prlimit: boolean): Promise<boolean> 
   try {
     await writeFile(path.join(runDir, 'probe.mjs'), "process.stdout.write('sandbox-ok')");
     await chmod(path.join(runDir, 'probe.mjs'), 0o644);
-    const limits: ResolvedLimits = { wallMs: 0, startMs: 0, memoryMb: 256, outputBytes: 0, cpuSeconds: 10, maxProcesses: 64, maxFileMb: 1 };
+    const limits: ResolvedLimits = { wallMs: 0, startMs: 0, memoryMb: 256, outputBytes: 0, cpuSeconds: 10, maxProcesses: 64, diskMb: 1 };
     const cmd = sandboxCommand(level, { runDir, entry: 'probe.mjs', limits, uid, prlimit });
     const r = await execa(cmd.file, cmd.args, { reject: false, timeout: 15_000, env: {}, extendEnv: false, cwd: runDir, uid: cmd.uid, gid: cmd.gid });
     return r.exitCode === 0 && r.stdout === 'sandbox-ok';

@@ -11,6 +11,7 @@ export type SandboxReason =
   | 'permission' // file system, process or API access the sandbox forbids
   | 'network'
   | 'output_limit'
+  | 'disk' // scratch space exhausted
   | 'crash' // the process died (or the module's default export is not an Environment)
   | 'env_error' // the environment threw an ordinary exception; the sandbox is still usable
   | 'protocol' // the child broke the stdio protocol
@@ -33,6 +34,7 @@ const ERROR_REASONS: Record<string, { reason: SandboxReason; fatal: boolean }> =
   permission_denied: { reason: 'permission', fatal: false },
   network_denied: { reason: 'network', fatal: false },
   out_of_memory: { reason: 'memory', fatal: true },
+  disk_limit: { reason: 'disk', fatal: false },
   internal: { reason: 'env_error', fatal: false },
 };
 
@@ -137,6 +139,8 @@ export class SandboxProcess implements ProtocolTransport {
       this.failWith(new SandboxError('memory', `${how}: ran out of memory (limit ${this.limits.memoryMb} MiB)`));
     } else if (signal === 'SIGXCPU') {
       this.failWith(new SandboxError('timeout', `${how}: CPU limit of ${this.limits.cpuSeconds} s reached`));
+    } else if (signal === 'SIGXFSZ') {
+      this.failWith(new SandboxError('disk', `${how}: file size limit reached`));
     } else if (/ERR_ACCESS_DENIED/.test(tail)) {
       this.failWith(new SandboxError('permission', `${how}: ${last}`));
     } else {

@@ -1,0 +1,88 @@
+/**
+ * Sandbox costs: isolation probe, start-up (bundle + spawn + first /v1/info) per isolation level,
+ * and steps/s of the same env in-process vs through the sandbox (ratio).
+ * Run: node --import tsx bench/sandbox.ts [--episodes N]
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import type { Environment } from '../envs/environment.js';
+import { bundleEnvModule } from '../envs/sandbox/bundle.js';
+import { isolationIfAvailable, ISOLATION_LEVELS } from '../envs/sandbox/isolation.js';
+import { sandboxIsolation, startSandboxedEnv } from '../envs/sandbox/index.js';
+import { inspectInstance } from '../envs/sdk/index.js';
+import sdkEnv from '../test/fixtures/sandbox/sdk-env.js';
+
+const MODULE = 'test/fixtures/sandbox/sdk-env.ts';
+const episodesArg = process.argv.indexOf('--episodes');
+const EPISODES = episodesArg > 0 ? Number(process.argv[episodesArg + 1]) : 200;
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const ms = (x: number) => `${x.toFixed(1)} ms`;
+
+/** Gold episodes: reset by seed, every gold action, evaluate, close. Returns steps/s and episodes/s. */
+async function throughput(env: Environment) {
+  const golds = [];
+  for (let seed = 0; seed < 20; seed++) golds.push((await inspectInstance(env, seed)).gold);
+  let steps = 0;
+  const t0 = performance.now();
+  for (let i = 0; i < EPISODES; i++) {
+    const seed = i % golds.length;
+    const ep = await env.reset({ seed });
+    for (const action of golds[seed]) {
+      await ep.step(action);
+      steps++;
+    }
+    const info = await ep.evaluate(ep.initialMessages(), 'user_stop');
+    if (!Number.isFinite(info.reward)) throw new Error('bad reward');
+    await ep.close();
+  }
+  const secs = (performance.now() - t0) / 1000;
+  return { stepsPerSec: steps / secs, episodesPerSec: EPISODES / secs, steps };
+}
+
+async function main() {
+  let t = performance.now();
+  const iso = await sandboxIsolation();
+  console.log(`isolation: ${iso.level} (probe of all levels took ${ms(performance.now() - t)})`);
+
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'trace-bench-'));
+  const bundleTimes: number[] = [];
+  for (let i = 0; i < 5; i++) {
+    t = performance.now();
+    await bundleEnvModule(MODULE, path.join(dir, `b${i}.mjs`));
+    bundleTimes.push(performance.now() - t);
+  }
+  await rm(dir, { recursive: true, force: true });
+  console.log(`bundle (esbuild, module + SDK + runner + zod): median ${ms(median(bundleTimes))}`);
+
+  for (const level of ISOLATION_LEVELS) {
+    if (!(await isolationIfAvailable(level))) {
+      console.log(`start-up [${level}]: not available here`);
+      continue;
+    }
+    const starts: number[] = [];
+    const closes: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      t = performance.now();
+      const env = await startSandboxedEnv({ modulePath: MODULE, isolation: level });
+      starts.push(performance.now() - t);
+      t = performance.now();
+      await env.close();
+      closes.push(performance.now() - t);
+    }
+    console.log(`start-up [${level}]: median ${ms(median(starts))} (incl. bundle), close ${ms(median(closes))}`);
+  }
+
+  const inProc = await throughput(sdkEnv);
+  const boxed = await startSandboxedEnv({ modulePath: MODULE });
+  const sandboxed = await throughput(boxed);
+  await boxed.close();
+  console.log(`in-process: ${inProc.stepsPerSec.toFixed(0)} steps/s, ${inProc.episodesPerSec.toFixed(0)} episodes/s (${inProc.steps} steps)`);
+  console.log(`sandbox [${iso.level}]: ${sandboxed.stepsPerSec.toFixed(0)} steps/s, ${sandboxed.episodesPerSec.toFixed(0)} episodes/s`);
+  console.log(`ratio in-process / sandbox: ${(inProc.stepsPerSec / sandboxed.stepsPerSec).toFixed(1)}x steps/s`);
+  console.log(`per step through the sandbox: ${(1000 / sandboxed.stepsPerSec).toFixed(3)} ms`);
+}
+
+await main();
