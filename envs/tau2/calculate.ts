@@ -17,6 +17,13 @@ interface Num {
 
 function evaluate(src: string): Num {
   const tokens = src.match(/\d+\.\d*|\.\d+|\d+|\*\*|\/\/|[-+*/()]|\S/g) ?? [];
+  if (!tokens.length) throw new Error('invalid syntax (<string>, line 0)');
+  let depth = 0;
+  for (const t of tokens) {
+    depth += t === '(' ? 1 : t === ')' ? -1 : 0;
+    if (depth < 0) throw new Error("unmatched ')' (<string>, line 1)");
+  }
+  if (depth > 0) throw new Error("'(' was never closed (<string>, line 1)");
   let i = 0;
   const syntax = (): never => {
     throw new Error('invalid syntax (<string>, line 1)');

@@ -101,10 +101,10 @@ export function dumpTyped(v: unknown, t: PyType, sortKeys: boolean): string {
   switch (t.k) {
     case 'float':
       return typeof v === 'number' ? pyNumber(v, true) : pyJsonDumps(v, sortKeys);
-    case 'int':
-      return typeof v === 'number' ? pyNumber(v, false) : pyJsonDumps(v, sortKeys);
     case 'opt':
       return dumpTyped(v, t.of, sortKeys);
+    case 'int':
+      return typeof v === 'number' ? pyNumber(v, false) : pyJsonDumps(v, sortKeys);
     case 'list':
       return Array.isArray(v) ? `[${v.map((x) => dumpTyped(x, t.of, sortKeys)).join(', ')}]` : pyJsonDumps(v, sortKeys);
     case 'dict': {

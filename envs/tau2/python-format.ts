@@ -83,6 +83,15 @@ export function pyJsonString(s: string): string {
   return JSON.stringify(s).replace(/[^\x20-\x7e]/g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
+/**
+ * A Python int held where the model declares a float (pydantic does not re-validate assignments),
+ * e.g. retail's `exchange_price_difference = round(0, 2)` for an empty exchange; it dumps as `0`.
+ */
+export interface PyIntMarker {
+  pyInt: number;
+}
+export const isPyInt = (v: unknown): v is PyIntMarker => typeof v === 'object' && v !== null && 'pyInt' in v && Object.keys(v).length === 1;
+
 /** `json.dumps(v)` for untyped JSON-like values (Maps and objects keep insertion order). */
 export function pyJsonDumps(v: unknown, sortKeys = false): string {
   if (v === null || v === undefined) return 'null';
@@ -90,6 +99,7 @@ export function pyJsonDumps(v: unknown, sortKeys = false): string {
   if (typeof v === 'boolean') return v ? 'true' : 'false';
   if (typeof v === 'number') return Number.isFinite(v) ? pyNumber(v, false) : v > 0 ? 'Infinity' : Number.isNaN(v) ? 'NaN' : '-Infinity';
   if (Array.isArray(v)) return `[${v.map((x) => pyJsonDumps(x, sortKeys)).join(', ')}]`;
+  if (isPyInt(v)) return String(v.pyInt);
   let entries = v instanceof Map ? [...v.entries()] : Object.entries(v as object);
   if (sortKeys) entries = entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return `{${entries.map(([k, x]) => `${pyJsonString(String(k))}: ${pyJsonDumps(x, sortKeys)}`).join(', ')}}`;

@@ -115,15 +115,15 @@ export const retailTools: ToolDef<Tau2Db>[] = [
         if (!v.available) throw err(`New item ${pyStr(newIds[i])} not found or available`);
         diff += v.price - item.price;
       });
-      diff = pyRound2(diff);
+      const difference = itemIds.length ? pyRound2(diff) : { pyInt: 0 }; // Python: round(0, 2) stays the int 0
       const pm = paymentMethod(db, o0.user_id, a.payment_method_id);
-      if (pm.source === 'gift_card' && pm.balance! < diff) throw err('Insufficient gift card balance to pay for the price difference');
+      if (pm.source === 'gift_card' && pm.balance! < pyRound2(diff)) throw err('Insufficient gift card balance to pay for the price difference');
       const o = db.own<OrderT>('orders', a.order_id as string);
       o.status = 'exchange requested';
       o.exchange_items = sorted(itemIds);
       o.exchange_new_items = sorted(newIds);
       o.exchange_payment_method_id = a.payment_method_id;
-      o.exchange_price_difference = diff;
+      o.exchange_price_difference = difference;
       return o;
     },
   },
