@@ -14,7 +14,7 @@ body{font:14px/1.45 system-ui,sans-serif;color:#111827;max-width:1100px;margin:2
 h1{font-size:22px;margin-bottom:4px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #e5e7eb;padding-bottom:4px}
 table{border-collapse:collapse;margin:8px 0;font-variant-numeric:tabular-nums}
 th,td{border:1px solid #e5e7eb;padding:4px 8px;text-align:left;vertical-align:top}th{background:#f9fafb}
-td.num{text-align:right}.muted{color:#6b7280}.pos{color:#15803d}.neg{color:#b91c1c}
+td.num{text-align:right;white-space:nowrap}.muted{color:#6b7280}.pos{color:#15803d}.neg{color:#b91c1c}
 .notes li{margin:2px 0}.chart{display:block;margin:8px 0;max-width:100%;height:auto}
 .badge{display:inline-block;padding:0 6px;border-radius:8px;font-size:12px;background:#e5e7eb}
 .badge.ok{background:#dcfce7}.badge.failed{background:#fee2e2}

@@ -7,28 +7,12 @@ import { createEvaluationActivities } from '../activities/evaluation.js';
 import { parseConfig, type Config } from '../core/config.js';
 import { EvaluationSummarySchema, promptOnlySuffix } from '../core/evaluation.js';
 import { openEnvironment } from '../envs/registry.js';
-import { buildTasks, generateDb } from '../envs/toy/orders-data.js';
 import type { ArtifactStore } from '../store/artifact-store.js';
-import { startScriptedLlm, type ChatRequest } from './helpers/scripted-llm.js';
+import { startScriptedLlm } from './helpers/scripted-llm.js';
+import { openingOf, pendingTotalTask, toyPolicy, toyTasks } from './helpers/toy-policy.js';
 
 const storeModule = '../store/index.js';
 const openStore = async (c: Config['store']) => ((await import(storeModule)) as { openStore(c: Config['store']): ArtifactStore }).openStore(c);
-
-const tasks = buildTasks(generateDb());
-const pendingTotal = tasks.find((t) => t.id === 'pending_total')!;
-const opening = (req: ChatRequest) => req.messages.find((m) => m.role === 'user')?.content ?? '';
-const system = (req: ChatRequest) => req.messages.find((m) => m.role === 'system')?.content ?? '';
-
-/**
- * A scripted policy over the real OpenAI wire protocol: with the capability hint in its system
- * prompt it states the pending total (a success on that task); without it, it gives up (a failure).
- */
-function policy(req: ChatRequest) {
-  if (system(req).includes('<capabilities>') && opening(req) === pendingTotal.opening) {
-    return { content: `Your pending orders total ${pendingTotal.communicate[0]}.` };
-  }
-  return { content: 'Sorry, I cannot help with that.' };
-}
 
 async function setup() {
   const dir = await mkdtemp(path.join(tmpdir(), 'trace-eval-'));
@@ -46,13 +30,13 @@ async function setup() {
 
 test('held-out tasks only: the test split, never a training task', async () => {
   const { dir, config } = await setup();
-  const llm = await startScriptedLlm(policy);
+  const llm = await startScriptedLlm(toyPolicy);
   try {
     const acts = createEvaluationActivities({ openStore, openEnvironment });
     const c = config(llm.baseURL);
     const listed = await acts.listEvaluationTasks({ config: c });
     assert.equal(listed.split, 'test');
-    assert.deepEqual(listed.tasks.map((t) => t.taskId), tasks.filter((t) => t.split === 'test').map((t) => t.id).sort());
+    assert.deepEqual(listed.tasks.map((t) => t.taskId), toyTasks.filter((t) => t.split === 'test').map((t) => t.id).sort());
     await assert.rejects(
       acts.evaluateVariant({ config: c, runId: 'r', variant: { name: 'base', kind: 'base' }, tasks: [{ taskId: 'order_total' }] }),
       (e: Error) => e.name === 'InvalidInput' && /order_total is not in the test split/.test(e.message),
@@ -67,7 +51,7 @@ test('held-out tasks only: the test split, never a training task', async () => {
 
 test('base vs prompt-only on held-out tasks: greedy, honest pass rates with intervals', async () => {
   const { dir, config } = await setup();
-  const llm = await startScriptedLlm(policy);
+  const llm = await startScriptedLlm(toyPolicy);
   try {
     const acts = createEvaluationActivities({ openStore, openEnvironment });
     const c = config(llm.baseURL);
@@ -93,7 +77,7 @@ test('a crash mid-evaluation redoes nothing that finished', async () => {
   const { dir, config } = await setup();
   let failPendingTotal = true;
   // HTTP 400 is not retried by the client: the episode ends with an infrastructure error.
-  const llm = await startScriptedLlm((req) => (failPendingTotal && opening(req) === pendingTotal.opening ? { status: 400 } : policy(req)));
+  const llm = await startScriptedLlm((req) => (failPendingTotal && openingOf(req) === pendingTotalTask.opening ? { status: 400 } : toyPolicy(req)));
   try {
     const acts = createEvaluationActivities({ openStore, openEnvironment });
     const c = config(llm.baseURL, { evaluation: { trials: 2, temperature: 1 } });
@@ -101,13 +85,13 @@ test('a crash mid-evaluation redoes nothing that finished', async () => {
     const variant = { name: 'base', kind: 'base' as const };
     await assert.rejects(acts.evaluateVariant({ config: c, runId: 'r2', variant, tasks: held }), /2 evaluation episode\(s\) of base ended by infrastructure errors/);
     const firstRun = llm.requests.length;
-    const finishedCalls = llm.requests.filter((r) => opening(r) !== pendingTotal.opening).length;
+    const finishedCalls = llm.requests.filter((r) => openingOf(r) !== pendingTotalTask.opening).length;
     assert.ok(finishedCalls >= 2, 'both trials of the other task ran');
     failPendingTotal = false;
     const r = await acts.evaluateVariant({ config: c, runId: 'r2', variant, tasks: held });
     const retried = llm.requests.slice(firstRun);
     assert.ok(retried.length > 0);
-    assert.ok(retried.every((q) => opening(q) === pendingTotal.opening), 'only the unfinished task ran again');
+    assert.ok(retried.every((q) => openingOf(q) === pendingTotalTask.opening), 'only the unfinished task ran again');
     assert.equal(r.n, 4);
     assert.ok(retried.every((q) => q.temperature === 1));
     const again = llm.requests.length;

@@ -1,0 +1,241 @@
+import { Context } from '@temporalio/activity';
+import { z } from 'zod';
+import { PassLabelsSchema, Stage1ResultSchema, type Stage1Result } from '../core/capability.js';
+import type { Config } from '../core/config.js';
+import { EvaluationSummarySchema } from '../core/evaluation.js';
+import { PromotionDecisionSchema } from '../core/promotion.js';
+import { assembleReport, formatSummary, type CapabilityRowInput, type ReportInputs } from '../core/report.js';
+import { renderReportHtml } from '../core/report-html.js';
+import { temporalSettings, workflowUiLink } from '../infra/temporal.js';
+import { ArtifactRefSchema, type ArtifactRef, type ArtifactStore } from '../store/artifact-store.js';
+
+/**
+ * The run report activity: gathers what the pipeline stored (stage 1 statistics, capability
+ * children, gate, evaluation summaries, usage) into the Report model and writes it as JSON and as
+ * a self-contained HTML page, returning a terminal summary.
+ */
+
+export interface ReportDeps {
+  openStore(config: Config['store']): ArtifactStore | Promise<ArtifactStore>;
+  /** Clock for `generatedAt` (injected so tests and rebuilds can pin it). */
+  now(): Date;
+}
+
+const defaultDeps: ReportDeps = {
+  openStore: async (c) => {
+    const modulePath = '../store/index.js';
+    return ((await import(modulePath)) as { openStore(c: Config['store']): ArtifactStore }).openStore(c);
+  },
+  now: () => new Date(),
+};
+
+export const reportKeys = {
+  json: (runId: string) => `runs/${runId}/report/report.json`,
+  html: (runId: string) => `runs/${runId}/report/report.html`,
+};
+
+/**
+ * What the pipeline knows when it reports (a subset of its PipelineResult). Parts written by other
+ * stages are read leniently: a missing or unfamiliar part becomes a note, never a failed report.
+ */
+const RunResultSchema = z.object({
+  runId: z.string(),
+  status: z.string().optional(),
+  summary: z.string().optional(),
+  env: z.string().optional(),
+  rollouts: z
+    .object({ refs: z.array(ArtifactRefSchema).default([]), trajectories: z.number().default(0), successes: z.number().default(0) })
+    .partial()
+    .optional(),
+  analysis: z
+    .object({
+      selection: ArtifactRefSchema.optional(),
+      labels: z.array(ArtifactRefSchema).default([]),
+      selected: z.array(z.string()).default([]),
+    })
+    .partial()
+    .optional(),
+  capabilities: z.array(z.object({ name: z.string(), status: z.string(), detail: z.string().optional(), environment: ArtifactRefSchema.optional(), validation: z.unknown().optional(), adapter: ArtifactRefSchema.optional(), training: z.unknown().optional() })).default([]),
+  gate: z.unknown().optional(),
+  evaluation: z.unknown().optional(),
+  notConfigured: z.array(z.string()).default([]),
+  promotion: PromotionDecisionSchema.optional(),
+});
+export type RunResult = z.input<typeof RunResultSchema>;
+
+const EvaluationResultSchema = z.object({
+  split: z.string(),
+  tasks: z.number(),
+  variants: z.array(z.object({ name: z.string(), ref: ArtifactRefSchema })),
+  notes: z.array(z.string()).default([]),
+});
+
+/** Training progress as the GPU worker reports it: a curve of (iteration, mean reward). */
+const TrainingSchema = z.object({
+  curve: z.array(z.object({ iteration: z.number().int(), meanReward: z.number(), informativeShare: z.number().min(0).max(1).optional() })).optional(),
+  metrics: z.array(z.object({ iteration: z.number().int(), meanReward: z.number() })).optional(),
+  gpuSeconds: z.number().optional(),
+  cpuSeconds: z.number().optional(),
+  device: z.string().optional(),
+  durationSeconds: z.number().optional(),
+});
+const ValidationSchema = z.object({ attempts: z.number().int().nonnegative().optional() });
+const GateSchema = z.object({
+  routing: z.union([z.array(z.object({ capability: z.string(), share: z.number() })), z.record(z.string(), z.number())]).optional(),
+});
+
+function activityWorkflowId(fallback: string): string {
+  try {
+    return Context.current().info.workflowExecution?.workflowId ?? fallback;
+  } catch {
+    return fallback;
+  }
+}
+
+function synthesisOf(c: z.infer<typeof RunResultSchema>['capabilities'][number]): CapabilityRowInput['synthesis'] {
+  const attempts = ValidationSchema.safeParse(c.validation).data?.attempts ?? (c.environment ? 1 : 0);
+  if (c.status === 'not_configured') return { status: 'not_run', attempts: 0 };
+  if (c.environment || c.status === 'trained' || c.status === 'training') return { status: 'ok', attempts };
+  if (c.status === 'failed' && /synthes|validat/i.test(c.detail ?? '')) return { status: 'failed', attempts, message: c.detail };
+  return { status: 'not_run', attempts };
+}
+
+function trainingOf(c: z.infer<typeof RunResultSchema>['capabilities'][number]): NonNullable<CapabilityRowInput['training']> {
+  const t = TrainingSchema.safeParse(c.training ?? {}).data;
+  const curve = t?.curve ?? t?.metrics ?? [];
+  if (c.adapter) return { status: 'ok', curve, adapterUri: c.adapter.uri };
+  if (c.status === 'failed' && /train/i.test(c.detail ?? '')) return { status: 'failed', curve, message: c.detail };
+  return { status: 'not_run', curve };
+}
+
+export function createReportActivities(deps: ReportDeps = defaultDeps) {
+  async function gather(store: ArtifactStore, config: Config, run: z.infer<typeof RunResultSchema>): Promise<ReportInputs> {
+    const notes: string[] = [];
+    if (run.summary) notes.push(run.summary);
+    if (run.notConfigured.length) notes.push(`not configured in this deployment: ${run.notConfigured.join(', ')}`);
+
+    let stage1: Stage1Result | undefined;
+    if (run.analysis?.selection) {
+      const parsed = Stage1ResultSchema.safeParse(await store.getJson(run.analysis.selection));
+      if (parsed.success) stage1 = parsed.data;
+      else notes.push(`capability analysis at ${run.analysis.selection.uri} could not be read: ${parsed.error.issues[0].message}`);
+    }
+
+    const byName = new Map(run.capabilities.map((c) => [c.name, c]));
+    const describe = new Map(stage1?.dictionary.capabilities.map((c) => [c.name, c.description]) ?? []);
+    const capabilities: CapabilityRowInput[] = (stage1?.stats ?? []).map((s) => {
+      const child = byName.get(s.name);
+      return {
+        name: s.name,
+        description: describe.get(s.name) ?? '',
+        meanDelta: s.meanDelta,
+        stdDelta: s.stdDelta,
+        meanCoverage: s.meanCoverage,
+        stdCoverage: s.stdCoverage,
+        passesSelected: s.passesSelected,
+        passes: stage1!.thresholds.passes,
+        selected: s.selected,
+        ...(child ? { synthesis: synthesisOf(child), training: trainingOf(child) } : {}),
+      };
+    });
+
+    const evaluations: NonNullable<ReportInputs['evaluations']> = [];
+    const evalResult = run.evaluation === undefined ? undefined : EvaluationResultSchema.safeParse(run.evaluation);
+    if (evalResult?.success) {
+      notes.push(...evalResult.data.notes);
+      for (const v of evalResult.data.variants) {
+        const s = EvaluationSummarySchema.safeParse(await store.getJson(v.ref));
+        if (s.success) evaluations.push({ ...s.data, summaryUri: v.ref.uri });
+        else notes.push(`evaluation summary of ${v.name} could not be read: ${s.error.issues[0].message}`);
+      }
+    } else if (evalResult) {
+      notes.push('the evaluation result has an unfamiliar shape and is not shown');
+    }
+
+    const gateParsed = GateSchema.safeParse(run.gate ?? {}).data?.routing;
+    const routing = Array.isArray(gateParsed) ? gateParsed : Object.entries(gateParsed ?? {}).map(([capability, share]) => ({ capability, share }));
+    if (run.gate !== undefined && routing.length === 0) notes.push('the gate did not report routing shares');
+
+    // Cost: policy tokens of rollouts and evaluation, analyst tokens of the labeling passes.
+    let rolloutUsage = { calls: 0, promptTokens: 0, completionTokens: 0 };
+    for (const ref of run.rollouts?.refs ?? []) {
+      for (const line of (await store.getText(ref)).split('\n')) {
+        if (!line.trim()) continue;
+        const u = (JSON.parse(line) as { usage?: typeof rolloutUsage }).usage;
+        if (u) rolloutUsage = { calls: rolloutUsage.calls + u.calls, promptTokens: rolloutUsage.promptTokens + u.promptTokens, completionTokens: rolloutUsage.completionTokens + u.completionTokens };
+      }
+    }
+    let analystUsage = { calls: 0, promptTokens: 0, completionTokens: 0 };
+    for (const ref of run.analysis?.labels ?? []) {
+      const p = PassLabelsSchema.safeParse(await store.getJson(ref));
+      if (p.success) analystUsage = { calls: analystUsage.calls + p.data.usage.calls, promptTokens: analystUsage.promptTokens + p.data.usage.promptTokens, completionTokens: analystUsage.completionTokens + p.data.usage.completionTokens };
+    }
+    const evalUsage = evaluations.reduce(
+      (u, e) => ({ calls: u.calls + e.usage.calls, promptTokens: u.promptTokens + e.usage.promptTokens, completionTokens: u.completionTokens + e.usage.completionTokens }),
+      { calls: 0, promptTokens: 0, completionTokens: 0 },
+    );
+    const trainings = run.capabilities.map((c) => TrainingSchema.safeParse(c.training ?? {}).data ?? {});
+    const seconds = (kind: 'gpu' | 'cpu') =>
+      trainings.reduce((s, t) => s + (kind === 'gpu' ? (t.gpuSeconds ?? (t.device?.startsWith('cuda') ? t.durationSeconds ?? 0 : 0)) : (t.cpuSeconds ?? (t.device === 'cpu' ? t.durationSeconds ?? 0 : 0))), 0);
+
+    const settings = temporalSettings();
+    const workflowId = activityWorkflowId(run.runId);
+    return {
+      runId: run.runId,
+      name: config.name,
+      env: config.env.name,
+      generatedAt: deps.now().toISOString(),
+      notes,
+      evaluations,
+      analysis: stage1
+        ? {
+            trajectories: stage1.counts.trajectories,
+            successes: stage1.counts.successes,
+            passes: stage1.thresholds.passes,
+            minPassesSelected: stage1.thresholds.minPassesSelected,
+            deltaThreshold: stage1.thresholds.delta,
+            coverageThreshold: stage1.thresholds.coverage,
+          }
+        : null,
+      capabilities,
+      gate: run.gate !== undefined ? { routing } : null,
+      cost: {
+        llm: [
+          { role: 'policy (rollouts)', ...rolloutUsage },
+          { role: 'analyst (labeling)', ...analystUsage },
+          { role: 'policy (evaluation)', ...evalUsage },
+        ].filter((u) => u.calls > 0),
+        rollouts: run.rollouts?.trajectories ?? 0,
+        evaluationEpisodes: evaluations.reduce((n, e) => n + e.overall.episodes, 0),
+        gpuSeconds: seconds('gpu'),
+        cpuSeconds: seconds('cpu'),
+      },
+      links: {
+        ui: settings.uiBase,
+        run: workflowUiLink(settings, workflowId),
+        children: run.capabilities.map((c) => ({ label: `capability ${c.name} (${c.status})`, url: workflowUiLink(settings, `${workflowId}/capability/${c.name}`) })),
+      },
+      promotion: run.promotion ?? null,
+    };
+  }
+
+  /** Builds and stores the report; `summary` is what `trace report` prints. */
+  async function buildReport(input: { config: Config; runId: string; result: RunResult }): Promise<{ jsonRef: ArtifactRef; htmlRef: ArtifactRef; summary: string }> {
+    const run = RunResultSchema.parse({ ...input.result, runId: input.runId });
+    const store = await deps.openStore(input.config.store);
+    const report = assembleReport(await gather(store, input.config, run));
+    const jsonRef = await store.put(reportKeys.json(input.runId), JSON.stringify(report, null, 2));
+    const htmlRef = await store.put(reportKeys.html(input.runId), renderReportHtml(report));
+    return { jsonRef, htmlRef, summary: formatSummary(report) };
+  }
+
+  /** The pipeline's report stage (workflows/pipeline.ts calls it by this name): returns the JSON ref. */
+  async function writeReport(input: { runId: string; config: Config; result: RunResult }): Promise<ArtifactRef> {
+    return (await buildReport(input)).jsonRef;
+  }
+
+  return { buildReport, writeReport };
+}
+
+const defaults = createReportActivities();
+export const { buildReport, writeReport } = defaults;
