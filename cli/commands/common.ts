@@ -1,0 +1,59 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import YAML from 'yaml';
+import { ConfigError, parseConfig, type Config } from '../../core/config.js';
+import { temporalSettings, workflowUiLink, type TemporalSettings } from '../../infra/temporal.js';
+
+/**
+ * Helpers every command shares: reading a config file (YAML or JSON) into a validated Config,
+ * connecting to Temporal lazily (the client library is only loaded once a command needs it), and
+ * one-line failures.
+ */
+export class CliError extends Error {
+  override name = 'CliError';
+}
+
+/** Reads and validates a config file; throws ConfigError with `file: field: problem`. */
+export function loadConfigFile(file: string): Config {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`${file}: cannot read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+  }
+  let raw: unknown;
+  try {
+    raw = /\.json$/i.test(file) ? JSON.parse(text) : YAML.parse(text);
+  } catch (err) {
+    throw new ConfigError(`${file}: not valid ${/\.json$/i.test(file) ? 'JSON' : 'YAML'}: ${(err as Error).message.split('\n')[0]}`);
+  }
+  return parseConfig(raw ?? {}, path.basename(file));
+}
+
+export async function connectClient(settings: TemporalSettings = temporalSettings()) {
+  const { Client, Connection } = await import('@temporalio/client');
+  const { connectionOptions } = await import('../../infra/temporal.js');
+  let connection;
+  try {
+    connection = await Connection.connect({ ...connectionOptions(settings), connectTimeout: 3000 });
+  } catch (err) {
+    const hint = settings.embedded ? ' (start the embedded stack with `trace stack up`, or set TEMPORAL_ADDRESS)' : '';
+    throw new CliError(`Temporal not reachable at ${settings.address}${hint}: ${(err as Error).message.split('\n')[0]}`);
+  }
+  return { client: new Client({ connection, namespace: settings.namespace }), connection, settings };
+}
+
+export function uiLink(workflowId: string, settings: TemporalSettings = temporalSettings()): string {
+  return workflowUiLink(settings, workflowId);
+}
+
+/** A run id that sorts by start time and names the config: `<name>-YYYYMMDD-HHMMSS-xxxx`. */
+export function newRunId(config: Config, now = new Date()): string {
+  const slug = config.name.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '').slice(0, 40) || 'run';
+  const stamp = now.toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
+  return `${slug}-${stamp}-${Math.random().toString(36).slice(2, 6)}`;
+}
+
+export function formatRate(x: number | null | undefined): string {
+  return x === null || x === undefined ? 'n/a' : `${(100 * x).toFixed(1)}%`;
+}

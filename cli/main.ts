@@ -1,0 +1,48 @@
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { Command } from 'commander';
+import { PROJECT_ROOT } from '../infra/temporal.js';
+import { CliError } from './commands/common.js';
+import { registerDemoCommand } from './commands/demo.js';
+import { registerImportTau2 } from './commands/import-tau2.js';
+import { registerRun } from './commands/run.js';
+import { registerRunCommands } from './commands/runs.js';
+import { registerScheduleCommands } from './commands/schedule.js';
+import { registerStackCommands } from './commands/stack.js';
+
+/**
+ * The `trace` command. Known failures (bad config, unreachable Temporal, unknown run) print one
+ * line and exit 1; anything else prints its stack.
+ */
+const program = new Command('trace')
+  .description('TRACE on Temporal: capability-targeted training of LLM agents as durable workflows')
+  .showHelpAfterError()
+  .configureOutput({ outputError: (s, write) => write(s) });
+
+registerRun(program);
+registerRunCommands(program);
+registerScheduleCommands(program);
+registerImportTau2(program);
+registerDemoCommand(program);
+registerStackCommands(program);
+
+// `trace env …` comes from cli/env.ts when that module is in this checkout.
+const envModule = path.join(PROJECT_ROOT, 'cli', 'env.ts');
+if (existsSync(envModule)) {
+  const { registerEnvCommands } = (await import(pathToFileURL(envModule).href)) as { registerEnvCommands(p: Command): void };
+  registerEnvCommands(program);
+}
+
+const KNOWN = new Set(['ConfigError', 'CliError', 'Tau2ImportError']);
+try {
+  await program.parseAsync(process.argv);
+} catch (err) {
+  const e = err as Error;
+  if (KNOWN.has(e.name) || err instanceof CliError) {
+    console.error(`trace: ${e.message}`);
+  } else {
+    console.error(e.stack ?? String(e));
+  }
+  process.exitCode = 1;
+}
