@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { VariantSpecSchema } from './evaluation.js';
+import { SynthesisConfigSchema } from './synthesis.js';
 
 /**
  * The one run configuration (YAML or JSON), validated at every boundary. Defaults follow the
@@ -92,6 +93,7 @@ export const ConfigSchema = z
       })
       .strict()
       .prefault({}),
+    synthesis: SynthesisConfigSchema.prefault({}),
     stages: z
       .object({
         synthesis: z.boolean().default(true),

@@ -35,3 +35,16 @@ export {
 export type { AgentAction, Environment, Episode, StepResult } from '../environment.js';
 export type { Message, ToolSchema } from '../../core/messages.js';
 export type { RewardInfo, Termination } from '../../core/trajectory.js';
+export {
+  airlineTools,
+  airlineUser,
+  evaluateArithmetic,
+  AIRLINE_POLICY,
+  type AirlineDb,
+  type AirlineUser,
+  type Reservation,
+  type Passenger,
+  type PaymentMethod,
+  type FlightSegment,
+  type Cabin,
+} from './airline.js';

@@ -1,0 +1,102 @@
+import { createHash } from 'node:crypto';
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { transform } from 'esbuild';
+import ts from 'typescript';
+import type { Environment } from '../../envs/environment.js';
+import { startSandboxedEnv, type SandboxLimits } from '../../envs/sandbox/index.js';
+
+/**
+ * Turning generated source into a running Environment: static checks (syntax, allowed imports,
+ * optional type-check against the SDK), then a start in the sandbox — or in-process, which is
+ * only for trusted modules (reference envs, development).
+ */
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export type Runner = 'sandbox' | 'in-process';
+
+export interface LoadedEnv {
+  env: Environment;
+  close(): Promise<void>;
+}
+
+/** The first problem with the module's text, or undefined: syntax, then imports other than #env-sdk. */
+export async function staticProblem(source: string): Promise<string | undefined> {
+  try {
+    await transform(source, { loader: 'ts', format: 'esm', sourcefile: 'env.ts' });
+  } catch (e) {
+    const errs = (e as { errors?: { text: string; location?: { line: number; column: number } }[] }).errors ?? [];
+    return `syntax error: ${errs.slice(0, 3).map((x) => `${x.location ? `line ${x.location.line}:${x.location.column}: ` : ''}${x.text}`).join('; ') || (e as Error).message}`;
+  }
+  const specifiers = [...source.matchAll(/\b(?:import|export)\s[^'"`;]*?from\s*['"]([^'"]+)['"]|\bimport\s*['"]([^'"]+)['"]/g)].map((m) => m[1] ?? m[2]);
+  const bad = specifiers.filter((s) => s !== '#env-sdk');
+  if (bad.length) return `imports ${bad.map((s) => `'${s}'`).join(', ')}; a generated environment may import only from '#env-sdk'`;
+  if (/\b(require|import)\s*\(/.test(source)) return `uses require() or dynamic import(); a generated environment may import only from '#env-sdk'`;
+  if (!/export\s+default\s/.test(source)) return 'has no default export; end the module with `export default defineEnvironment({...})`';
+  return undefined;
+}
+
+/** Writes the module where `#env-sdk` resolves through package.json imports (gitignored .trace/). */
+async function writeCandidate(source: string): Promise<string> {
+  const dir = path.join(repoRoot, '.trace', 'tmp', 'synthesis', createHash('sha256').update(source).digest('hex').slice(0, 16));
+  await mkdir(dir, { recursive: true });
+  const file = path.join(dir, 'env.ts');
+  await writeFile(file, source);
+  return file;
+}
+
+const TS_OPTIONS: ts.CompilerOptions = {
+  target: ts.ScriptTarget.ES2022,
+  module: ts.ModuleKind.NodeNext,
+  moduleResolution: ts.ModuleResolutionKind.NodeNext,
+  strict: true,
+  noEmit: true,
+  skipLibCheck: true,
+  types: ['node'],
+};
+/** Parsed SDK, lib and node typings are reused across checks (the first check pays ~10 s). */
+const sourceCache = new Map<string, ts.SourceFile>();
+let host: ts.CompilerHost | undefined;
+
+function cachingHost(): ts.CompilerHost {
+  if (host) return host;
+  const base = ts.createCompilerHost(TS_OPTIONS);
+  const tmp = path.join(repoRoot, '.trace', 'tmp');
+  host = {
+    ...base,
+    getSourceFile(fileName, lang, onError, fresh) {
+      if (fileName.startsWith(tmp)) return base.getSourceFile(fileName, lang, onError, fresh);
+      let sf = sourceCache.get(fileName);
+      if (!sf) {
+        sf = base.getSourceFile(fileName, lang, onError, fresh);
+        if (sf) sourceCache.set(fileName, sf);
+      }
+      return sf;
+    },
+  };
+  return host;
+}
+
+/** tsc diagnostics of the module checked against the SDK (strict), at most `max` of them. */
+export async function typeErrors(source: string, max = 5): Promise<string[]> {
+  const file = await writeCandidate(source);
+  const program = ts.createProgram([file], TS_OPTIONS, cachingHost());
+  const diags = ts.getPreEmitDiagnostics(program).filter((d) => d.file?.fileName === file || !d.file);
+  return diags.slice(0, max).map((d) => {
+    const msg = ts.flattenDiagnosticMessageText(d.messageText, ' ');
+    if (!d.file || d.start === undefined) return msg;
+    const { line, character } = d.file.getLineAndCharacterOfPosition(d.start);
+    return `line ${line + 1}:${character + 1}: ${msg}`;
+  });
+}
+
+export async function loadCandidate(source: string, runner: Runner, limits?: SandboxLimits): Promise<LoadedEnv> {
+  if (runner === 'sandbox') {
+    const env = await startSandboxedEnv({ source, limits });
+    return { env, close: () => env.close() };
+  }
+  const mod = await import(pathToFileURL(await writeCandidate(source)).href);
+  const env = mod.default as Environment | undefined;
+  if (!env || typeof env.reset !== 'function' || typeof env.tools !== 'function') throw new Error('the default export is not an Environment (use defineEnvironment)');
+  return { env, close: async () => {} };
+}

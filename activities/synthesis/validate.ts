@@ -1,0 +1,258 @@
+import type { Config } from '../../core/config.js';
+import type { Message } from '../../core/messages.js';
+import {
+  calibrationStats,
+  EnvManifestSchema,
+  judgeCalibration,
+  judgeDeterminism,
+  judgeNonTriviality,
+  judgeSolvability,
+  verdictOf,
+  type EnvManifest,
+  type GateResult,
+  type SynthesisConfig,
+  type ValidationVerdict,
+} from '../../core/synthesis.js';
+import type { Termination, Trajectory } from '../../core/trajectory.js';
+import type { AgentAction, Environment } from '../../envs/environment.js';
+import { inspectInstance, Rng, type InstanceView, type JsonSchema } from '../../envs/sdk/index.js';
+import type { Llm } from '../llm.js';
+import { runEpisodes } from '../rollout.js';
+import { loadCandidate, staticProblem, typeErrors, type LoadedEnv, type Runner } from './candidate.js';
+
+/**
+ * The five validation gates of stage 2, in order; each returns a GateResult with a reason the
+ * generator can act on. `validateCandidate` runs them and stops at the first failure.
+ */
+
+/** A scripted policy: the next action given the conversation so far, or null to stop. */
+export type Policy = (messages: readonly Message[], step: number) => AgentAction | null;
+
+export interface Played {
+  reward: number;
+  success: boolean;
+  termination: Termination;
+  messages: Message[];
+  errors: string[];
+}
+
+/** Plays a scripted policy for one seed and scores it with the environment's verifier. */
+export async function playPolicy(env: Environment, seed: number, policy: Policy, maxSteps = 60): Promise<Played> {
+  const ep = await env.reset({ seed });
+  const messages: Message[] = ep.initialMessages();
+  const errors: string[] = [];
+  let termination: Termination = 'max_steps';
+  try {
+    for (let i = 0; i < maxSteps; i++) {
+      const action = policy(messages, i);
+      if (!action) {
+        termination = 'agent_stop';
+        break;
+      }
+      messages.push(action.type === 'tool_call' ? { role: 'assistant', content: null, tool_calls: [action.call] } : { role: 'assistant', content: action.content });
+      const r = await ep.step(action);
+      messages.push(r.observation);
+      if (r.error) errors.push(`${action.type === 'tool_call' ? action.call.function.name : 'message'} → ${String(r.observation.content).slice(0, 200)}`);
+      if (r.done) {
+        termination = r.termination ?? 'agent_stop';
+        break;
+      }
+    }
+    const info = await ep.evaluate(messages, termination);
+    return { reward: info.reward, success: info.success, termination, messages, errors };
+  } finally {
+    await ep.close();
+  }
+}
+
+export const goldPolicy = (gold: readonly AgentAction[]): Policy => (_m, i) => gold[i] ?? null;
+export const stopPolicy: Policy = () => null;
+export const answerWithoutToolsPolicy: Policy = (_m, i) =>
+  i === 0 ? { type: 'message', content: 'I have taken care of your request: everything is done and confirmed. Is there anything else I can help you with?' } : null;
+
+/** Calls random tools with random schema-shaped arguments, then claims success. */
+export function randomToolPolicy(env: Environment, seed: number, calls = 6): Policy {
+  const rng = new Rng(`random-tool:${seed}`);
+  const tools = env.tools();
+  return (_m, i) => {
+    if (i > calls || !tools.length) return null;
+    if (i === calls) return { type: 'message', content: 'Done — your request has been completed.' };
+    const t = rng.pick(tools);
+    return { type: 'tool_call', call: { id: `rnd_${i}`, type: 'function', function: { name: t.function.name, arguments: JSON.stringify(randomValue(t.function.parameters as JsonSchema, rng, 0)) } } };
+  };
+}
+
+function randomValue(s: JsonSchema, rng: Rng, depth: number): unknown {
+  if (Array.isArray(s.enum) && s.enum.length) return rng.pick(s.enum);
+  const type = Array.isArray(s.type) ? s.type[0] : s.type;
+  switch (type) {
+    case 'string': return rng.bool(0.3) ? rng.string(6) : rng.pick(['yes', 'no', 'true', '1', 'ABC123', '2024-05-20', 'user_1']);
+    case 'integer': return rng.int(0, 5);
+    case 'number': return rng.float(0, 500, rng.pick([0, 2]));
+    case 'boolean': return rng.bool();
+    case 'array': return depth > 3 ? [] : Array.from({ length: rng.int(0, 2) }, () => randomValue((s.items ?? {}) as JsonSchema, rng, depth + 1));
+    case 'null': return null;
+    default: {
+      const props = (s.properties ?? {}) as Record<string, JsonSchema>;
+      const req = new Set((s.required ?? []) as string[]);
+      return Object.fromEntries(Object.entries(props).filter(([k]) => req.has(k) || rng.bool()).map(([k, v]) => [k, depth > 3 ? null : randomValue(v, rng, depth + 1)]));
+    }
+  }
+}
+
+const seedsFrom = (n: number, base = 0) => Array.from({ length: n }, (_, i) => base + i);
+
+/** Gate 1: the module compiles (and type-checks), loads in the runner and matches its manifest. */
+export async function checkCompile(
+  source: string,
+  manifest: EnvManifest,
+  opts: { runner: Runner; typecheck: boolean },
+): Promise<{ result: GateResult; loaded?: LoadedEnv }> {
+  const fail = (reason: string, examples: string[] = []) => ({ result: { gate: 'compile' as const, passed: false, reason, metrics: {}, examples } });
+  const m = EnvManifestSchema.safeParse(manifest);
+  if (!m.success) return fail(`manifest is invalid: ${m.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  const problem = await staticProblem(source);
+  if (problem) return fail(`the module ${problem}`);
+  if (opts.typecheck) {
+    const errs = await typeErrors(source);
+    if (errs.length) return fail(`the module does not type-check against the SDK: ${errs[0]}`, errs);
+  }
+  let loaded: LoadedEnv;
+  try {
+    loaded = await loadCandidate(source, opts.runner);
+  } catch (e) {
+    return fail(`the module failed to load: ${(e as Error).message.slice(0, 500)}`);
+  }
+  try {
+    const view = await inspectInstance(loaded.env, 0);
+    const md = view.metadata;
+    const mismatch = (['name', 'capability', 'targetEnv'] as const).filter((k) => md?.[k] !== manifest[k]);
+    if (mismatch.length) throw new Error(`metadata ${mismatch.map((k) => `${k}='${md?.[k]}'`).join(', ')} does not match the manifest (${mismatch.map((k) => `'${manifest[k]}'`).join(', ')})`);
+    const names = loaded.env.tools().map((t) => t.function.name).sort();
+    if (JSON.stringify(names) !== JSON.stringify([...manifest.tools].sort())) throw new Error(`tools [${names.join(', ')}] do not match manifest.tools [${manifest.tools.join(', ')}]`);
+    if (!Array.isArray(view.gold) || !view.gold.length) throw new Error('generate(0) returned no gold actions');
+  } catch (e) {
+    await loaded.close();
+    return fail(`the module loaded but ${(e as Error).message.slice(0, 500)}`);
+  }
+  return { result: { gate: 'compile', passed: true, metrics: { tools: manifest.tools.length }, examples: [] }, loaded };
+}
+
+/** Gate 2: the same seed gives a byte-identical instance; ≥ minDistinct of the seeds are distinct. */
+export async function checkDeterminism(env: Environment, c: SynthesisConfig): Promise<GateResult> {
+  const seeds = seedsFrom(c.seeds.determinism);
+  const seen = new Set<string>();
+  const mismatched: number[] = [];
+  for (const s of seeds) {
+    const a = await inspectInstance(env, s);
+    const b = await inspectInstance(env, s);
+    if (a.instance !== b.instance || JSON.stringify(a.gold) !== JSON.stringify(b.gold)) mismatched.push(s);
+    seen.add(a.instance);
+  }
+  return judgeDeterminism({ seeds: seeds.length, mismatched, distinct: seen.size }, c);
+}
+
+/** Gate 3: replaying each seed's gold solution scores ≥ minGoldReward on average. */
+export async function checkSolvability(env: Environment, c: SynthesisConfig): Promise<GateResult> {
+  const rewards: { seed: number; reward: number; note?: string }[] = [];
+  for (const seed of seedsFrom(c.seeds.solvability, 1000)) {
+    const view: InstanceView = await inspectInstance(env, seed);
+    const r = await playPolicy(env, seed, goldPolicy(view.gold));
+    rewards.push({ seed, reward: r.reward, ...(r.errors.length ? { note: `gold tool errors: ${r.errors.slice(0, 2).join(' | ')}` } : { note: `termination ${r.termination}` }) });
+  }
+  return judgeSolvability(rewards, c);
+}
+
+/** Gate 4: stop-at-once, answer-without-tools and random-tool policies score ≤ maxTrivialReward. */
+export async function checkNonTriviality(env: Environment, c: SynthesisConfig): Promise<GateResult> {
+  const seeds = seedsFrom(c.seeds.triviality, 2000);
+  const policies: Record<string, (seed: number) => Policy> = {
+    stopAtOnce: () => stopPolicy,
+    answerWithoutTools: () => answerWithoutToolsPolicy,
+    randomTools: (seed) => randomToolPolicy(env, seed),
+  };
+  const means: Record<string, number> = {};
+  const examples: string[] = [];
+  for (const [name, make] of Object.entries(policies)) {
+    let sum = 0;
+    for (const seed of seeds) {
+      const r = await playPolicy(env, seed, make(seed));
+      sum += r.reward;
+      if (r.reward > c.maxTrivialReward && examples.length < 3) examples.push(`${name} on seed ${seed} scored ${r.reward}: ${summarize(r.messages)}`);
+    }
+    means[name] = sum / seeds.length;
+  }
+  return { ...judgeNonTriviality(means, c), examples };
+}
+
+function summarize(messages: readonly Message[]): string {
+  return messages.map((m) => `${m.role}: ${m.role === 'assistant' && m.tool_calls?.length ? m.tool_calls.map((t) => `${t.function.name}(${t.function.arguments})`).join(', ') : String(m.content).slice(0, 160)}`).join(' / ').slice(0, 600);
+}
+
+/** Gate 5: base-policy rollouts (G groups × K) land in the calibration band with informative groups. */
+export async function checkCalibration(env: Environment, config: Config, llm: Llm): Promise<{ result: GateResult; rollouts: Trajectory[] }> {
+  const cal = config.synthesis.calibration;
+  const tasks = seedsFrom(cal.groups, 3000).flatMap((seed) => seedsFrom(cal.rolloutsPerGroup).map((trial) => ({ seed, trial })));
+  const rollouts = await runEpisodes({
+    env,
+    llm,
+    tasks,
+    concurrency: cal.concurrency,
+    maxSteps: cal.maxSteps,
+    maxErrors: config.rollouts.maxErrors,
+    timeoutMs: config.rollouts.episodeTimeoutMs,
+    temperature: config.rollouts.temperature,
+  });
+  const groups = seedsFrom(cal.groups, 3000).map((seed) => rollouts.filter((t) => t.seed === seed));
+  const result = judgeCalibration(calibrationStats(groups), config.synthesis);
+  const broken = rollouts.filter((t) => t.termination === 'error').map((t) => `seed ${t.seed}: ${String(t.rewardInfo.details?.runnerNote ?? t.rewardInfo.details?.evaluateError ?? 'error')}`);
+  const examples = broken.length ? broken.slice(0, 3) : rollouts.filter((t) => t.reward === 0).slice(0, 2).map((t) => `seed ${t.seed} reward 0: ${summarize(t.messages.slice(1))}`);
+  return { result: { ...result, examples: result.passed ? [] : examples }, rollouts };
+}
+
+export interface ValidateInput {
+  source: string;
+  manifest: EnvManifest;
+  config: Config;
+  /** The base policy for gate 5; without it gate 5 is not run and the verdict says so. */
+  policy?: Llm;
+}
+
+/** Runs gates 1–5 in order, stopping at the first failure. */
+export async function validateCandidate(input: ValidateInput): Promise<{ verdict: ValidationVerdict; rollouts: Trajectory[] }> {
+  const started = Date.now();
+  const c = input.config.synthesis;
+  const gates: GateResult[] = [];
+  const done = () => verdictOf(gates, Date.now() - started);
+  const compiled = await checkCompile(input.source, input.manifest, { runner: c.runner, typecheck: c.typecheck });
+  gates.push(compiled.result);
+  if (!compiled.loaded) return { verdict: done(), rollouts: [] };
+  const { env } = compiled.loaded;
+  let rollouts: Trajectory[] = [];
+  try {
+    const steps: [GateResult['gate'], () => Promise<GateResult>][] = [
+      ['determinism', () => checkDeterminism(env, c)],
+      ['solvability', () => checkSolvability(env, c)],
+      ['non_triviality', () => checkNonTriviality(env, c)],
+    ];
+    if (input.policy) {
+      const policy = input.policy;
+      steps.push(['calibration', async () => {
+        const r = await checkCalibration(env, input.config, policy);
+        rollouts = r.rollouts;
+        return r.result;
+      }]);
+    }
+    for (const [gate, run] of steps) {
+      const r = await run().catch((e: Error): GateResult => ({ gate, passed: false, reason: `the environment crashed: ${e.message.slice(0, 500)}`, metrics: {}, examples: [] }));
+      gates.push(r);
+      if (!r.passed) break;
+    }
+    if (!input.policy && gates.every((g) => g.passed)) {
+      gates.push({ gate: 'calibration', passed: false, reason: 'no base policy was given, so calibration was not run', metrics: {}, examples: [] });
+    }
+  } finally {
+    await compiled.loaded.close();
+  }
+  return { verdict: done(), rollouts };
+}

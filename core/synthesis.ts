@@ -1,0 +1,164 @@
+import { z } from 'zod';
+
+/**
+ * Stage 2 boundary objects (the generator's manifest, a validation verdict, one synthesis
+ * attempt, the activity result) and the pure gate-threshold logic. No I/O: safe for workflows.
+ */
+export const SynthesisConfigSchema = z
+  .object({
+    maxAttempts: z.number().int().positive().default(5).describe('generator attempts per capability, repairs included'),
+    allowReferenceFallback: z.boolean().default(false).describe('offer a reference-library env when no attempt passes'),
+    runner: z.enum(['sandbox', 'in-process']).default('sandbox').describe('in-process is for developing trusted modules only'),
+    typecheck: z.boolean().default(true).describe('gate 1 also type-checks the module against the SDK (tsc)'),
+    seeds: z
+      .object({
+        determinism: z.number().int().positive().default(100),
+        solvability: z.number().int().positive().default(50),
+        triviality: z.number().int().positive().default(30),
+      })
+      .strict()
+      .prefault({}),
+    minDistinct: z.number().min(0).max(1).default(0.95),
+    minGoldReward: z.number().min(0).max(1).default(0.99),
+    maxTrivialReward: z.number().min(0).max(1).default(0.2),
+    calibration: z
+      .object({
+        low: z.number().min(0).max(1).default(0.2),
+        high: z.number().min(0).max(1).default(0.6),
+        minInformative: z.number().min(0).max(1).default(0.5).describe('share of K-rollout groups with non-constant reward'),
+        groups: z.number().int().positive().default(8),
+        rolloutsPerGroup: z.number().int().min(2).default(4),
+        concurrency: z.number().int().positive().default(4),
+        maxSteps: z.number().int().positive().default(30),
+      })
+      .strict()
+      .prefault({}),
+  })
+  .strict();
+export type SynthesisConfig = z.infer<typeof SynthesisConfigSchema>;
+
+export const EnvManifestSchema = z.object({
+  name: z.string().regex(/^[a-z0-9]+(-[a-z0-9]+)*$/, 'kebab-case'),
+  capability: z.string().regex(/^[a-z][a-z0-9_]*$/, 'snake_case'),
+  targetEnv: z.string().min(1),
+  transferRationale: z.string().min(20),
+  description: z.string().min(10),
+  tools: z.array(z.string()).min(1).describe('tool names the env exposes (the target names it keeps)'),
+});
+export type EnvManifest = z.infer<typeof EnvManifestSchema>;
+
+/** What the generator returns: the module and its manifest. */
+export const GeneratedEnvSchema = z.object({ manifest: EnvManifestSchema, source: z.string().min(50) });
+export type GeneratedEnv = z.infer<typeof GeneratedEnvSchema>;
+
+export const GATES = ['compile', 'determinism', 'solvability', 'non_triviality', 'calibration'] as const;
+export const GateNameSchema = z.enum(GATES);
+export type GateName = z.infer<typeof GateNameSchema>;
+
+export const GateResultSchema = z.object({
+  gate: GateNameSchema,
+  passed: z.boolean(),
+  reason: z.string().optional(),
+  metrics: z.record(z.string(), z.number()).default({}),
+  /** Concrete evidence for the generator (failing seeds, observations, error text). */
+  examples: z.array(z.string()).default([]),
+});
+export type GateResult = z.infer<typeof GateResultSchema>;
+
+export const ValidationVerdictSchema = z.object({
+  passed: z.boolean(),
+  failedGate: GateNameSchema.optional(),
+  reason: z.string().optional(),
+  gates: z.array(GateResultSchema),
+  durationMs: z.number().nonnegative(),
+});
+export type ValidationVerdict = z.infer<typeof ValidationVerdictSchema>;
+
+export const SynthesisAttemptSchema = z.object({
+  attempt: z.number().int().positive(),
+  manifest: EnvManifestSchema.optional(),
+  sourceRef: z.unknown().optional(),
+  rolloutsRef: z.unknown().optional(),
+  verdict: ValidationVerdictSchema,
+  /** Set when the generator itself failed (no module to validate). */
+  generatorError: z.string().optional(),
+});
+export type SynthesisAttempt = z.infer<typeof SynthesisAttemptSchema>;
+
+/** Combines gate results (in order, stopping at the first failure) into a verdict. */
+export function verdictOf(gates: GateResult[], durationMs: number): ValidationVerdict {
+  const failed = gates.find((g) => !g.passed);
+  return { passed: !failed, ...(failed ? { failedGate: failed.gate, reason: `${failed.gate}: ${failed.reason}` } : {}), gates, durationMs };
+}
+
+export function judgeDeterminism(r: { seeds: number; mismatched: number[]; distinct: number }, c: SynthesisConfig): GateResult {
+  const distinctShare = r.distinct / r.seeds;
+  const metrics = { seeds: r.seeds, mismatched: r.mismatched.length, distinctShare };
+  if (r.mismatched.length) {
+    return { gate: 'determinism', passed: false, metrics, reason: `the same seed gave different instances (seeds ${r.mismatched.slice(0, 5).join(', ')}); draw every random choice from the rng passed to generate and never use Math.random or Date`, examples: [] };
+  }
+  if (distinctShare < c.minDistinct) {
+    return { gate: 'determinism', passed: false, metrics, reason: `only ${r.distinct} of ${r.seeds} seeds gave distinct instances (need ≥ ${Math.ceil(c.minDistinct * r.seeds)}); vary the instance with the seed`, examples: [] };
+  }
+  return { gate: 'determinism', passed: true, metrics, examples: [] };
+}
+
+export function judgeSolvability(rewards: { seed: number; reward: number; note?: string }[], c: SynthesisConfig): GateResult {
+  const mean = meanOf(rewards.map((r) => r.reward));
+  const bad = rewards.filter((r) => r.reward < c.minGoldReward);
+  const metrics = { seeds: rewards.length, meanGoldReward: mean, failingSeeds: bad.length };
+  if (mean >= c.minGoldReward) return { gate: 'solvability', passed: true, metrics, examples: [] };
+  return {
+    gate: 'solvability',
+    passed: false,
+    metrics,
+    reason: `the gold solution scores ${mean.toFixed(3)} on average over ${rewards.length} seeds (need ≥ ${c.minGoldReward}); ${bad.length} seeds fall short`,
+    examples: bad.slice(0, 3).map((r) => `seed ${r.seed}: reward ${r.reward}${r.note ? ` — ${r.note}` : ''}`),
+  };
+}
+
+export function judgeNonTriviality(means: Record<string, number>, c: SynthesisConfig): GateResult {
+  const high = Object.entries(means).filter(([, m]) => m > c.maxTrivialReward);
+  const metrics = Object.fromEntries(Object.entries(means).map(([k, v]) => [`${k}Mean`, v]));
+  if (!high.length) return { gate: 'non_triviality', passed: true, metrics, examples: [] };
+  return {
+    gate: 'non_triviality',
+    passed: false,
+    metrics,
+    reason: `trivial policies score too high (${high.map(([k, m]) => `${k} ${m.toFixed(3)}`).join(', ')}; need ≤ ${c.maxTrivialReward}); give no credit for a state or answer the agent reaches without exercising the capability`,
+    examples: [],
+  };
+}
+
+export interface CalibrationStats {
+  meanReward: number;
+  successRate: number;
+  informativeShare: number;
+}
+
+/** Mean reward, success rate and the share of groups whose rewards are not all equal. */
+export function calibrationStats(groups: readonly { reward: number; success: boolean }[][]): CalibrationStats {
+  const all = groups.flat();
+  const informative = groups.filter((g) => g.some((x) => x.reward !== g[0].reward)).length;
+  return {
+    meanReward: meanOf(all.map((x) => x.reward)),
+    successRate: meanOf(all.map((x) => (x.success ? 1 : 0))),
+    informativeShare: groups.length ? informative / groups.length : 0,
+  };
+}
+
+export function judgeCalibration(s: CalibrationStats, c: SynthesisConfig): GateResult {
+  const { low, high, minInformative } = c.calibration;
+  const metrics = { ...s };
+  const problems: string[] = [];
+  if (s.meanReward < low || s.meanReward > high) problems.push(`mean reward ${s.meanReward.toFixed(3)} outside [${low}, ${high}]`);
+  if (s.successRate < low || s.successRate > high) problems.push(`success rate ${s.successRate.toFixed(3)} outside [${low}, ${high}]`);
+  if (s.informativeShare < minInformative) problems.push(`only ${(s.informativeShare * 100).toFixed(0)}% of rollout groups have non-constant reward (need ≥ ${minInformative * 100}%)`);
+  if (!problems.length) return { gate: 'calibration', passed: true, metrics, examples: [] };
+  const hint = s.meanReward > high ? 'make the task harder' : s.meanReward < low ? 'make the task easier or give partial credit' : 'add variety so rollouts of one seed differ';
+  return { gate: 'calibration', passed: false, metrics, reason: `with the base policy: ${problems.join('; ')}; ${hint}`, examples: [] };
+}
+
+function meanOf(xs: readonly number[]): number {
+  return xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0;
+}

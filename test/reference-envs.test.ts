@@ -1,0 +1,90 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { SynthesisConfigSchema } from '../core/synthesis.js';
+import { REFERENCE_ENVS, loadReferenceEnv, referenceSource, type ReferenceCapability } from '../envs/reference/index.js';
+import { call, say, type AgentAction, type SyntheticEnvironment } from '../envs/sdk/index.js';
+import { checkCompile, checkDeterminism, checkNonTriviality, checkSolvability, goldPolicy, playPolicy } from '../activities/synthesis/validate.js';
+
+// The real gate counts (100 / 50 / 30 seeds): in-process they take about a second per environment.
+const config = SynthesisConfigSchema.parse({});
+const caps = Object.keys(REFERENCE_ENVS) as ReferenceCapability[];
+
+for (const cap of caps) {
+  test(`reference ${cap}: passes gates 2–4 with the spec's seed counts`, async () => {
+    const env = await loadReferenceEnv(cap);
+    assert.equal(env.metadata.capability, cap);
+    for (const r of [await checkDeterminism(env, config), await checkSolvability(env, config), await checkNonTriviality(env, config)]) {
+      assert.equal(r.passed, true, `${r.gate}: ${r.reason} ${r.examples.join(' | ')}`);
+    }
+  });
+}
+
+test('reference permission_error_recovery: gate 1 through the sandbox (bundle, load, manifest)', async () => {
+  const env = await loadReferenceEnv('permission_error_recovery');
+  const manifest = { ...env.metadata, tools: env.tools().map((t) => t.function.name) };
+  const { result, loaded } = await checkCompile(await referenceSource('permission_error_recovery'), manifest, { runner: 'sandbox', typecheck: false });
+  assert.equal(result.passed, true, result.reason);
+  try {
+    assert.equal((await checkDeterminism(loaded!.env, SynthesisConfigSchema.parse({ seeds: { determinism: 20 } }))).passed, true);
+  } finally {
+    await loaded!.close();
+  }
+});
+
+/** Gold with some actions replaced: documented failure modes must score low. */
+async function variant(env: SyntheticEnvironment, seed: number, edit: (gold: AgentAction[], instance: any) => AgentAction[]) {
+  const view = env.inspect(seed);
+  return (await playPolicy(env, seed, goldPolicy(edit(view.gold, JSON.parse(view.instance))))).reward;
+}
+const withoutFinalMessage = (g: AgentAction[]) => g.filter((a, i) => !(i === g.length - 1 && a.type === 'message'));
+const toolName = (a: AgentAction) => (a.type === 'tool_call' ? a.call.function.name : 'message');
+
+test('documented failure modes score low', async () => {
+  const sdr = await loadReferenceEnv('structured_data_reasoning');
+  assert.equal(await variant(sdr, 1, withoutFinalMessage), 0.3, 'DB right, total not told → 0.3');
+  assert.equal(await variant(sdr, 1, (g, inst) => {
+    const other = Object.keys(inst.initialState.reservations).find((id) => id !== inst.expect.cancel && inst.initialState.reservations[id].status !== 'cancelled')!;
+    return g.map((a) => (toolName(a) === 'cancel_reservation' ? call('cancel_reservation', { reservation_id: other }) : a));
+  }), 0, 'wrong reservation cancelled → 0');
+
+  const tcp = await loadReferenceEnv('tool_calling_precision');
+  for (const seed of [1, 2, 3, 4]) {
+    const r = await variant(tcp, seed, (g, inst) => g.map((a) => {
+      if (a.type !== 'tool_call' || !a.call.function.name.startsWith('update_')) return a;
+      const args = JSON.parse(a.call.function.arguments);
+      if (args.passengers) args.passengers = args.passengers.slice(0, 1).concat(args.passengers.slice(1).reverse()).map((p: any) => ({ ...p, dob: p.dob.replace(/^(\d+)-(\d+)-(\d+)$/, '$2/$3/$1') }));
+      else args.payment_id = Object.keys(inst.initialState.users[inst.initialState.reservations[args.reservation_id].user_id].payment_methods).find((id) => id.startsWith('credit_card_'));
+      return call(a.call.function.name, args);
+    }));
+    assert.equal(r, 0, `seed ${seed}: reordered passengers / US-format dates / wrong payment id → 0`);
+  }
+
+  const msc = await loadReferenceEnv('multi_step_task_completion');
+  const firstOnly = await variant(msc, 3, (g) => g.slice(0, g.findIndex((a) => a.type === 'message') + 1).concat(say('###STOP###')));
+  assert.ok(firstOnly > 0 && firstOnly < 0.6, `stopping after the first request scores ${firstOnly}`);
+
+  const pv = await loadReferenceEnv('precondition_verification');
+  let deniedChecked = 0;
+  for (let seed = 0; seed < 12; seed++) {
+    const inst = JSON.parse(pv.inspect(seed).instance);
+    const id = inst.expect.reservation_id;
+    const blind = await variant(pv, seed, () => [call('cancel_reservation', { reservation_id: id }), say('Cancelled.')]);
+    assert.equal(blind, 0, `seed ${seed}: cancelling without checking → 0`);
+    if (!inst.expect.allowed) {
+      deniedChecked++;
+      assert.equal(await variant(pv, seed, () => [call('get_reservation_details', { reservation_id: id }), call('cancel_reservation', { reservation_id: id }), say('Cancelled.')]), 0);
+    }
+  }
+  assert.ok(deniedChecked > 0, 'some seeds forbid cancelling');
+
+  const per = await loadReferenceEnv('permission_error_recovery');
+  assert.equal(await variant(per, 2, (g) => g.filter((a) => !toolName(a).startsWith('set_'))), 0, 'retrying without fixing settings → 0');
+  assert.equal(await variant(per, 2, withoutFinalMessage), 0.6, 'not telling the user → 0.6');
+
+  const dt = await loadReferenceEnv('datetime_reasoning');
+  assert.equal(await variant(dt, 4, (g) => g.map((a) => {
+    if (toolName(a) !== 'add_reminder' || a.type !== 'tool_call') return a;
+    const args = JSON.parse(a.call.function.arguments);
+    return call('add_reminder', { ...args, reminder_timestamp: args.reminder_timestamp + 7 * 86400 });
+  })), 0, 'off by a week → 0');
+});
