@@ -191,3 +191,42 @@ test('registry: http:<url> opens a served env through the protocol client', asyn
     await served.close();
   }
 });
+
+test('serve-main: a sandboxed module served over HTTP passes conformance, and a stdlib Python client plays an episode', async () => {
+  const { execa } = await import('execa');
+  const server = execa('node', ['--import', 'tsx', 'envs/protocol/serve-main.ts', '--module', 'test/fixtures/sandbox/good-env.ts'], { buffer: false, reject: false });
+  try {
+    const first = await new Promise<string>((resolve, reject) => {
+      let out = '';
+      server.stdout!.on('data', (c: Buffer) => {
+        out += c.toString();
+        if (out.includes('\n')) resolve(out.split('\n')[0]);
+      });
+      server.once('exit', () => reject(new Error('serve-main exited before printing its URL')));
+    });
+    const { url, env: name, isolation } = JSON.parse(first) as { url: string; env: string; isolation: string };
+    assert.equal(name, 'counter');
+    assert.ok(isolation, 'a --module server reports its sandbox isolation');
+    const env = await HttpEnvironment.connect(url);
+    assertAllPass(await runConformance(env, { toolCall: incrementBy2 }));
+
+    const py = `
+import json, sys, urllib.request
+base = sys.argv[1]
+def call(method, path, body=None):
+    req = urllib.request.Request(base + path, method=method, data=None if body is None else json.dumps(body).encode(), headers={"content-type": "application/json"})
+    with urllib.request.urlopen(req) as r:
+        return json.loads(r.read())
+ep = call("POST", "/v1/episodes", {"taskId": "count-to-3"})
+for i, by in enumerate([1, 2]):
+    call("POST", f"/v1/episodes/{ep['episodeId']}/step", {"action": {"type": "tool_call", "call": {"id": f"c{i}", "type": "function", "function": {"name": "increment", "arguments": json.dumps({"by": by})}}}})
+print(json.dumps(call("POST", f"/v1/episodes/{ep['episodeId']}/evaluate", {"messages": ep["initialMessages"], "termination": "agent_stop"})))
+`;
+    const r = await execa('python3', ['-c', py, url]);
+    assert.deepEqual(JSON.parse(r.stdout), { reward: 1, components: { COUNT: 1 }, success: true, details: { count: 3 } });
+  } finally {
+    server.kill('SIGTERM');
+    const done = await server;
+    assert.equal(done.exitCode, 0, `serve-main did not stop cleanly: ${done.signal ?? done.exitCode}`);
+  }
+});
