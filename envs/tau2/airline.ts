@@ -10,10 +10,11 @@ const Address = model('Address', [
   ['address1', str], ['address2', opt(str), null], ['city', str], ['country', str], ['state', str], ['zip', str],
 ]);
 const Payment = model('Payment', [['payment_id', str], ['amount', int]]);
+const Certificate = model('Certificate', [['source', literal('certificate')], ['id', str], ['amount', float]]);
 const PaymentMethod = union('source', {
   credit_card: model('CreditCard', [['source', literal('credit_card')], ['id', str], ['brand', str], ['last_four', str]]),
   gift_card: model('GiftCard', [['source', literal('gift_card')], ['id', str], ['amount', float]]),
-  certificate: model('Certificate', [['source', literal('certificate')], ['id', str], ['amount', float]]),
+  certificate: Certificate,
 });
 const Passenger = model('Passenger', [['first_name', str], ['last_name', str], ['dob', str]]);
 const FlightDateStatus = union('status', {
@@ -241,7 +242,7 @@ export const airlineTools: ToolDef<Tau2Db>[] = [
       const u = user(db, a.user_id);
       const id = NEW_CERTIFICATE_IDS.find((c) => !u.payment_methods.has(c));
       if (!id) throw err('Too many certificates');
-      const cert = construct(PaymentMethod.options.certificate, { id, amount: a.amount, source: 'certificate' });
+      const cert = construct(Certificate, { id, amount: a.amount, source: 'certificate' });
       db.own<UserT>('users', u.user_id).payment_methods.set(id, cert as unknown as PaymentMethodT);
       return `Certificate ${id} added to user ${pyStr(a.user_id)} with amount ${pyStr(a.amount)}.`;
     },

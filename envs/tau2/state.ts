@@ -34,7 +34,7 @@ export class Tau2State {
   }
 
   /** A fresh environment with the task's initial_state applied (data, actions, message history). */
-  static forTask(domain: Tau2Domain, task: Tau2Task): Tau2State {
+  static forTask(domain: Tau2Domain, task: Tau2Task, opts: { withHistory?: boolean } = {}): Tau2State {
     const s = Tau2State.initial(domain);
     const init = task.initial_state;
     if (!init) return s;
@@ -42,6 +42,7 @@ export class Tau2State {
     if (data?.agent_data) s.db = mergeUpdate(s.db, data.agent_data);
     if (data?.user_data && s.userDb) s.userDb = mergeUpdate(s.userDb, data.user_data);
     for (const a of init.initialization_actions ?? []) s.runFunction(a.env_type, a.func_name, a.arguments);
+    if (opts.withHistory === false) return s;
     const mismatches = s.replay(historyCalls(init.message_history ?? []));
     if (mismatches.length) throw new Error(`task ${task.id}: initial message_history does not replay: ${mismatches[0]}`);
     return s;
