@@ -230,3 +230,28 @@ print(json.dumps(call("POST", f"/v1/episodes/{ep['episodeId']}/evaluate", {"mess
     assert.equal(done.exitCode, 0, `serve-main did not stop cleanly: ${done.signal ?? done.exitCode}`);
   }
 });
+
+test('conformance-main: the CLI runs the suite against a URL and fails on a non-conforming server', async () => {
+  const { execa } = await import('execa');
+  const cli = ['--import', 'tsx', 'envs/protocol/conformance-main.ts'];
+  const served = await serveEnvironment(createCounterEnv());
+  const broken = await serveEnvironment({ ...createCounterEnv(), tools: () => [] });
+  try {
+    const ok = await execa('node', [...cli, served.url, '--tool-call', 'increment', '--tool-args', '{"by":2}'], { reject: false });
+    assert.equal(ok.exitCode, 0, ok.stdout + ok.stderr);
+    assert.match(ok.stdout, /all \d+ checks passed/);
+    const bad = await execa('node', [...cli, broken.url], { reject: false });
+    assert.equal(bad.exitCode, 1);
+    assert.match(bad.stdout, /FAIL tools: tools\(\) is empty/);
+  } finally {
+    await served.close();
+    await broken.close();
+  }
+});
+
+test('client: an unreachable server is a one-line error naming the URL', async () => {
+  const served = await serveEnvironment(createCounterEnv());
+  const url = served.url;
+  await served.close();
+  await assert.rejects(HttpEnvironment.connect(url), (e: unknown) => e instanceof EnvProtocolError && e.type === 'unreachable' && e.message.includes(url));
+});

@@ -42,6 +42,17 @@ test('sandbox: an SDK-built module (imports #env-sdk) passes conformance and beh
   }
 });
 
+test('sandbox: concurrent episodes through one sandbox stay independent', async () => {
+  const env = await startSandboxedEnv({ modulePath: 'test/fixtures/sandbox/sdk-env.ts' });
+  try {
+    const seeds = Array.from({ length: 16 }, (_, i) => 100 + i);
+    const rewards = await Promise.all(seeds.map(async (seed) => (await playGold(env, seed)).reward));
+    assert.deepEqual(rewards, seeds.map(() => 1));
+  } finally {
+    await env.close();
+  }
+});
+
 test('sandbox: a module given as source (with #env-sdk) runs too', async () => {
   const source = readFileSync('test/fixtures/sandbox/sdk-env.ts', 'utf8');
   const env = await startSandboxedEnv({ source });

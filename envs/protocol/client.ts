@@ -160,12 +160,19 @@ export class HttpTransport implements ProtocolTransport {
 
   async request(method: string, path: string, body?: unknown): Promise<ProtocolResponse> {
     // Paths append to the base so a server mounted under a prefix (http://host/my-env) works.
-    const res = await fetch(this.baseUrl + path, {
-      method,
-      headers: body === undefined ? {} : { 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(this.timeoutMs),
-    });
+    let res: Response;
+    try {
+      res = await fetch(this.baseUrl + path, {
+        method,
+        headers: body === undefined ? {} : { 'content-type': 'application/json' },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(this.timeoutMs),
+      });
+    } catch (err) {
+      const e = err as Error & { cause?: { code?: string } };
+      const why = e.name === 'TimeoutError' ? `no answer within ${this.timeoutMs} ms` : (e.cause?.code ?? e.message);
+      throw new EnvProtocolError(0, 'unreachable', `${this.baseUrl}: ${method} ${path}: ${why}`);
+    }
     const text = await res.text();
     try {
       return { status: res.status, body: text ? JSON.parse(text) : undefined };
