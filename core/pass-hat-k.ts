@@ -4,8 +4,9 @@
  */
 export function binomial(n: number, k: number): number {
   if (k < 0 || k > n) return 0;
+  const m = Math.min(k, n - k);
   let r = 1;
-  for (let i = 1; i <= Math.min(k, n - k); i++) r = (r * (n - k + i)) / i;
+  for (let i = 1; i <= m; i++) r = (r * (n - m + i)) / i;
   return r;
 }
 
