@@ -107,8 +107,8 @@ test('escape: the parent environment (and its secret) never reaches the child', 
 
 test('escape: an infinite loop is stopped by the wall clock, in a step and at import', async () => {
   const t0 = Date.now();
-  await assert.rejects(attack('for (;;) {}', { limits: { wallMs: 1000 } }), isSandboxError('timeout'));
-  assert.ok(Date.now() - t0 < 8000, 'the timeout took too long');
+  await assert.rejects(attack('for (;;) {}', { limits: { wallMs: 2000 } }), isSandboxError('timeout'));
+  assert.ok(Date.now() - t0 < 15_000, 'the timeout took too long');
   await assert.rejects(startSandboxedEnv({ source: attackSource('return 1', 'for (;;) {}'), limits: { startMs: 1500 } }), isSandboxError('timeout'));
 });
 

@@ -74,13 +74,19 @@ export class SandboxProcess implements ProtocolTransport {
   request(method: string, path: string, body?: unknown, timeoutMs = this.limits.wallMs): Promise<ProtocolResponse> {
     if (this.failure) return Promise.reject(this.failure);
     const id = this.nextId++;
+    let line: string;
+    try {
+      line = JSON.stringify({ id, method, path, body }) + '\n';
+    } catch (err) {
+      return Promise.reject(new SandboxError('protocol', `${method} ${path}: request is not JSON-serializable: ${(err as Error).message}`));
+    }
     return new Promise<ProtocolResponse>((resolve, reject) => {
       const timer = setTimeout(
         () => this.fail('timeout', `${method} ${path} did not answer within ${timeoutMs} ms; process killed`),
         timeoutMs,
       );
       this.pending.set(id, { resolve, reject, timer });
-      this.child.stdin!.write(JSON.stringify({ id, method, path, body }) + '\n');
+      this.child.stdin!.write(line);
     }).then((res) => this.checked(res));
   }
 
