@@ -5,8 +5,8 @@ import type { AgentAction, EnvInfo, Environment, Episode, ResetRequest, StepResu
 import { getDomain, readDataFile, toolSchemas, type Tau2Domain, type Tau2DomainName } from './domains.js';
 import { evaluateTau2 } from './evaluator.js';
 import type { JudgeLlm } from './nl-judge.js';
-import { parseArguments, Tau2State, type ReplayCall } from './state.js';
-import { loadTasks, taskSplits, type Tau2Message, type Tau2Task, type TaskSet } from './tasks.js';
+import { historyAsMessages, parseArguments, Tau2State, type ReplayCall } from './state.js';
+import { loadTasks, taskSplits, type Tau2Task, type TaskSet } from './tasks.js';
 import { STOP, UserSimulator, userSimulatorSystemPrompt, userStopReason, type UserSimulatorLlm } from './user-simulator.js';
 
 /** tau2's agent instruction block (agent/llm_agent.py), wrapped with the domain policy. */
@@ -89,7 +89,7 @@ class Tau2Episode implements Episode {
     const user = opts.userSimulator
       ? new UserSimulator(opts.userSimulator, userSimulatorSystemPrompt(task, !!domain.user), domain.user ? toolSchemas(domain.name, 'user') : undefined)
       : undefined;
-    const history = openaiHistory(task.initial_state?.message_history ?? []);
+    const history = historyAsMessages(task.initial_state?.message_history ?? []);
     const ep = new Tau2Episode(domain, task, opts, state, user, [], [], { steps: 0, errors: 0, done: false });
     if (history.length) {
       ep.opening.push(...history);
@@ -185,20 +185,4 @@ class Tau2Episode implements Episode {
   }
 
   async close(): Promise<void> {}
-}
-
-/** A task's tau2-format message history as OpenAI-format messages (agent tool calls kept). */
-function openaiHistory(history: Tau2Message[]): Message[] {
-  const out: Message[] = [];
-  for (const m of history) {
-    if (m.role === 'assistant') {
-      const calls = (m.tool_calls ?? []).map((tc) => ({ id: tc.id, type: 'function' as const, function: { name: tc.name, arguments: JSON.stringify(tc.arguments) } }));
-      out.push({ role: 'assistant', content: m.content ?? null, ...(calls.length ? { tool_calls: calls } : {}) });
-    } else if (m.role === 'tool') {
-      if (m.requestor !== 'user') out.push({ role: 'tool', tool_call_id: m.id ?? '', content: m.content ?? '' });
-    } else if (m.role === 'user' && m.content) {
-      out.push({ role: 'user', content: m.content });
-    }
-  }
-  return out;
 }

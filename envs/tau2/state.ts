@@ -198,3 +198,19 @@ function toTree(v: unknown): JsonTree {
   if (typeof v === 'object' && v !== null) return new Map(Object.entries(v).map(([k, x]) => [k, toTree(x)]));
   return v as JsonTree;
 }
+
+/** A task's tau2-format message history as OpenAI-format messages (agent tool calls kept). */
+export function historyAsMessages(history: Tau2Message[]): Message[] {
+  const out: Message[] = [];
+  for (const m of history) {
+    if (m.role === 'assistant') {
+      const calls = (m.tool_calls ?? []).map((tc) => ({ id: tc.id, type: 'function' as const, function: { name: tc.name, arguments: JSON.stringify(tc.arguments) } }));
+      out.push({ role: 'assistant', content: m.content ?? null, ...(calls.length ? { tool_calls: calls } : {}) });
+    } else if (m.role === 'tool') {
+      if (m.requestor !== 'user') out.push({ role: 'tool', tool_call_id: m.id ?? '', content: m.content ?? '' });
+    } else if (m.role === 'user' && m.content) {
+      out.push({ role: 'user', content: m.content });
+    }
+  }
+  return out;
+}
