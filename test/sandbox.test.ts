@@ -88,6 +88,21 @@ test('sandbox: an ordinary env exception is an env_error and the sandbox keeps w
   }
 });
 
+test('sandbox: a step result that breaks the Environment interface is an env_error naming the field', async () => {
+  const source = attackSource('return 1').replace(
+    "return { observation: { role: 'tool', tool_call_id: action.call?.id ?? 'x', content: String(out) }, error: false, done: false };",
+    "void out; void action; return { observation: { role: 'robot' }, error: false, done: false };",
+  );
+  assert.ok(source.includes("role: 'robot'"), 'fixture template changed; update this test');
+  const env = await startSandboxedEnv({ source });
+  try {
+    const ep = await env.reset({ taskId: 'attack' });
+    await assert.rejects(ep.step(ATTACK), (e: unknown) => reason('env_error')(e) && /observation\.role/.test((e as Error).message));
+  } finally {
+    await env.close();
+  }
+});
+
 test('sandbox: close stops the process and removes its directory', async () => {
   const env = await startSandboxedEnv({ source: attackSource("return process.cwd()") });
   const ep = await env.reset({ taskId: 'attack' });

@@ -1,7 +1,8 @@
 import { chmod, mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { execa } from 'execa';
-import { RemoteEnvironment } from '../protocol/client.js';
+import type { z } from 'zod';
+import { EnvProtocolError, RemoteEnvironment } from '../protocol/client.js';
 import { BundleError, bundleEnvModule } from './bundle.js';
 import {
   allocateUid,
@@ -100,6 +101,16 @@ export class SandboxedEnvironment extends RemoteEnvironment {
       return new SandboxedEnvironment(proc, described, isolation, root);
     } catch (err) {
       await rm(root, { recursive: true, force: true });
+      throw err;
+    }
+  }
+
+  /** An answer that breaks the Environment interface is the module's bug: report it as such. */
+  override async call<S extends z.ZodType>(method: string, p: string, body: unknown, schema: S): Promise<z.infer<S>> {
+    try {
+      return await super.call(method, p, body, schema);
+    } catch (err) {
+      if (err instanceof EnvProtocolError) throw new SandboxError('env_error', err.message);
       throw err;
     }
   }

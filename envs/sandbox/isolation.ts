@@ -80,6 +80,13 @@ function systemMounts(): string[] {
   return args;
 }
 
+/** Node 22.13+/23.5+ renamed the flag; the old one is gone in later majors. */
+function permissionFlag(): string {
+  const [major, minor] = process.versions.node.split('.').map(Number);
+  const renamed = major > 23 || (major === 23 && minor >= 5) || (major === 22 && minor >= 13);
+  return renamed ? '--permission' : '--experimental-permission';
+}
+
 export function sandboxCommand(
   level: IsolationLevel,
   o: { runDir: string; entry: string; limits: ResolvedLimits; uid?: number; prlimit: boolean },
@@ -87,7 +94,7 @@ export function sandboxCommand(
   const dir = level === 'bwrap' ? BWRAP_DIR : o.runDir;
   const node = [
     process.execPath,
-    '--experimental-permission',
+    permissionFlag(),
     `--allow-fs-read=${dir}/`,
     `--allow-fs-write=${dir}/`,
     `--max-old-space-size=${o.limits.memoryMb}`,
