@@ -1,9 +1,9 @@
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
-import { bundleWorkflowCode, NativeConnection, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { connectionOptions, PROJECT_ROOT, temporalSettings, type TemporalSettings } from '../infra/temporal.js';
 import { TASK_QUEUE_CPU, TASK_QUEUE_GPU } from '../workflows/types.js';
-import { loadCatalog, type Queue } from './activities.js';
+import { loadCatalog, type Catalog, type Queue } from './activities.js';
 
 /**
  * Worker construction shared by workers/cpu.ts, workers/gpu.ts, workers/embedded.ts and
@@ -12,11 +12,20 @@ import { loadCatalog, type Queue } from './activities.js';
  */
 export const WORKFLOWS_PATH = path.join(PROJECT_ROOT, 'workflows', 'index.ts');
 
-let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
-/** The workflow bundle, built once per process (webpack; a few seconds). */
-export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
-  bundle ??= bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietBundlerLogger });
+let bundle: Promise<WorkflowBundleOption> | undefined;
+type WorkflowBundleOption = WorkflowBundleWithSourceMap | { codePath: string };
+/**
+ * The workflow bundle, built once per process (webpack; seconds), or the prebuilt file named by
+ * TRACE_WORKFLOW_BUNDLE (tests that restart workers build it once).
+ */
+export function workflowBundle(): Promise<WorkflowBundleOption> {
+  const prebuilt = process.env.TRACE_WORKFLOW_BUNDLE;
+  bundle ??= prebuilt ? Promise.resolve({ codePath: prebuilt }) : buildWorkflowBundle();
   return bundle;
+}
+
+export function buildWorkflowBundle(): Promise<WorkflowBundleWithSourceMap> {
+  return bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: quietBundlerLogger });
 }
 
 const quietBundlerLogger = {
@@ -49,6 +58,8 @@ export interface WorkerOptions {
   /** Concurrent CPU activities (rollout batches, labeling passes); default 8. */
   cpuConcurrency?: number;
   shutdownGraceMs?: number;
+  /** Activity names to leave unregistered (and out of the stage plan), e.g. to run stage 1 only. */
+  exclude?: string[];
 }
 
 export interface RunningWorkers {
@@ -59,10 +70,23 @@ export interface RunningWorkers {
   shutdown(): Promise<void>;
 }
 
+let runtimeInstalled = false;
+/** SDK logs at TRACE_WORKER_LOG_LEVEL (default WARN): state changes at INFO drown the useful lines. */
+function installRuntime(): void {
+  if (runtimeInstalled) return;
+  runtimeInstalled = true;
+  try {
+    Runtime.install({ logger: new DefaultLogger((process.env.TRACE_WORKER_LOG_LEVEL ?? 'WARN') as LogLevel) });
+  } catch {
+    // Already instantiated by an earlier worker or connection in this process: keep it.
+  }
+}
+
 export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers> {
+  installRuntime();
   const settings = opts.settings ?? temporalSettings();
   const connection = await NativeConnection.connect(connectionOptions(settings));
-  const catalog = await loadCatalog();
+  const catalog = withoutActivities(await loadCatalog(), opts.exclude ?? []);
   const shutdownGraceTime = opts.shutdownGraceMs ?? 30_000;
   const workers: Worker[] = [];
   for (const queue of opts.queues) {
@@ -107,12 +131,22 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
   };
 }
 
+function withoutActivities(catalog: Catalog, exclude: string[]): Catalog {
+  if (exclude.length === 0) return catalog;
+  const drop = (acts: Catalog['cpu']) => Object.fromEntries(Object.entries(acts).filter(([n]) => !exclude.includes(n)));
+  const cpu = drop(catalog.cpu);
+  const gpu = drop(catalog.gpu);
+  const names = [...Object.keys(cpu), ...Object.keys(gpu)].sort();
+  return { ...catalog, cpu: { ...cpu, pipelinePlan: async () => ({ activities: names }) }, gpu };
+}
+
 /** Entry-point body for workers/*.ts: run until a signal, log one line per queue. */
 export async function runWorkersMain(queues: Queue[]): Promise<void> {
   const settings = temporalSettings();
   const running = await startWorkers({ queues, settings });
   const catalog = await loadCatalog();
   for (const q of queues) {
+    if (!running.workers.some((w) => w.options.taskQueue === (q === 'cpu' ? TASK_QUEUE_CPU : TASK_QUEUE_GPU))) continue;
     const names = Object.keys(q === 'cpu' ? catalog.cpu : catalog.gpu);
     console.log(`[worker] ${q === 'cpu' ? TASK_QUEUE_CPU : TASK_QUEUE_GPU} on ${settings.address} (${settings.namespace}): ${names.length} activities${names.length ? ` (${names.join(', ')})` : ''}`);
   }

@@ -1,0 +1,168 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { parseConfig, type Config, type ConfigInput } from '../../core/config.js';
+import { PROJECT_ROOT, startTemporalDevServer, type DevServer, type TemporalSettings } from '../../infra/temporal.js';
+import type { ChatRequest, ScriptedReply } from './scripted-llm.js';
+
+/**
+ * Shared pieces of the tests that run the pipeline on a real Temporal dev server (the project's
+ * .venv/bin/temporal on ephemeral ports): the server, worker child processes that can be
+ * killed with SIGKILL, and a scripted policy/analyst for toy-orders whose requests are counted
+ * per item (so a test can tell which work was redone).
+ */
+export interface TestTemporal extends DevServer {
+  settings: TemporalSettings;
+  dbFile: string;
+}
+
+export async function startTestTemporal(opts: { dbFile: string; port?: number }): Promise<TestTemporal> {
+  const server = await startTemporalDevServer({ dbFile: opts.dbFile, port: opts.port ?? 0, uiPort: false });
+  return { ...server, dbFile: opts.dbFile, settings: { address: server.address, namespace: 'default', embedded: true, uiBase: 'http://ui.test' } };
+}
+
+export async function tempDir(prefix: string): Promise<{ dir: string; cleanup(): Promise<void> }> {
+  const dir = await mkdtemp(path.join(tmpdir(), prefix));
+  return { dir, cleanup: () => rm(dir, { recursive: true, force: true }) };
+}
+
+let bundlePath: Promise<string> | undefined;
+/** The workflow bundle written once per test process, so restarted workers start in seconds. */
+export function workflowBundleFile(): Promise<string> {
+  bundlePath ??= (async () => {
+    const { buildWorkflowBundle } = await import('../../workers/run.js');
+    const { code } = await buildWorkflowBundle();
+    const dir = await mkdtemp(path.join(tmpdir(), 'trace-bundle-'));
+    const file = path.join(dir, 'workflows.js');
+    await writeFile(file, code);
+    return file;
+  })();
+  return bundlePath;
+}
+
+export interface WorkerProcess {
+  child: ChildProcess;
+  /** Resolves once the trace-cpu worker polls. */
+  ready: Promise<void>;
+  exited: Promise<number | null>;
+  output(): string;
+  kill9(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** `trace worker` as a separate process (workers/embedded.ts) pointed at the test server. */
+export async function spawnWorker(settings: TemporalSettings, env: Record<string, string> = {}): Promise<WorkerProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(PROJECT_ROOT, 'workers', 'embedded.ts')], {
+    cwd: PROJECT_ROOT,
+    env: {
+      ...process.env,
+      TEMPORAL_ADDRESS: settings.address,
+      TEMPORAL_NAMESPACE: settings.namespace,
+      TRACE_WORKFLOW_BUNDLE: await workflowBundleFile(),
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const ready = new Promise<void>((resolve, reject) => {
+    const onData = (d: Buffer) => {
+      out = (out + d).slice(-20_000);
+      if (/\[worker\] trace-cpu on/.test(out)) resolve();
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    exited.then((code) => reject(new Error(`worker exited (${code}) before polling: ${out.slice(-2000)}`)));
+  });
+  ready.catch(() => {});
+  return {
+    child,
+    ready,
+    exited,
+    output: () => out,
+    async kill9() {
+      child.kill('SIGKILL');
+      await exited;
+    },
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGTERM');
+      const t = setTimeout(() => child.kill('SIGKILL'), 15_000);
+      await exited;
+      clearTimeout(t);
+    },
+  };
+}
+
+// ── a scripted policy + analyst for toy-orders ──────────────────────────────────────────────
+
+export const VERIFY = 'verify_preconditions';
+export const COMMUNICATE = 'communicate_results';
+const DESCRIPTIONS = {
+  [VERIFY]: 'Checks the state and rules that an action depends on before acting. LACKING when the agent acts or answers without checking what it needed.',
+  [COMMUNICATE]: 'States the concrete outcome or value the user asked for. LACKING when the user is left without the requested value or result.',
+};
+
+/** Task of a request: the opening user message for the policy, the trajectory id for the analyst. */
+export function itemOf(req: ChatRequest): { kind: 'policy' | 'discovery' | 'label'; key: string; firstTurn: boolean } {
+  const schema = req.response_format?.json_schema?.name;
+  if (schema === 'capability_dictionary') return { kind: 'discovery', key: 'discovery', firstTurn: true };
+  if (schema) {
+    const traj = /trajectory (toy-orders\/\S+\/t\d+)/.exec(req.messages[1]?.content ?? '')?.[1] ?? '?';
+    return { kind: 'label', key: `pass${Number(req.seed)}:${traj}`, firstTurn: !req.messages.some((m) => m.role === 'assistant') };
+  }
+  const opening = req.messages.find((m) => m.role === 'user')?.content ?? '';
+  return { kind: 'policy', key: opening, firstTurn: !req.messages.some((m) => m.role === 'assistant') };
+}
+
+/**
+ * Deterministic replies: the policy answers the status and count tasks correctly (successes) and
+ * everything else with "Done." (failures); the analyst finds two capabilities and labels
+ * verify_preconditions LACKING exactly on failures, so it is selected in every pass.
+ */
+export function pipelineReply(req: ChatRequest): ScriptedReply {
+  const { kind } = itemOf(req);
+  if (kind === 'discovery') {
+    return { content: JSON.stringify({ capabilities: Object.entries(DESCRIPTIONS).map(([name, description]) => ({ name, description })) }) };
+  }
+  if (kind === 'label') {
+    const text = req.messages[1]?.content ?? '';
+    const failed = /outcome: FAILURE/.test(text);
+    return { content: JSON.stringify({ labels: { [VERIFY]: failed ? 'LACKING' : 'PRESENT', [COMMUNICATE]: failed ? 'PRESENT' : 'NA' } }) };
+  }
+  const opening = req.messages.find((m) => m.role === 'user')?.content ?? '';
+  if (opening.includes('O-1007')) return { content: 'Your order O-1007 is delivered.' };
+  if (opening.includes('delivered so far')) return { content: 'You have 3 delivered orders.' };
+  return { content: 'Done.' };
+}
+
+/** Requests per item, counting only first turns (an episode or a labeling started). */
+export function startsPerItem(requests: readonly ChatRequest[], kind: 'policy' | 'label'): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const r of requests) {
+    const it = itemOf(r);
+    if (it.kind !== kind || !it.firstTurn) continue;
+    counts.set(it.key, (counts.get(it.key) ?? 0) + 1);
+  }
+  return counts;
+}
+
+/** A small pipeline config against the scripted server: stage 1 + base evaluation, stages 2–4 off. */
+export function pipelineConfig(baseURL: string, storeDir: string, extra: Partial<ConfigInput> = {}): Config {
+  const role = { baseURL, model: 'scripted-model', timeoutMs: 3_000, concurrency: 2 };
+  return parseConfig({
+    name: 'pipeline-test',
+    env: { name: 'toy-orders', maxTasks: 6 },
+    llm: { policy: role, analyst: role },
+    store: { kind: 'local', dir: storeDir },
+    rollouts: { trialsPerTask: 2, batchSize: 3, maxConcurrentBatches: 2, maxSteps: 6 },
+    analysis: { passes: 3, minPassesSelected: 2 },
+    stages: { synthesis: false, training: false, gate: false, evaluation: true },
+    evaluation: { maxTasks: 2 },
+    ...extra,
+  });
+}
+
+/** Activity timeouts that let a test lose a worker and recover in seconds. */
+export const FAST_TIMEOUTS = { shortMs: 20_000, longMs: 60_000, heartbeatMs: 3_000, maximumAttempts: 6 };

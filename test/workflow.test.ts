@@ -1,0 +1,95 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Client, Connection } from '@temporalio/client';
+import { Stage1ResultSchema } from '../core/capability.js';
+import { openStore } from '../store/index.js';
+import { startWorkers } from '../workers/run.js';
+import { TASK_QUEUE_CPU, type PipelineInput, type PipelineProgress, type PipelineResult } from '../workflows/types.js';
+import { startScriptedLlm } from './helpers/scripted-llm.js';
+import { FAST_TIMEOUTS, VERIFY, pipelineConfig, pipelineReply, startTestTemporal, tempDir } from './helpers/temporal.js';
+
+/**
+ * tracePipeline end to end on a real Temporal dev server with an in-process worker and the real
+ * stage-1 activities; the scripted LLM plays policy and analyst over HTTP.
+ */
+test('tracePipeline: stage 1 + base evaluation, progress query, search attributes, memo, report; stages 2–4 honestly not configured', async (t) => {
+  const tmp = await tempDir('trace-wf-');
+  const llm = await startScriptedLlm(pipelineReply);
+  const temporal = await startTestTemporal({ dbFile: `${tmp.dir}/temporal.db` });
+  // Stage 2–4 activities are left out of this worker, whatever this checkout has.
+  const exclude = ['synthesizeEnvironment', 'validateEnvironment', 'trainAdapter', 'fitGate'];
+  const workers = await startWorkers({ queues: ['cpu'], settings: temporal.settings, exclude, shutdownGraceMs: 2000 });
+  const connection = await Connection.connect({ address: temporal.address });
+  t.after(async () => {
+    await connection.close();
+    await workers.shutdown();
+    await temporal.stop();
+    await llm.close();
+    await tmp.cleanup();
+  });
+  const client = new Client({ connection });
+
+  const config = pipelineConfig(llm.baseURL, `${tmp.dir}/artifacts`, {
+    stages: { synthesis: true, training: true, gate: true, evaluation: true },
+  });
+  const input: PipelineInput = { runId: 'wf-run-1', config, timeouts: FAST_TIMEOUTS };
+  const handle = await client.workflow.start('tracePipeline', { taskQueue: TASK_QUEUE_CPU, workflowId: 'wf-run-1', args: [input] });
+  const result = (await handle.result()) as PipelineResult;
+
+  // 6 train tasks × 2 trials; 2 of the 6 tasks succeed under the scripted policy.
+  assert.equal(result.rollouts.trajectories, 12);
+  assert.equal(result.rollouts.successes, 4);
+  assert.equal(result.rollouts.refs.length, 4, 'batches of 3');
+  assert.deepEqual(result.analysis.selected, [VERIFY]);
+  assert.equal(result.analysis.labels.length, 3);
+  assert.equal(result.analysis.failedLabels, 0);
+  assert.equal(result.status, 'completed');
+
+  // One child per selected capability, ending honestly: its stage is not implemented by the workers.
+  assert.equal(result.capabilities.length, 1);
+  assert.equal(result.capabilities[0].status, 'not_configured');
+  assert.match(result.capabilities[0].detail, /stages 2–4 not configured/);
+  assert.deepEqual(result.notConfigured, ['synthesis', 'training', 'gate']);
+  assert.match(result.summary, /stages 2–4 not configured/);
+  const child = await client.workflow.getHandle('wf-run-1/capability/verify_preconditions').describe();
+  assert.equal(child.status.name, 'COMPLETED');
+
+  // The base agent was evaluated on the held-out split.
+  const evaluation = result.evaluation as { split: string; tasks: number; variants: { kind: string; passRate: number | null }[] };
+  assert.equal(evaluation.split, 'test');
+  assert.equal(evaluation.variants[0].kind, 'base');
+
+  // Artifacts: the stage-1 result parses and names the same selection; the report is readable.
+  const store = openStore(config.store);
+  const stage1 = Stage1ResultSchema.parse(await store.getJson(result.analysis.selection));
+  assert.deepEqual(stage1.selected.map((s) => s.name), [VERIFY]);
+  assert.equal(stage1.counts.trajectories, 12);
+  const report = await store.getJson<{ runId: string }>(result.report);
+  assert.equal(report.runId, 'wf-run-1');
+
+  // Query, search attributes and memo as the UI and `trace status` see them.
+  const progress = await handle.query<PipelineProgress>('progress');
+  assert.equal(progress.stage, 'done');
+  assert.deepEqual(
+    { done: progress.rollouts.batchesDone, total: progress.rollouts.batchesTotal, passes: progress.labeling.passesDone },
+    { done: 4, total: 4, passes: 3 },
+  );
+  assert.deepEqual(progress.capabilities.map((c) => [c.name, c.status]), [[VERIFY, 'not_configured']]);
+  const d = await handle.describe();
+  const sa = d.searchAttributes as Record<string, unknown[]>;
+  assert.deepEqual(sa.TraceStage, ['done']);
+  assert.deepEqual(sa.TraceEnv, ['toy-orders']);
+  assert.deepEqual(sa.TraceCapabilities, [VERIFY]);
+  assert.ok(Math.abs((sa.TracePassRate[0] as number) - 4 / 12) < 1e-9);
+  assert.equal(typeof sa.TraceBasePassRate?.[0], 'number');
+  const memo = d.memo as { config: { env: string; passes: number } };
+  assert.deepEqual({ env: memo.config.env, passes: memo.config.passes }, { env: 'toy-orders', passes: 3 });
+
+  // A visibility query filters on the custom attributes (what `trace list -q` uses).
+  const found: string[] = [];
+  for (let i = 0; i < 20 && found.length === 0; i++) {
+    for await (const w of client.workflow.list({ query: `TraceCapabilities = '${VERIFY}' AND TraceStage = 'done'` })) found.push(w.workflowId);
+    if (found.length === 0) await new Promise((r) => setTimeout(r, 250));
+  }
+  assert.deepEqual(found, ['wf-run-1']);
+});
