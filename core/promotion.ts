@@ -71,7 +71,8 @@ export const LineageRecordSchema = z.object({
   agent: AgentSpecSchema,
   /** The agent that was current when this run started (what it was compared against). */
   parentAgentId: z.string().nullable(),
-  passRate: z.number().min(0).max(1),
+  /** The candidate's pass rate on held-out tasks; null when it could not be evaluated. */
+  passRate: z.number().min(0).max(1).nullable(),
   parentPassRate: z.number().min(0).max(1).nullable(),
   promoted: z.boolean(),
   reason: z.string(),

@@ -1,0 +1,69 @@
+import type { Config } from '../core/config.js';
+import { emptyLineage, LineageRecordSchema, LineageSchema, recordOutcome, type Lineage, type LineageRecord } from '../core/promotion.js';
+import { RunArtifactsSchema, type RunArtifacts } from '../core/schedule.js';
+import type { ArtifactStore } from '../store/artifact-store.js';
+import { z } from 'zod';
+
+/**
+ * Activities of scheduled retraining: the lineage of a config's runs (which run produced which
+ * agent, promoted or not) and seeding a new run with the previous run's artifacts.
+ */
+
+export interface RetrainDeps {
+  openStore(config: Config['store']): ArtifactStore | Promise<ArtifactStore>;
+}
+
+const defaultDeps: RetrainDeps = {
+  openStore: async (c) => {
+    const modulePath = '../store/index.js';
+    return ((await import(modulePath)) as { openStore(c: Config['store']): ArtifactStore }).openStore(c);
+  },
+};
+
+const StateSchema = z.object({ lineage: LineageSchema, latest: RunArtifactsSchema.optional() });
+type State = z.infer<typeof StateSchema>;
+
+/** One lineage per config name: runs of the same schedule share it. */
+export const lineageKey = (config: Config) => `lineage/${config.name.replace(/[^A-Za-z0-9_.-]/g, '_')}.json`;
+/** Where stage 1 keeps a run's capability dictionary; discovery returns an existing one as is. */
+const dictionaryKey = (runId: string) => `runs/${runId}/capabilities/dictionary.json`;
+
+export function createRetrainActivities(deps: RetrainDeps = defaultDeps) {
+  async function readState(store: ArtifactStore, config: Config): Promise<State> {
+    const ref = await store.stat(lineageKey(config));
+    return ref ? StateSchema.parse(await store.getJson(ref)) : { lineage: emptyLineage() };
+  }
+
+  async function loadLineage(input: { config: Config }): Promise<{ lineage: Lineage; latest?: RunArtifacts }> {
+    const store = await deps.openStore(input.config.store);
+    return readState(store, input.config);
+  }
+
+  /**
+   * Starts a run from the previous one: its capability dictionary is copied into the new run, so
+   * stage 1 labels the fresh rollouts against the same capabilities (idempotent: an existing
+   * dictionary of the new run is kept).
+   */
+  async function seedRetrainRun(input: { config: Config; runId: string; previous: RunArtifacts }): Promise<{ reusedDictionary: boolean; from: string }> {
+    const store = await deps.openStore(input.config.store);
+    const { previous, runId } = input;
+    if (!previous.dictionary) return { reusedDictionary: false, from: previous.runId };
+    if (!(await store.stat(dictionaryKey(runId)))) await store.put(dictionaryKey(runId), await store.get(previous.dictionary));
+    return { reusedDictionary: true, from: previous.runId };
+  }
+
+  /** Appends the run's outcome to the lineage (once per run) and remembers its artifacts. */
+  async function recordRetrainOutcome(input: { config: Config; record: LineageRecord; artifacts: RunArtifacts }): Promise<Lineage> {
+    const store = await deps.openStore(input.config.store);
+    const state = await readState(store, input.config);
+    const lineage = recordOutcome(state.lineage, LineageRecordSchema.parse(input.record));
+    const next: State = { lineage, latest: RunArtifactsSchema.parse(input.artifacts) };
+    await store.put(lineageKey(input.config), JSON.stringify(next, null, 2));
+    return lineage;
+  }
+
+  return { loadLineage, seedRetrainRun, recordRetrainOutcome };
+}
+
+const defaults = createRetrainActivities();
+export const { loadLineage, seedRetrainRun, recordRetrainOutcome } = defaults;

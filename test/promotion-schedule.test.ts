@@ -1,0 +1,102 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Client, Connection, ScheduleOverlapPolicy } from '@temporalio/client';
+import { lineageKey } from '../activities/retrain.js';
+import { LineageSchema } from '../core/promotion.js';
+import { openStore } from '../store/index.js';
+import { startWorkers } from '../workers/run.js';
+import type { RetrainResult } from '../workflows/retrain.js';
+import { TASK_QUEUE_CPU } from '../workflows/types.js';
+import { startScriptedLlm } from './helpers/scripted-llm.js';
+import { FAST_TIMEOUTS, itemOf, pipelineConfig, pipelineReply, startTestTemporal, tempDir } from './helpers/temporal.js';
+import { pendingTotalTask } from './helpers/toy-policy.js';
+
+/**
+ * Scheduled retraining on a real Temporal dev server: a Temporal Schedule (overlap SKIP) whose
+ * action is traceRetrain, triggered twice. The second round starts from the first's artifacts
+ * and compares its TRACE agent against the agent the first round promoted, in the same run.
+ */
+test('a retraining schedule runs twice: the second run reuses the first one\'s artifacts; promotion only by margin; lineage recorded', async (t) => {
+  const tmp = await tempDir('trace-retrain-');
+  const llm = await startScriptedLlm(pipelineReply);
+  // The served TRACE agent (an external OpenAI-compatible endpoint): it states the pending total.
+  const traceAgent = await startScriptedLlm((req) => {
+    const opening = req.messages.find((m) => m.role === 'user')?.content ?? '';
+    return opening === pendingTotalTask.opening ? { content: `Your pending orders total ${pendingTotalTask.communicate[0]}.` } : { content: 'Done.' };
+  }, 'trace-agent');
+  const temporal = await startTestTemporal({ dbFile: `${tmp.dir}/temporal.db` });
+  const exclude = ['synthesizeEnvironment', 'validateEnvironment', 'trainAdapter', 'fitGate'];
+  const workers = await startWorkers({ queues: ['cpu'], settings: temporal.settings, exclude, shutdownGraceMs: 2000 });
+  const connection = await Connection.connect({ address: temporal.address });
+  t.after(async () => {
+    await connection.close();
+    await workers.shutdown();
+    await temporal.stop();
+    await llm.close();
+    await traceAgent.close();
+    await tmp.cleanup();
+  });
+  const client = new Client({ connection });
+  const config = pipelineConfig(llm.baseURL, `${tmp.dir}/artifacts`, {
+    name: 'retrain-test',
+    evaluation: { maxTasks: 2, promotionMargin: 0.1, variants: [{ name: 'trace', kind: 'trace', baseURL: traceAgent.baseURL, model: 'trace-agent' }] },
+  });
+
+  const schedule = await client.schedule.create({
+    scheduleId: 'retrain-sched',
+    spec: { intervals: [{ every: '1d' }] },
+    action: { type: 'startWorkflow', workflowType: 'traceRetrain', taskQueue: TASK_QUEUE_CPU, workflowId: 'retrain', args: [{ config, timeouts: FAST_TIMEOUTS }] },
+    policies: { overlap: ScheduleOverlapPolicy.SKIP },
+    state: { paused: true },
+  });
+
+  async function triggerAndWait(n: number): Promise<{ id: string; result: RetrainResult }> {
+    await schedule.trigger();
+    let id: string | undefined;
+    for (let i = 0; i < 200 && !id; i++) {
+      const actions = (await schedule.describe()).info.recentActions;
+      if (actions.length >= n) id = actions[n - 1].action.workflow.workflowId;
+      else await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.ok(id, `schedule action ${n} started`);
+    return { id, result: (await client.workflow.getHandle(id).result()) as RetrainResult };
+  }
+
+  const first = await triggerAndWait(1);
+  assert.equal(first.result.startedFrom, null);
+  assert.equal(first.result.reusedDictionary, false);
+  // base 0/2 held-out tasks, TRACE 1/2: +50 pp ≥ 10 pp margin.
+  assert.equal(first.result.promotion.promote, true, first.result.promotion.reason);
+  assert.equal(first.result.promotion.delta, 0.5);
+  assert.equal(first.result.currentAgent, `${first.id}:trace`);
+  const discoveries = () => llm.requests.filter((r) => itemOf(r).kind === 'discovery').length;
+  assert.equal(discoveries(), 1);
+
+  const second = await triggerAndWait(2);
+  assert.notEqual(second.id, first.id);
+  assert.equal(second.result.startedFrom, first.id);
+  assert.equal(second.result.reusedDictionary, true);
+  assert.equal(discoveries(), 1, 'the second run reused the first run\'s capability dictionary (no discovery call)');
+  const store = openStore(config.store);
+  assert.equal(
+    (await store.get(`runs/${second.id}/capabilities/dictionary.json`)).toString(),
+    (await store.get(`runs/${first.id}/capabilities/dictionary.json`)).toString(),
+  );
+  // The promoted agent was evaluated again in the second run, on the same held-out tasks: a tie.
+  const currentEpisodes = await store.list(`runs/${second.id}/evaluation/current/episodes/`);
+  assert.equal(currentEpisodes.length, 2);
+  assert.equal(second.result.promotion.promote, false);
+  assert.match(second.result.promotion.reason, /below margin/);
+  assert.equal(second.result.currentAgent, `${first.id}:trace`, 'the current agent stays');
+
+  const lineage = LineageSchema.parse((await store.getJson<{ lineage: unknown }>(lineageKey(config))).lineage);
+  assert.deepEqual(lineage.records.map((r) => [r.runId, r.promoted, r.parentAgentId]), [
+    [first.id, true, 'base'],
+    [second.id, false, `${first.id}:trace`],
+  ]);
+  const sa = (await client.workflow.getHandle(second.id).describe()).searchAttributes as Record<string, unknown[]>;
+  assert.deepEqual(sa.TracePromotion, ['not_promoted']);
+  // The run's report carries the promotion outcome.
+  const report = await store.getJson<{ promotion: { promote: boolean } }>(`runs/${second.id}/report/report.json`);
+  assert.equal(report.promotion.promote, false);
+});
