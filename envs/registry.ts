@@ -12,6 +12,7 @@ const byName: Record<string, Opener> = {
 };
 
 const byPrefix: Record<string, Opener> = {
+  'tau2-': async (name, deps) => (await import('./tau2/open.js')).openTau2Env(name, deps.config),
   // `http:<url>` or a bare `http(s)://…` URL: any env speaking envs/protocol/README.md.
   'http:': async (name) => (await import('./protocol/client.js')).HttpEnvironment.connect(name.replace(/^http:(?=https?:\/\/)/, '')),
   'https:': async (name) => (await import('./protocol/client.js')).HttpEnvironment.connect(name),

@@ -6,7 +6,7 @@ import { pyRepr } from './python-format.js';
 /** tau2's NL-assertion judge (evaluator_nl_assertions.py): same prompts, one call, JSON results. */
 export interface JudgeLlm {
   client: OpenAI;
-  model: string;
+  model: string | (() => Promise<string>);
   temperature?: number;
 }
 
@@ -65,8 +65,9 @@ export function judgeUserPrompt(trajectory: Message[], assertions: string[]): st
 }
 
 export async function judgeNlAssertions(judge: JudgeLlm, trajectory: Message[], assertions: string[]): Promise<NlAssertionCheck[]> {
+  const model = typeof judge.model === 'string' ? judge.model : await judge.model();
   const res = await judge.client.chat.completions.create({
-    model: judge.model,
+    model,
     temperature: judge.temperature ?? 0,
     messages: [
       { role: 'system', content: SYSTEM_PROMPT },
@@ -79,7 +80,7 @@ export async function judgeNlAssertions(judge: JudgeLlm, trajectory: Message[], 
   try {
     parsed = JudgeResultSchema.parse(JSON.parse(content));
   } catch (e) {
-    throw new Error(`NL-assertion judge (${judge.model}) returned invalid JSON results: ${(e as Error).message.slice(0, 200)}`);
+    throw new Error(`NL-assertion judge (${model}) returned invalid JSON results: ${(e as Error).message.slice(0, 200)}`);
   }
   return parsed.results.map((r) => ({ nl_assertion: r.expectedOutcome, met: r.metExpectation, justification: r.reasoning }));
 }

@@ -10,7 +10,8 @@ import { userScenarioText, type Tau2Task } from './tasks.js';
  */
 export interface UserSimulatorLlm {
   client: OpenAI;
-  model: string;
+  /** A model id, or a resolver (e.g. the first model an endpoint lists), called per request. */
+  model: string | (() => Promise<string>);
   /** tau2's default for the user simulator is 0. */
   temperature?: number;
 }
@@ -69,7 +70,7 @@ export class UserSimulator {
   /** Generates the simulated user's next turn (text, or calls to its own tools in mock). */
   async next(): Promise<UserTurn> {
     const res = await this.llm.client.chat.completions.create({
-      model: this.llm.model,
+      model: typeof this.llm.model === 'string' ? this.llm.model : await this.llm.model(),
       temperature: this.llm.temperature ?? 0,
       messages: [{ role: 'system', content: this.systemPrompt }, ...this.messages] as OpenAI.Chat.ChatCompletionMessageParam[],
       ...(this.tools?.length ? { tools: this.tools as OpenAI.Chat.ChatCompletionTool[] } : {}),

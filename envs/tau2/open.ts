@@ -1,0 +1,19 @@
+import type { Config } from '../../core/config.js';
+import { createLlm } from '../../activities/llm.js';
+import type { Environment } from '../environment.js';
+import { getDomain } from './domains.js';
+import { createTau2Environment } from './environment.js';
+
+/** Opens `tau2-airline|tau2-retail|tau2-mock` with the config's userSimulator and judge LLM roles. */
+export function openTau2Env(name: string, config: Config): Environment {
+  const domain = getDomain(name.replace(/^tau2-/, '')).name;
+  const user = createLlm(config, 'userSimulator');
+  const judge = createLlm(config, 'judge');
+  return createTau2Environment(domain, {
+    taskSet: config.env.taskSet,
+    userSimulator: { client: user.client, model: () => user.model(), temperature: user.temperature },
+    judge: { client: judge.client, model: () => judge.model(), temperature: judge.temperature },
+    maxSteps: config.rollouts.maxSteps,
+    maxErrors: config.rollouts.maxErrors,
+  });
+}

@@ -1,0 +1,42 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { test } from 'node:test';
+import { Command } from 'commander';
+import { registerEnvCommands } from '../cli/env.js';
+
+async function run(...args: string[]): Promise<string> {
+  let out = '';
+  const program = new Command().exitOverride();
+  registerEnvCommands(program, { out: (t) => void (out += t) });
+  await program.parseAsync(['node', 'trace', ...args]);
+  return out;
+}
+
+test('env replay --gold --jsonl prints tau2-bench-identical lines', async () => {
+  const out = await run('env', 'replay', 'tau2-mock', '--gold', '--jsonl');
+  assert.equal(out, readFileSync(new URL('./fixtures/tau2/gold-replay-mock-current.jsonl', import.meta.url), 'utf8'));
+  const one = await run('env', 'replay', 'tau2-airline', '--gold', '--task', '11', '--task-set', 'legacy', '--jsonl');
+  const expected = readFileSync(new URL('./fixtures/tau2/gold-replay-airline-legacy.jsonl', import.meta.url), 'utf8').split('\n');
+  assert.equal(one, `${expected.find((l) => l.startsWith('{"task_id": "11",'))}\n`);
+  const parsed = JSON.parse(one) as { task_id: string; db_hash: string; calls: { name: string; error: boolean; output: string }[] };
+  assert.equal(parsed.task_id, '11');
+  assert.match(parsed.db_hash, /^[0-9a-f]{64}$/);
+});
+
+test('env list and env show describe the tau2 environments', async () => {
+  const list = await run('env', 'list');
+  assert.match(list, /^tau2-airline\t50 tasks\t14 tools\t/m);
+  assert.match(list, /^tau2-retail\t114 tasks\t16 tools\t/m);
+  assert.match(list, /^tau2-mock\t10 tasks\t4 tools\t/m);
+  const show = await run('env', 'show', 'tau2-airline');
+  assert.match(show, /tasks: 50 \(train 30, test 20\)/);
+  assert.match(show, /WRITE {3}book_reservation/);
+  assert.match(show, /READ {4}get_user_details/);
+  assert.match(show, /GENERIC transfer_to_human_agents/);
+});
+
+test('env commands reject unknown environments and task sets with one-line errors', async () => {
+  await assert.rejects(run('env', 'show', 'tau2-telecom'), /env: 'tau2-telecom' is not a built-in target environment/);
+  await assert.rejects(run('env', 'replay', 'tau2-retail', '--gold', '--task-set', 'old'), /--task-set: expected 'current' or 'legacy'/);
+  await assert.rejects(run('env', 'replay', 'tau2-retail', '--gold', '--task', 'nope'), /task 'nope' not found/);
+});
