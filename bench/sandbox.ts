@@ -1,6 +1,6 @@
 /**
  * Sandbox costs: isolation probe, start-up (bundle + spawn + first /v1/info) per isolation level,
- * and steps/s of the same env in-process vs through the sandbox (ratio).
+ * and steps/s of the same env in-process vs over loopback HTTP vs through the sandbox (ratios).
  * Run: node --import tsx bench/sandbox.ts [--episodes N]
  */
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -12,6 +12,8 @@ import { bundleEnvModule } from '../envs/sandbox/bundle.js';
 import { isolationIfAvailable, ISOLATION_LEVELS } from '../envs/sandbox/isolation.js';
 import { sandboxIsolation, startSandboxedEnv } from '../envs/sandbox/index.js';
 import { inspectInstance } from '../envs/sdk/index.js';
+import { HttpEnvironment } from '../envs/protocol/client.js';
+import { serveEnvironment } from '../envs/protocol/server.js';
 import sdkEnv from '../test/fixtures/sandbox/sdk-env.js';
 
 const MODULE = 'test/fixtures/sandbox/sdk-env.ts';
@@ -76,10 +78,14 @@ async function main() {
   }
 
   const inProc = await throughput(sdkEnv);
+  const served = await serveEnvironment(sdkEnv);
+  const overHttp = await throughput(await HttpEnvironment.connect(served.url));
+  await served.close();
   const boxed = await startSandboxedEnv({ modulePath: MODULE });
   const sandboxed = await throughput(boxed);
   await boxed.close();
   console.log(`in-process: ${inProc.stepsPerSec.toFixed(0)} steps/s, ${inProc.episodesPerSec.toFixed(0)} episodes/s (${inProc.steps} steps)`);
+  console.log(`over HTTP (loopback, serveEnvironment + HttpEnvironment): ${overHttp.stepsPerSec.toFixed(0)} steps/s (${(inProc.stepsPerSec / overHttp.stepsPerSec).toFixed(1)}x slower)`);
   console.log(`sandbox [${iso.level}]: ${sandboxed.stepsPerSec.toFixed(0)} steps/s, ${sandboxed.episodesPerSec.toFixed(0)} episodes/s`);
   console.log(`ratio in-process / sandbox: ${(inProc.stepsPerSec / sandboxed.stepsPerSec).toFixed(1)}x steps/s`);
   console.log(`per step through the sandbox: ${(1000 / sandboxed.stepsPerSec).toFixed(3)} ms`);

@@ -78,11 +78,14 @@ test('sandbox: broken modules fail with a reason before anything runs', async ()
 });
 
 test('sandbox: an ordinary env exception is an env_error and the sandbox keeps working', async () => {
-  const env = await startSandboxedEnv({ source: attackSource("if (globalThis.once) return 'second'; globalThis.once = 1; throw new Error('tool bug')") });
+  const env = await startSandboxedEnv({
+    source: attackSource("if (globalThis.once) return 'second'; globalThis.once = 1; throw new Error('tool bug')", "console.log('module says hello');"),
+  });
   try {
     const ep = await env.reset({ taskId: 'attack' });
     await assert.rejects(ep.step(ATTACK), (e: unknown) => reason('env_error')(e) && /tool bug/.test((e as Error).message));
     assert.equal((await ep.step(ATTACK)).observation.content, 'second');
+    assert.match(env.logs(), /module says hello/, 'console output is kept as logs');
   } finally {
     await env.close();
   }

@@ -105,6 +105,11 @@ export class SandboxedEnvironment extends RemoteEnvironment {
     }
   }
 
+  /** The tail (4 KiB) of what the module logged; console output goes here, never to the protocol. */
+  logs(): string {
+    return this.proc.logs;
+  }
+
   /** An answer that breaks the Environment interface is the module's bug: report it as such. */
   override async call<S extends z.ZodType>(method: string, p: string, body: unknown, schema: S): Promise<z.infer<S>> {
     try {

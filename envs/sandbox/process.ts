@@ -67,6 +67,11 @@ export class SandboxProcess implements ProtocolTransport {
     );
   }
 
+  /** The last few KiB the module wrote to stderr/console (for repair feedback to the generator). */
+  get logs(): string {
+    return this.stderrTail;
+  }
+
   get dead(): SandboxError | undefined {
     return this.failure;
   }
