@@ -1,0 +1,94 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdir } from 'node:fs/promises';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { toyTasks } from './helpers/toy-policy.js';
+import { TASK_QUEUE_CPU, type PipelineInput, type PipelineResult } from '../workflows/types.js';
+import { startScriptedLlm, type ChatRequest } from './helpers/scripted-llm.js';
+import { FAST_TIMEOUTS, itemOf, pipelineConfig, pipelineReply, spawnWorker, startTestTemporal, tempDir, type WorkerProcess } from './helpers/temporal.js';
+
+/**
+ * kill -9 of the worker in the middle of evaluation, then a new worker: the run completes, and no
+ * evaluation episode that had finished (its record stored) is run again.
+ */
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const heldOut = new Set(toyTasks.filter((t) => t.split === 'test').map((t) => t.opening));
+
+async function storedEpisodes(runDir: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const variant of await readdir(path.join(runDir, 'evaluation')).catch(() => [])) {
+    const files = await readdir(path.join(runDir, 'evaluation', variant, 'episodes')).catch(() => []);
+    out.push(...files.filter((f) => f.endsWith('.json')).map((f) => `${variant}/${f}`));
+  }
+  return out;
+}
+
+/** First-turn policy requests on held-out tasks: one per evaluation episode started. */
+const evaluationStarts = (requests: readonly ChatRequest[]) =>
+  requests.filter((r) => {
+    const it = itemOf(r);
+    return it.kind === 'policy' && it.firstTurn && heldOut.has(it.key);
+  }).length;
+
+test('reliability: kill -9 of the worker mid-evaluation redoes nothing that finished', async (t) => {
+  const tmp = await tempDir('trace-evalkill-');
+  const llm = await startScriptedLlm(async (req: ChatRequest) => {
+    if (itemOf(req).kind === 'policy') await sleep(200);
+    return pipelineReply(req);
+  });
+  const temporal = await startTestTemporal({ dbFile: path.join(tmp.dir, 'temporal.db') });
+  const workers: WorkerProcess[] = [];
+  const connection = await Connection.connect({ address: temporal.address });
+  t.after(async () => {
+    await connection.close();
+    for (const w of workers) await w.stop();
+    await temporal.stop();
+    await llm.close();
+    await tmp.cleanup();
+  });
+  const client = new Client({ connection });
+  const storeDir = path.join(tmp.dir, 'artifacts');
+  const runDir = path.join(storeDir, 'runs', 'evalkill');
+  // 2 held-out tasks × 3 trials × (base, prompt-only) = 12 episodes, one at a time.
+  const config = pipelineConfig(llm.baseURL, storeDir, {
+    rollouts: { trialsPerTask: 1, batchSize: 3, maxConcurrentBatches: 2, maxSteps: 6 },
+    llm: {
+      policy: { baseURL: llm.baseURL, model: 'scripted-model', timeoutMs: 5_000, concurrency: 1 },
+      analyst: { baseURL: llm.baseURL, model: 'scripted-model', timeoutMs: 5_000, concurrency: 2 },
+    },
+    evaluation: { maxTasks: 2, trials: 3, temperature: 1, promptOnly: true },
+  });
+  const start = async () => {
+    const w = await spawnWorker(temporal.settings);
+    workers.push(w);
+    await w.ready;
+    return w;
+  };
+  const w1 = await start();
+  const input: PipelineInput = { runId: 'evalkill', config, timeouts: FAST_TIMEOUTS };
+  const handle = await client.workflow.start('tracePipeline', { taskQueue: TASK_QUEUE_CPU, workflowId: 'evalkill', args: [input] });
+
+  const deadline = Date.now() + 240_000;
+  while ((await storedEpisodes(runDir)).length < 3) {
+    assert.ok(Date.now() < deadline, 'evaluation did not get under way');
+    await sleep(50);
+  }
+  await w1.kill9();
+  const atKill = await storedEpisodes(runDir);
+  const startsAtKill = evaluationStarts(llm.requests);
+  assert.ok(atKill.length >= 3 && atKill.length < 12, `the kill came mid-evaluation (${atKill.length} of 12 stored)`);
+
+  await start();
+  const result = (await handle.result()) as PipelineResult;
+  const evaluation = result.evaluation as { variants: { name: string; n: number; passRate: number | null }[] };
+  assert.deepEqual(evaluation.variants.map((v) => [v.name, v.n]), [['base', 6], ['prompt_only', 6]]);
+  assert.equal((await storedEpisodes(runDir)).length, 12);
+
+  // Every episode ran once, except at most the one in flight at the kill (concurrency 1).
+  const starts = evaluationStarts(llm.requests);
+  assert.ok(starts >= 12 && starts <= 13, `${starts} evaluation episodes started for 12 results`);
+  assert.ok(startsAtKill - atKill.length <= 1, 'at most one episode was in flight at the kill');
+  const stillStored = new Set(await storedEpisodes(runDir));
+  for (const e of atKill) assert.ok(stillStored.has(e));
+});
