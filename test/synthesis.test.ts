@@ -1,0 +1,130 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { parseConfig, type ConfigInput } from '../core/config.js';
+import { calibrationStats, judgeCalibration, judgeDeterminism, judgeNonTriviality, judgeSolvability, SynthesisConfigSchema } from '../core/synthesis.js';
+import { createLlm } from '../activities/llm.js';
+import { loadCandidate } from '../activities/synthesis/candidate.js';
+import { checkCalibration, checkCompile } from '../activities/synthesis/validate.js';
+import { synthesizeEnvironment, validateEnvironment } from '../activities/synthesis/index.js';
+import { openStore } from '../store/index.js';
+import { startScriptedLlm } from './helpers/scripted-llm.js';
+import { alternatingPolicy, BROKEN, generatorReply, GOOD_MANIFEST, GOOD_SOURCE } from './helpers/synthesis-script.js';
+
+const sc = SynthesisConfigSchema.parse({});
+
+test('gate thresholds: determinism, solvability, non-triviality, calibration', () => {
+  assert.equal(judgeDeterminism({ seeds: 100, mismatched: [], distinct: 95 }, sc).passed, true);
+  assert.match(judgeDeterminism({ seeds: 100, mismatched: [], distinct: 94 }, sc).reason!, /only 94 of 100/);
+  assert.match(judgeDeterminism({ seeds: 100, mismatched: [3], distinct: 100 }, sc).reason!, /seeds 3/);
+  assert.equal(judgeSolvability(Array.from({ length: 50 }, (_, seed) => ({ seed, reward: 1 })), sc).passed, true);
+  const s = judgeSolvability([...Array.from({ length: 49 }, (_, seed) => ({ seed, reward: 1 })), { seed: 49, reward: 0.3, note: 'x' }], sc);
+  assert.equal(s.passed, false);
+  assert.deepEqual(s.examples, ['seed 49: reward 0.3 — x']);
+  assert.equal(judgeNonTriviality({ stop: 0.2, random: 0 }, sc).passed, true);
+  assert.match(judgeNonTriviality({ stop: 0.21 }, sc).reason!, /stop 0\.210/);
+  const stats = calibrationStats([[{ reward: 1, success: true }, { reward: 0, success: false }], [{ reward: 0, success: false }, { reward: 0, success: false }]]);
+  assert.deepEqual(stats, { meanReward: 0.25, successRate: 0.25, informativeShare: 0.5 });
+  assert.equal(judgeCalibration(stats, sc).passed, true);
+  assert.match(judgeCalibration({ meanReward: 0.9, successRate: 0.9, informativeShare: 0.4 }, sc).reason!, /mean reward 0\.900 outside \[0\.2, 0\.6\].*40% of rollout groups/);
+});
+
+function testConfig(baseURL: string, dir: string, synthesis: ConfigInput['synthesis'] = {}) {
+  return parseConfig({
+    env: { name: 'toy-orders' },
+    store: { kind: 'local', dir },
+    llm: { generator: { baseURL, model: 'scripted-model' }, policy: { baseURL, model: 'scripted-model' } },
+    synthesis: { maxAttempts: 6, calibration: { groups: 4, rolloutsPerGroup: 4, concurrency: 1 }, ...synthesis },
+  });
+}
+
+test('gate 5 against the scripted policy server: in band when half succeed, out of band when all do', async () => {
+  const policy = alternatingPolicy();
+  const llm = await startScriptedLlm((req) => policy(req));
+  const dir = mkdtempSync(path.join(tmpdir(), 'synth-cal-'));
+  try {
+    const config = testConfig(llm.baseURL, dir);
+    const good = await loadCandidate(GOOD_SOURCE, 'in-process');
+    const r = await checkCalibration(good.env, config, createLlm(config, 'policy'));
+    assert.equal(r.result.passed, true, r.result.reason);
+    assert.deepEqual(r.result.metrics, { meanReward: 0.5, successRate: 0.5, informativeShare: 1 });
+    assert.equal(r.rollouts.length, 16);
+    const mis = await loadCandidate(BROKEN[4].source, 'in-process');
+    const bad = await checkCalibration(mis.env, config, createLlm(config, 'policy'));
+    assert.equal(bad.result.passed, false);
+    assert.match(bad.result.reason!, /mean reward 1\.000 outside .*make the task harder/);
+  } finally {
+    await llm.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('gate 1 rejects foreign imports, type errors and manifest mismatches with reasons', async () => {
+  const opts = { runner: 'in-process' as const, typecheck: true };
+  const foreign = await checkCompile(`import { readFileSync } from 'node:fs';\n${GOOD_SOURCE}`, GOOD_MANIFEST, opts);
+  assert.match(foreign.result.reason!, /imports 'node:fs'; a generated environment may import only from '#env-sdk'/);
+  const typed = await checkCompile(GOOD_SOURCE.replace('return orders;', 'return orders.nope;'), GOOD_MANIFEST, opts);
+  assert.match(typed.result.reason!, /does not type-check against the SDK: line \d+:\d+: Property 'nope' does not exist/);
+  const named = await checkCompile(GOOD_SOURCE, { ...GOOD_MANIFEST, tools: ['list_orders'] }, { ...opts, typecheck: false });
+  assert.match(named.result.reason!, /tools \[find_customer_by_email, list_orders\] do not match manifest\.tools \[list_orders\]/);
+});
+
+test('repair loop: a scripted generator broken in each gate\'s way, then good, is accepted on attempt 6 (sandboxed)', async () => {
+  const policy = alternatingPolicy();
+  const replies = [...BROKEN.map((b) => generatorReply(b.source)), generatorReply(GOOD_SOURCE)];
+  let generated = 0;
+  const llm = await startScriptedLlm((req) => (req.response_format ? replies[generated++] : policy(req)));
+  const dir = mkdtempSync(path.join(tmpdir(), 'synth-loop-'));
+  try {
+    const config = testConfig(llm.baseURL, dir);
+    const capability = { name: 'structured_data_reasoning', description: 'Filters and aggregates records before answering or acting.' };
+    const res = await synthesizeEnvironment({ config, runId: 'r1', capability });
+    assert.equal(res.status, 'accepted', res.lastFailure);
+    assert.equal(res.attempts, 6);
+    assert.equal(res.verdictRefs.length, 6);
+    const store = openStore(config.store);
+    const verdicts = await Promise.all(res.verdictRefs.map((r) => store.getJson<{ passed: boolean; failedGate?: string; reason?: string }>(r)));
+    assert.deepEqual(verdicts.map((v) => v.failedGate ?? 'passed'), [...BROKEN.map((b) => b.gate), 'passed']);
+    for (const v of verdicts.slice(0, 5)) assert.ok(v.reason && v.reason.length > 20, `a reason: ${v.reason}`);
+    assert.equal(await store.getText(res.envRef!), GOOD_SOURCE);
+
+    // Each repair request carries the previous gate's failure back to the generator.
+    const genRequests = llm.requests.filter((r) => r.response_format);
+    assert.equal(genRequests.length, 6);
+    assert.match(String(genRequests[0].messages[1].content), /Capability to isolate: structured_data_reasoning[\s\S]*find_customer_by_email[\s\S]*defineEnvironment/);
+    BROKEN.forEach((b, i) => assert.match(String(genRequests[i + 1].messages.at(-1)!.content), new RegExp(`failed validation gate '${b.gate}'`)));
+    assert.ok((await store.list('runs/r1/synthesis/structured_data_reasoning/attempt-5/')).includes('runs/r1/synthesis/structured_data_reasoning/attempt-5/rollouts.jsonl'));
+
+    // Idempotent: a retried activity returns the stored result without calling the generator.
+    const again = await synthesizeEnvironment({ config, runId: 'r1', capability });
+    assert.deepEqual(again.envRef, res.envRef);
+    assert.equal(llm.requests.filter((r) => r.response_format).length, 6);
+    const v = await validateEnvironment({ config, runId: 'r1', capability, environment: res.envRef! });
+    assert.equal(v.ok, true);
+  } finally {
+    await llm.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('no attempt passes: synthesis_failed with reasons, or a flagged reference fallback when allowed', async () => {
+  const llm = await startScriptedLlm((req) => (req.response_format ? generatorReply(BROKEN[0].source) : { content: 'x' }));
+  const dir = mkdtempSync(path.join(tmpdir(), 'synth-fail-'));
+  try {
+    const capability = { name: 'verify_preconditions', description: 'Checks conditions before acting.' };
+    const failed = await synthesizeEnvironment({ config: testConfig(llm.baseURL, dir, { maxAttempts: 2 }), runId: 'r2', capability });
+    assert.equal(failed.status, 'synthesis_failed');
+    assert.equal(failed.attempts, 2);
+    assert.equal(failed.envRef, undefined);
+    assert.match(failed.lastFailure!, /^compile: the module syntax error: line \d+/);
+    const fb = await synthesizeEnvironment({ config: testConfig(llm.baseURL, dir, { maxAttempts: 1, allowReferenceFallback: true }), runId: 'r3', capability });
+    assert.equal(fb.status, 'reference_fallback');
+    assert.equal(fb.reference, 'precondition_verification');
+    assert.match(await openStore({ kind: 'local', dir }).getText(fb.envRef!), /capability: 'precondition_verification'/);
+  } finally {
+    await llm.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
