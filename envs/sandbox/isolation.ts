@@ -190,6 +190,15 @@ let detected: Promise<SandboxIsolation> | undefined;
 const forced = new Map<IsolationLevel, Promise<SandboxIsolation | undefined>>();
 
 async function detect(): Promise<SandboxIsolation> {
+  const wanted = process.env.TRACE_SANDBOX_ISOLATION;
+  if (wanted) {
+    if (!ISOLATION_LEVELS.includes(wanted as IsolationLevel)) {
+      throw new Error(`TRACE_SANDBOX_ISOLATION: '${wanted}' is not one of ${ISOLATION_LEVELS.join(', ')}`);
+    }
+    const iso = await isolationIfAvailable(wanted as IsolationLevel);
+    if (!iso) throw new Error(`TRACE_SANDBOX_ISOLATION: '${wanted}' does not work on this machine`);
+    return iso;
+  }
   for (const level of ISOLATION_LEVELS) {
     const iso = await isolationIfAvailable(level);
     if (iso) return iso;
@@ -197,7 +206,10 @@ async function detect(): Promise<SandboxIsolation> {
   throw new Error('sandbox: node cannot start even with the permission model alone (Node ≥ 20 required)');
 }
 
-/** The strongest isolation that actually works on this machine (probed once per process). */
+/**
+ * The strongest isolation that actually works on this machine (probed once per process), or the
+ * level named by TRACE_SANDBOX_ISOLATION (to pin a weaker one, e.g. where bwrap misbehaves).
+ */
 export function sandboxIsolation(): Promise<SandboxIsolation> {
   detected ??= detect();
   return detected;
