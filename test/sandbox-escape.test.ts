@@ -49,6 +49,13 @@ test('escape: reading the repository is refused', async () => {
   await assert.rejects(attack(`return fs.readdirSync(${JSON.stringify(path.dirname(repoFile))}).join()`), isSandboxError('permission'));
 });
 
+test('escape: known permission-model bypasses (symlink, hard link, path traversal, process.binding) are refused', async () => {
+  await assert.rejects(attack("fs.symlinkSync('/etc', 'etc'); return fs.readFileSync('etc/passwd', 'utf8')"), isSandboxError('permission'));
+  await assert.rejects(attack("fs.linkSync('/etc/passwd', 'hl'); return fs.readFileSync('hl', 'utf8')"), isSandboxError('permission'));
+  await assert.rejects(attack("return fs.readFileSync(process.cwd() + '/../../../etc/passwd', 'utf8')"), isSandboxError('permission'));
+  await assert.rejects(attack("return Object.keys(process.binding('fs')).join()"), isSandboxError('permission'));
+});
+
 test('escape: writing outside the sandbox dir is refused; inside it works', async () => {
   const target = `/tmp/trace-escape-${process.pid}.txt`;
   await assert.rejects(attack(`fs.writeFileSync(${JSON.stringify(target)}, 'pwned'); return 'wrote'`), isSandboxError('permission'));
