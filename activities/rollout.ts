@@ -174,12 +174,15 @@ export interface EpisodesParams extends Omit<EpisodeParams, 'taskId' | 'seed' | 
   concurrency: number;
   /** Called as each episode finishes (persist, heartbeat). */
   onEpisode?: (t: Trajectory, index: number) => Promise<void> | void;
+  /** Once aborted, episodes not yet started are not started (their promise rejects with the reason). */
+  signal?: AbortSignal;
 }
 
 /** Runs episodes with at most `concurrency` in flight; results keep the order of `tasks`. */
 export async function runEpisodes(p: EpisodesParams): Promise<Trajectory[]> {
-  const { tasks, concurrency, onEpisode, ...common } = p;
+  const { tasks, concurrency, onEpisode, signal, ...common } = p;
   return mapLimit(tasks, concurrency, async (t, i) => {
+    signal?.throwIfAborted();
     const traj = await runEpisode({ ...common, ...t });
     await onEpisode?.(traj, i);
     return traj;

@@ -58,6 +58,11 @@ function heartbeat(details?: unknown): void {
   activityContext()?.heartbeat(details);
 }
 
+/** The activity's cancellation signal (cancellation arrives through heartbeats), when in one. */
+function cancellation(): AbortSignal | undefined {
+  return activityContext()?.cancellationSignal;
+}
+
 /**
  * From this activity attempt on, episodes that ended in infrastructure errors are accepted into the
  * batch (recorded, left out of analysis) instead of failing it for another retry.
@@ -177,6 +182,7 @@ export function createStage1Activities(deps: Stage1Deps = defaultDeps) {
           maxErrors: config.rollouts.maxErrors,
           timeoutMs: config.rollouts.episodeTimeoutMs,
           temperature: config.rollouts.temperature,
+          signal: cancellation(),
           onEpisode: async (traj, j) => {
             const index = todo[j].i;
             if (traj.termination === 'error' && !acceptErrored) {
@@ -227,7 +233,7 @@ export function createStage1Activities(deps: Stage1Deps = defaultDeps) {
       // Nothing to contrast: an empty dictionary, and selection reports why.
       dictionary = { capabilities: [], basedOn: { successes: [], failures: [] }, model: await llm.model() };
     } else {
-      const shown = pickForDiscovery(failures, successes, config.analysis.maxTrajectoryChars * DISCOVERY_BUDGET_FACTOR);
+      const shown = pickForDiscovery(failures, successes, config.analysis.maxTrajectoryChars);
       const policy = truncate(ts[0]?.messages.find((m) => m.role === 'system')?.content ?? '', POLICY_EXCERPT_CHARS);
       heartbeat({ stage: 'discovery' });
       const out = await llm.structured(
@@ -291,6 +297,7 @@ export function createStage1Activities(deps: Stage1Deps = defaultDeps) {
     const schema = labelOutputSchema(dictionary.capabilities);
     const temperature = llm.temperature ?? LABELING_TEMPERATURE;
     const settled = await mapLimit(todo, config.llm.analyst.concurrency, async (t) => {
+      cancellation()?.throwIfAborted();
       let rec: TrajectoryLabels | ItemFailure;
       try {
         const out = await llm.structured(
@@ -300,7 +307,7 @@ export function createStage1Activities(deps: Stage1Deps = defaultDeps) {
           ],
           schema,
           'capability_labels',
-          { temperature, seed: pass },
+          { temperature, seed: pass, signal: cancellation() },
         );
         rec = { trajectoryId: t.id, labels: out.labels };
       } catch (e) {
@@ -401,8 +408,6 @@ export function createStage1Activities(deps: Stage1Deps = defaultDeps) {
 
 // ── helpers ─────────────────────────────────────────────────────────────────────────────────────
 
-/** The discovery prompt holds about this many trajectories' worth of text (maxTrajectoryChars each). */
-const DISCOVERY_BUDGET_FACTOR = 3;
 const MIN_DISCOVERY_ITEM_CHARS = 800;
 const POLICY_EXCERPT_CHARS = 2000;
 /** Labeling passes must be independent samples: a role without a temperature labels at this one. */
@@ -417,7 +422,8 @@ async function closeEnv(env: Environment): Promise<void> {
 
 /**
  * Which trajectories the discovery prompt shows: failures and successes interleaved two to one
- * (failures are what the dictionary must explain), each compacted to an equal share of the budget.
+ * (failures are what the dictionary must explain), each compacted to an equal share of the budget
+ * (maxTrajectoryChars in all, so one discovery prompt fits the same context as one labeling prompt).
  */
 export function pickForDiscovery(failures: Trajectory[], successes: Trajectory[], totalChars: number) {
   const order: Trajectory[] = [];
