@@ -78,8 +78,11 @@ export function pyStr(v: unknown): string {
   return typeof v === 'string' ? v : pyRepr(v);
 }
 
+const NEEDS_ESCAPE = /[^\x20\x21\x23-\x5b\x5d-\x7e]/;
+
 /** A JSON string literal with Python's ensure_ascii escaping. */
 export function pyJsonString(s: string): string {
+  if (!NEEDS_ESCAPE.test(s)) return `"${s}"`;
   return JSON.stringify(s).replace(/[^\x20-\x7e]/g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 

@@ -3,7 +3,7 @@ import { initialDb, type Tau2Domain, type Toolkit } from './domains.js';
 import { fromTree, type Obj, type PyType } from './model.js';
 import type { JsonTree } from './ordered-json.js';
 import type { Tau2Message, Tau2Task } from './tasks.js';
-import { runTool, Tau2Db, type ToolDef, type ToolOutput } from './toolkit.js';
+import { checkArguments, runTool, Tau2Db, type ToolDef, type ToolOutput } from './toolkit.js';
 
 /**
  * The state of one tau2 environment (agent DB, plus the user DB in mock) and tau2's ways of
@@ -68,6 +68,18 @@ export class Tau2State {
     return runTool(kit.className, byName, db, name, args);
   }
 
+  /** `make_tool_call` for gold actions: runs the tool for its effect; errors are ignored, as upstream. */
+  apply(requestor: Requestor, name: string, args: Obj): void {
+    const [kit, db] = this.side(requestor);
+    const tool = kit.tools.find((t) => t.name === name);
+    if (!tool || checkArguments(`${kit.className}.${name}`, tool.params, args)) return;
+    try {
+      tool.run(db, args);
+    } catch {
+      // the gold env keeps whatever state the failing call left, like tau2's logged warning
+    }
+  }
+
   isMutating(requestor: Requestor, name: string): boolean | undefined {
     const kit = requestor === 'user' ? this.domain.user : this.domain.agent;
     const tool = kit?.tools.find((t) => t.name === name);
@@ -88,7 +100,7 @@ export class Tau2State {
     for (const c of calls) {
       if (!this.isMutating(c.requestor, c.name)) continue; // unknown tools and reads are no-ops
       const out = this.call(c.requestor, c.name, c.args);
-      if (c.expected !== undefined && !jsonEqual(parseMaybe(out.content), parseMaybe(c.expected))) {
+      if (c.expected !== undefined && out.content !== c.expected && !jsonEqual(parseMaybe(out.content), parseMaybe(c.expected))) {
         mismatches.push(`${c.name}: replay returned ${out.content.slice(0, 200)}, recorded ${c.expected.slice(0, 200)}`);
       }
     }

@@ -12,8 +12,8 @@ export type ToolType = 'read' | 'write' | 'think' | 'generic';
 
 /**
  * A domain database whose top level is a set of dict fields (flights/users/reservations, ...).
- * `fork()` copies only the top-level Maps; entities are shared until a WRITE tool takes one with
- * `own()`, which clones that entity for this copy alone.
+ * `fork()` copies nothing: tables and entities stay shared until a WRITE tool takes an entity with
+ * `own()`, which clones that entity (and its table's Map) for this copy alone.
  */
 const entityText = new WeakMap<object, string>();
 
@@ -22,6 +22,10 @@ export class Tau2Db {
   constructor(
     readonly type: ModelType,
     readonly tables: Record<string, Map<string, unknown>>,
+    private sharedTables = new Set<string>(),
+    /** The copy this one descends from by forks, and the `table/key`s written since then. */
+    private readonly root: object = {},
+    private readonly written = new Set<string>(),
   ) {}
 
   static load(type: ModelType, tree: JsonTree): Tau2Db {
@@ -35,27 +39,72 @@ export class Tau2Db {
 
   /** The entity `key` of `table`, private to this copy so it may be mutated. */
   own<T extends object>(name: string, key: string): T {
-    const t = this.tables[name];
-    const e = t.get(key) as T;
+    const e = this.tables[name].get(key) as T;
     if (this.owned.has(e)) return e;
     const copy = structuredClone(e);
-    t.set(key, copy);
+    this.writable(name).set(key, copy);
     this.owned.add(copy);
+    this.written.add(`${name}/${key}`);
     return copy;
   }
 
   /** Adds a new entity (owned by this copy). */
   insert(name: string, key: string, value: object): void {
-    this.tables[name].set(key, value);
+    this.writable(name).set(key, value);
     this.owned.add(value);
+    this.written.add(`${name}/${key}`);
   }
 
+  /** A table this copy may add entries to: shared tables are copied on first write. */
+  private writable(name: string): Map<string, unknown> {
+    if (this.sharedTables.delete(name)) this.tables[name] = new Map(this.tables[name]);
+    return this.tables[name];
+  }
+
+  /** O(number of tables): both copies share every table and entity until they write. */
   fork(): Tau2Db {
-    // Entities owned so far become shared with the copy, so neither side may mutate them in place.
     this.owned = new WeakSet();
-    const tables: Record<string, Map<string, unknown>> = {};
-    for (const [k, v] of Object.entries(this.tables)) tables[k] = new Map(v);
-    return new Tau2Db(this.type, tables);
+    this.sharedTables = new Set(Object.keys(this.tables));
+    return new Tau2Db(this.type, { ...this.tables }, new Set(this.sharedTables), this.root, new Set(this.written));
+  }
+
+  /**
+   * Whether `hash()` of both copies would be equal, without hashing: copies of one base DB share
+   * every entity neither has written, so only the entities either side owns are serialised.
+   */
+  sameAs(other: Tau2Db): boolean {
+    if (this.root === other.root) return this.sameEntries(other, new Set([...this.written, ...other.written]));
+    for (const f of this.type.fields) {
+      const a = this.tables[f.name];
+      const b = other.tables[f.name];
+      if (a === b) continue;
+      if (a.size !== b.size) return false;
+      const t = (f.type as { k: 'dict'; of: PyType }).of;
+      for (const [k, v] of a) {
+        if (!b.has(k)) return false;
+        const w = b.get(k);
+        if (v !== w && dumpTyped(v, t, true) !== dumpTyped(w, t, true)) return false;
+      }
+    }
+    return true;
+  }
+
+  /** Copies of one root differ at most in the entities either has written since. */
+  private sameEntries(other: Tau2Db, keys: Set<string>): boolean {
+    for (const ref of keys) {
+      const cut = ref.indexOf('/');
+      const name = ref.slice(0, cut);
+      const key = ref.slice(cut + 1);
+      const a = this.tables[name];
+      const b = other.tables[name];
+      if (a.has(key) !== b.has(key)) return false;
+      const v = a.get(key);
+      const w = b.get(key);
+      if (v === w) continue;
+      const t = (this.type.fields.find((f) => f.name === name)!.type as { k: 'dict'; of: PyType }).of;
+      if (dumpTyped(v, t, true) !== dumpTyped(w, t, true)) return false;
+    }
+    return true;
   }
 
   /**
