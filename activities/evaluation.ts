@@ -16,6 +16,7 @@ import {
 import type { Environment } from '../envs/environment.js';
 import { openEnvironment } from '../envs/registry.js';
 import type { ArtifactRef, ArtifactStore } from '../store/artifact-store.js';
+import { openStore } from '../store/index.js';
 import { createLlm } from './llm.js';
 import { runEpisodes } from './rollout.js';
 
@@ -31,10 +32,7 @@ export interface EvaluationDeps {
 }
 
 const defaultDeps: EvaluationDeps = {
-  openStore: async (c) => {
-    const modulePath = '../store/index.js';
-    return ((await import(modulePath)) as { openStore(c: Config['store']): ArtifactStore }).openStore(c);
-  },
+  openStore,
   openEnvironment,
 };
 
@@ -245,15 +243,25 @@ export function createEvaluationActivities(deps: EvaluationDeps = defaultDeps) {
 
   /** The variants this run evaluates, with the reason for each one it cannot. */
   async function planVariants(config: Config, runId: string, store: ArtifactStore): Promise<{ variants: VariantSpec[]; notes: string[] }> {
-    const variants: VariantSpec[] = [{ name: 'base', kind: 'base' }];
+    // A configured base variant (e.g. the base served by the same backend as the TRACE agent, for a
+    // like-for-like comparison) replaces the default one on the policy endpoint; the prompt-only
+    // baseline runs on the base's endpoint.
+    const configured = config.evaluation.variants;
+    const bases = configured.filter((v) => v.kind === 'base');
+    if (bases.length > 1) throw new InvalidInput(`evaluation.variants: more than one base variant (${bases.map((b) => b.name).join(', ')})`);
+    const base: VariantSpec = bases[0] ?? { name: 'base', kind: 'base' };
+    const variants: VariantSpec[] = [base];
     const notes: string[] = [];
     if (config.evaluation.promptOnly) {
       const stage1Ref = await store.stat(keys.stage1(runId));
       const selected = stage1Ref ? Stage1ResultSchema.parse(await store.getJson(stage1Ref)).selected : [];
-      if (selected.length > 0) variants.push({ name: 'prompt_only', kind: 'prompt_only', systemPromptSuffix: promptOnlySuffix(selected) });
-      else notes.push('prompt-only baseline not evaluated: no capability was selected');
+      if (selected.length > 0) {
+        variants.push({ ...base, name: 'prompt_only', kind: 'prompt_only', systemPromptSuffix: promptOnlySuffix(selected) });
+      } else {
+        notes.push('prompt-only baseline not evaluated: no capability was selected');
+      }
     }
-    for (const v of config.evaluation.variants) {
+    for (const v of configured.filter((x) => x.kind !== 'base')) {
       if (variants.some((x) => x.name === v.name)) throw new InvalidInput(`evaluation.variants: duplicate variant name '${v.name}'`);
       variants.push(v);
     }

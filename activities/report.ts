@@ -8,6 +8,7 @@ import { assembleReport, formatSummary, type CapabilityRowInput, type ReportInpu
 import { renderReportHtml } from '../core/report-html.js';
 import { temporalSettings, workflowUiLink } from '../infra/temporal.js';
 import { ArtifactRefSchema, type ArtifactRef, type ArtifactStore } from '../store/artifact-store.js';
+import { openStore } from '../store/index.js';
 
 /**
  * The run report activity: gathers what the pipeline stored (stage 1 statistics, capability
@@ -22,10 +23,7 @@ export interface ReportDeps {
 }
 
 const defaultDeps: ReportDeps = {
-  openStore: async (c) => {
-    const modulePath = '../store/index.js';
-    return ((await import(modulePath)) as { openStore(c: Config['store']): ArtifactStore }).openStore(c);
-  },
+  openStore,
   now: () => new Date(),
 };
 

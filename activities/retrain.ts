@@ -2,6 +2,7 @@ import type { Config } from '../core/config.js';
 import { emptyLineage, LineageRecordSchema, LineageSchema, recordOutcome, type Lineage, type LineageRecord } from '../core/promotion.js';
 import { RunArtifactsSchema, type RunArtifacts } from '../core/schedule.js';
 import type { ArtifactStore } from '../store/artifact-store.js';
+import { openStore } from '../store/index.js';
 import { z } from 'zod';
 
 /**
@@ -14,10 +15,7 @@ export interface RetrainDeps {
 }
 
 const defaultDeps: RetrainDeps = {
-  openStore: async (c) => {
-    const modulePath = '../store/index.js';
-    return ((await import(modulePath)) as { openStore(c: Config['store']): ArtifactStore }).openStore(c);
-  },
+  openStore,
 };
 
 const StateSchema = z.object({ lineage: LineageSchema, latest: RunArtifactsSchema.optional() });

@@ -4,15 +4,13 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createEvaluationActivities } from '../activities/evaluation.js';
-import { parseConfig, type Config } from '../core/config.js';
+import { parseConfig } from '../core/config.js';
 import { EvaluationSummarySchema, promptOnlySuffix } from '../core/evaluation.js';
 import { openEnvironment } from '../envs/registry.js';
-import type { ArtifactStore } from '../store/artifact-store.js';
+import { openStore } from '../store/index.js';
 import { startScriptedLlm } from './helpers/scripted-llm.js';
 import { openingOf, pendingTotalTask, toyPolicy, toyTasks } from './helpers/toy-policy.js';
 
-const storeModule = '../store/index.js';
-const openStore = async (c: Config['store']) => ((await import(storeModule)) as { openStore(c: Config['store']): ArtifactStore }).openStore(c);
 
 async function setup() {
   const dir = await mkdtemp(path.join(tmpdir(), 'trace-eval-'));
@@ -102,3 +100,46 @@ test('a crash mid-evaluation redoes nothing that finished', async () => {
     await rm(dir, { recursive: true, force: true });
   }
 });
+
+test('a configured base variant replaces the default one, and the prompt-only baseline runs on its endpoint', async () => {
+  const { dir, config } = await setup();
+  const policyLlm = await startScriptedLlm(toyPolicy);
+  const sameBackend = await startScriptedLlm(toyPolicy, 'served-base');
+  try {
+    const acts = createEvaluationActivities({ openStore, openEnvironment });
+    const c = config(policyLlm.baseURL, {
+      evaluation: { promptOnly: true, variants: [{ name: 'base_served', kind: 'base', baseURL: sameBackend.baseURL, model: 'served-base' }] },
+    });
+    const store = await openStore(c.store);
+    const selected = [{ name: 'structured_data_reasoning', description: 'Sums values across records before answering.', meanDelta: 0.5, meanCoverage: 0.5, passesSelected: 3, examples: [] }];
+    await store.put('runs/r3/capabilities/stage1.json', JSON.stringify(stage1Fixture(selected)));
+    const r = await acts.evaluateRun({ runId: 'r3', config: c });
+    assert.deepEqual(r.variants.map((v) => [v.name, v.kind, v.passRate]), [['base_served', 'base', 0], ['prompt_only', 'prompt_only', 0.5]]);
+    assert.equal(policyLlm.requests.length, 0, 'nothing went to the default policy endpoint');
+    assert.ok(sameBackend.requests.length > 0 && sameBackend.requests.every((q) => q.model === 'served-base'));
+    await assert.rejects(
+      acts.evaluateRun({ runId: 'r4', config: config(policyLlm.baseURL, { evaluation: { variants: [{ name: 'a', kind: 'base' }, { name: 'b', kind: 'base' }] } }) }),
+      /more than one base variant/,
+    );
+  } finally {
+    await policyLlm.close();
+    await sameBackend.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+function stage1Fixture(selected: unknown[]) {
+  return {
+    runId: 'r3',
+    env: 'toy-orders',
+    thresholds: { delta: 0.2, coverage: 0.1, passes: 3, minPassesSelected: 2 },
+    counts: { trajectories: 0, successes: 0, failures: 0, errored: 0, labelFailures: 0 },
+    dictionary: { capabilities: [], basedOn: { successes: [], failures: [] }, model: 'm' },
+    rolloutRefs: [],
+    dictionaryRef: { uri: 'file:///x', sha256: '0'.repeat(64), bytes: 0 },
+    passRefs: [],
+    stats: [],
+    selected,
+    summary: '',
+  };
+}

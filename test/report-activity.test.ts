@@ -13,11 +13,10 @@ import { ReportSchema } from '../core/report.js';
 import type { Trajectory } from '../core/trajectory.js';
 import { openEnvironment } from '../envs/registry.js';
 import type { ArtifactStore } from '../store/artifact-store.js';
+import { openStore } from '../store/index.js';
 import { startScriptedLlm } from './helpers/scripted-llm.js';
 import { toyPolicy } from './helpers/toy-policy.js';
 
-const storeModule = '../store/index.js';
-const openStore = async (c: Config['store']) => ((await import(storeModule)) as { openStore(c: Config['store']): ArtifactStore }).openStore(c);
 
 const traj = (id: string, success: boolean): Trajectory => ({
   id,
