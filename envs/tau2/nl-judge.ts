@@ -59,9 +59,14 @@ const RESPONSE_SCHEMA = {
   additionalProperties: false,
 };
 
-export function judgeUserPrompt(trajectory: Message[], assertions: string[]): string {
+/** The judge's system and user messages for a trajectory, exactly as tau2 words them. */
+export function judgeMessages(trajectory: Message[], assertions: string[]): { role: 'system' | 'user'; content: string }[] {
   const conversation = trajectory.map((m) => `${m.role}: ${m.content ?? 'None'}`).join('\n');
-  return `\n        conversation:\n        ${conversation}\n        \n        expectedOutcomes:\n        ${pyRepr(assertions)}\n        `;
+  const user = `\n        conversation:\n        ${conversation}\n        \n        expectedOutcomes:\n        ${pyRepr(assertions)}\n        `;
+  return [
+    { role: 'system', content: SYSTEM_PROMPT },
+    { role: 'user', content: user },
+  ];
 }
 
 export async function judgeNlAssertions(judge: JudgeLlm, trajectory: Message[], assertions: string[]): Promise<NlAssertionCheck[]> {
@@ -69,10 +74,7 @@ export async function judgeNlAssertions(judge: JudgeLlm, trajectory: Message[], 
   const res = await judge.client.chat.completions.create({
     model,
     temperature: judge.temperature ?? 0,
-    messages: [
-      { role: 'system', content: SYSTEM_PROMPT },
-      { role: 'user', content: judgeUserPrompt(trajectory, assertions) },
-    ],
+    messages: judgeMessages(trajectory, assertions),
     response_format: { type: 'json_schema', json_schema: { name: 'nl_assertions_eval', schema: RESPONSE_SCHEMA, strict: true } },
   });
   const content = res.choices[0]?.message?.content ?? '';

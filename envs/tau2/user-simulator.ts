@@ -32,7 +32,7 @@ export function userStopReason(content: string | null): 'user_stop' | 'transfer'
 
 export function userSimulatorSystemPrompt(task: Tau2Task, withTools: boolean): string {
   const guidelines = readDataFile('user_simulator', withTools ? 'simulation_guidelines_tools.md' : 'simulation_guidelines.md');
-  return `${guidelines}\n<scenario>\n${userScenarioText(task)}\n</scenario>`;
+  return `${guidelines}\n\n<scenario>\n${userScenarioText(task)}\n</scenario>`;
 }
 
 /** A message in the simulator's own (flipped) view. */
