@@ -1,0 +1,131 @@
+"""GRPO core: advantages, the clipped surrogate, LoRA-only gradients, accumulation, PEFT save/load."""
+import copy
+
+import pytest
+import torch
+from peft import PeftModel
+
+from trace_trainer.config import LoraConfig
+from trace_trainer.grpo import accumulate_gradients, group_advantages, surrogate_sum, token_logprobs
+from trace_trainer.model import add_lora, trainable_parameters
+from trace_trainer.rollout import Rollout
+
+
+def test_group_advantages():
+    a = group_advantages([1.0, 0.0, 0.0, 1.0], eps=0.0)
+    assert a == pytest.approx([1.0, -1.0, -1.0, 1.0])
+    a = group_advantages([1.0, 0.0, 0.0, 0.0], eps=1e-6)
+    assert sum(a) == pytest.approx(0.0, abs=1e-9) and a[0] > 0 > a[1]
+    assert group_advantages([0.3, 0.3, 0.3], eps=1e-6) is None
+
+
+def test_surrogate_clips_only_beyond_the_asymmetric_range():
+    logp = torch.tensor([[0.0, 0.0, 0.0]], requires_grad=True)
+    old = torch.log(torch.tensor([[1.0, 1 / 1.5, 1 / 0.7]]))  # ratios 1, 1.5, 0.7
+    mask = torch.ones(1, 3)
+    surrogate_sum(logp, old, torch.tensor([1.0]), mask, 0.2, 0.28).backward()
+    g = logp.grad[0]
+    assert g[0] == pytest.approx(-1.0)  # inside the range: −ρA gradient
+    assert g[1] == 0.0  # ρ = 1.5 > 1.28 with A > 0: clipped, no gradient
+    assert g[2] == pytest.approx(-0.7)  # ρ = 0.7 < 0.8 with A > 0: min picks the unclipped term
+    logp.grad = None
+    surrogate_sum(logp, old, torch.tensor([-1.0]), mask, 0.2, 0.28).backward()
+    assert logp.grad[0][2] == 0.0  # A < 0 and ρ below 1 − 0.2: clipped
+
+
+def _rollouts(tok, n=4, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for i in range(n):
+        prompt = torch.randint(4, len(tok), (5 + i,), generator=g).tolist()
+        sampled = torch.randint(4, len(tok), (3 + 2 * i,), generator=g).tolist()
+        obs = torch.randint(4, len(tok), (2,), generator=g).tolist()
+        more = torch.randint(4, len(tok), (2,), generator=g).tolist()
+        ids = prompt + sampled + obs + more
+        mask = [0] * len(prompt) + [1] * len(sampled) + [0] * len(obs) + [1] * len(more)
+        out.append(Rollout(group=0, seed=i, task_id="t", ids=ids, mask=mask, messages=[], sampled_tokens=sum(mask)))
+    return out
+
+
+def _lora(tool_model):
+    return add_lora(tool_model, LoraConfig(r=4, alpha=4))
+
+
+def test_b_zero_gives_base_outputs(tool_model, tool_tok):
+    ids = torch.tensor([_rollouts(tool_tok)[0].ids])
+    with torch.no_grad():
+        base = tool_model(input_ids=ids).logits.clone()
+        lora = _lora(tool_model)
+        assert torch.equal(lora(input_ids=ids).logits, base)
+
+
+def test_only_lora_gets_gradients_and_base_is_unchanged(tool_model, tool_tok):
+    model = _lora(tool_model)
+    before = {n: p.detach().clone() for n, p in model.named_parameters() if "lora_" not in n}
+    rs = _rollouts(tool_tok)
+    opt = torch.optim.AdamW(trainable_parameters(model), lr=1e-2)
+    for _ in range(2):  # two steps: after the first, B ≠ 0 so A gets gradients too
+        opt.zero_grad()
+        accumulate_gradients(model, rs, [1.0, -1.0, 0.5, -0.5], pad=tool_tok.pad_token_id, micro_batch_size=4, clip_low=0.2, clip_high=0.28)
+        with_grad = {n for n, p in model.named_parameters() if p.grad is not None and p.grad.abs().sum() > 0}
+        opt.step()
+    assert with_grad and all("lora_A" in n or "lora_B" in n for n in with_grad)
+    assert any("lora_A" in n for n in with_grad) and any("lora_B" in n for n in with_grad)
+    assert any("mlp" in n for n in with_grad) and any("self_attn" in n for n in with_grad)
+    for n, p in model.named_parameters():
+        if "lora_" not in n:
+            assert torch.equal(p, before[n]), n
+
+
+def test_gradient_accumulation_split_equals_one_batch(tool_model, tool_tok):
+    model = _lora(tool_model)
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if "lora_B" in n:
+                p.normal_(0, 0.1)
+    rs, adv = _rollouts(tool_tok), [1.0, -1.0, 0.5, -0.5]
+    grads = []
+    for micro in (4, 1, 3):
+        model.zero_grad()
+        loss = accumulate_gradients(model, rs, adv, pad=tool_tok.pad_token_id, micro_batch_size=micro, clip_low=0.2, clip_high=0.28)
+        grads.append(([p.grad.clone() for p in trainable_parameters(model)], loss))
+    for other, loss in grads[1:]:
+        assert loss == pytest.approx(grads[0][1], abs=1e-6)
+        for a, b in zip(grads[0][0], other):
+            torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
+
+
+def test_loss_covers_only_masked_tokens(tool_model, tool_tok):
+    model = _lora(tool_model)
+    r = _rollouts(tool_tok, n=1)[0]
+    with torch.no_grad():
+        logp = token_logprobs(model, [r.ids], tool_tok.pad_token_id)
+    assert logp.shape == (1, len(r.ids) - 1)
+    # Changing a token outside the mask that comes after every sampled token leaves the loss unchanged.
+    model.zero_grad()
+    a = accumulate_gradients(model, [r], [1.0], pad=tool_tok.pad_token_id, micro_batch_size=1, clip_low=0.2, clip_high=0.28)
+    r2 = copy.deepcopy(r)
+    r2.ids.append(5)
+    r2.mask.append(0)
+    b = accumulate_gradients(model, [r2], [1.0], pad=tool_tok.pad_token_id, micro_batch_size=1, clip_low=0.2, clip_high=0.28)
+    assert a == pytest.approx(b, abs=1e-7)
+    assert a == pytest.approx(-1.0, abs=1e-6)  # ratio 1, A = 1: −Σ 1 / n_tokens
+
+
+def test_saved_adapter_loads_with_plain_peft_and_gives_identical_logits(tool_tok, tmp_path):
+    from trace_trainer.tiny import build_model
+
+    def fresh():
+        return build_model(len(tool_tok), pad_id=tool_tok.pad_token_id, eos_id=tool_tok.eos_token_id)
+
+    model = add_lora(fresh(), LoraConfig(r=4, alpha=8))
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if "lora_B" in n:
+                p.normal_(0, 0.1)
+    model.save_pretrained(str(tmp_path / "adapter"))
+    assert {p.name for p in (tmp_path / "adapter").iterdir()} >= {"adapter_config.json", "adapter_model.safetensors"}
+    ids = torch.tensor([_rollouts(tool_tok)[1].ids])
+    loaded = PeftModel.from_pretrained(fresh(), str(tmp_path / "adapter"))
+    with torch.no_grad():
+        assert torch.equal(model(input_ids=ids).logits, loaded(input_ids=ids).logits)

@@ -1,0 +1,82 @@
+"""Rollouts over the env HTTP protocol: exact masks, tool-call parsing, client errors."""
+import pytest
+import torch
+
+from trace_trainer.chat import ChatFormat, parse_assistant
+from trace_trainer.envclient import EnvClient
+from trace_trainer.events import TrainerError
+from trace_trainer.rollout import collect
+
+
+def _collect(model, tok, served, **kw):
+    env = EnvClient(served.url)
+    args = dict(rollouts_per_start=3, temperature=1.0, max_new_tokens=12, max_turns=4, max_errors=4, max_seq_len=1024)
+    args.update(kw)
+    return collect(model, ChatFormat(tok), env, env.info(), [{"seed": 1}, {"seed": 2}], **args)
+
+
+def test_mask_covers_exactly_the_sampled_tokens(tool_model, tool_tok, counter_env):
+    torch.manual_seed(0)
+    rollouts = _collect(tool_model, tool_tok, counter_env)
+    assert len(rollouts) == 6
+    multi_turn = 0
+    for r in rollouts:
+        assert len(r.ids) == len(r.mask)
+        # Contiguous mask-1 runs are, in order, exactly the ids the sampler returned for each turn.
+        runs, cur = [], []
+        for t, m in zip(r.ids, r.mask):
+            if m:
+                cur.append(t)
+            elif cur:
+                runs.append(cur)
+                cur = []
+        if cur:
+            runs.append(cur)
+        assert runs == r.samples
+        assert sum(r.mask) == r.sampled_tokens == sum(len(s) for s in r.samples)
+        multi_turn += len(r.samples) > 1
+        assert r.termination in ("user_stop", "max_steps", "max_errors")
+    assert multi_turn > 0, "the counter env answers messages, so episodes must span several turns"
+
+
+def test_env_turns_are_appended_not_retokenized(tool_model, tool_tok, counter_env):
+    torch.manual_seed(1)
+    fmt = ChatFormat(tool_tok)
+    for r in _collect(tool_model, tool_tok, counter_env):
+        # The prompt prefix is the template's rendering of the opening messages, token for token.
+        env = EnvClient(counter_env.url)
+        info = env.info()
+        opening = fmt.prompt_ids(info["systemPrompt"], info["tools"], r.messages[:1])
+        assert r.ids[: len(opening)] == opening
+        assert r.mask[: len(opening)] == [0] * len(opening)
+
+
+def test_tool_calls_are_parsed_into_actions():
+    content, calls = parse_assistant('I will add.\n<tool_call>\n{"name": "add", "arguments": {"n": 2}}\n</tool_call>', "c1")
+    assert content == "I will add."
+    assert calls == [{"id": "c1_0", "type": "function", "function": {"name": "add", "arguments": '{"n": 2}'}}]
+    assert parse_assistant("<tool_call>{not json}</tool_call> hi", "c")[1] == []
+    assert parse_assistant("plain answer", "c") == ("plain answer", [])
+
+
+def test_tool_call_reaches_the_env_and_its_result_comes_back(tool_tok, counter_env):
+    env = EnvClient(counter_env.url)
+    ep = env.create(seed=3)
+    res = env.step(ep["episodeId"], {"type": "tool_call", "call": {"id": "c", "type": "function", "function": {"name": "add", "arguments": '{"n": 2}'}}})
+    assert res["observation"] == {"role": "tool", "tool_call_id": "c", "content": "2"} and res["error"] is False
+    fork = env.fork(ep["episodeId"])
+    env.step(fork, {"type": "tool_call", "call": {"id": "d", "type": "function", "function": {"name": "add", "arguments": '{"n": 5}'}}})
+    again = env.step(ep["episodeId"], {"type": "tool_call", "call": {"id": "e", "type": "function", "function": {"name": "add", "arguments": '{"n": 0}'}}})
+    assert again["observation"]["content"] == "2", "a fork must not change the original episode"
+    env.delete(ep["episodeId"])
+
+
+def test_client_errors_say_whether_a_retry_can_help(counter_env):
+    env = EnvClient(counter_env.url)
+    with pytest.raises(TrainerError) as e:
+        env.step("nope", {"type": "message", "content": "x"})
+    assert e.value.type == "fatal:Env_unknown_episode"
+    counter_env.close()
+    with pytest.raises(TrainerError) as e:
+        EnvClient(counter_env.url, timeout=2).info()
+    assert e.value.type == "retryable:EnvUnavailable"

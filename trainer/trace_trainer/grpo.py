@@ -1,0 +1,233 @@
+"""Multi-turn GRPO for one LoRA adapter: group advantages, the clipped surrogate on exactly the
+sampled assistant tokens (token-level normalisation, no KL), AdamW, checkpoints and resume."""
+from __future__ import annotations
+
+import json
+import math
+import random
+import tempfile
+import time
+
+import numpy as np
+import torch
+
+from . import checkpoint
+from .chat import ChatFormat
+from .config import GrpoConfig
+from .envclient import EnvClient
+from .events import Interrupted, emit
+from .model import add_lora, load_base, load_tokenizer, pick_device, pick_dtype, trainable_parameters
+from .rollout import Rollout, collect
+from .storage import Store, join
+
+
+def group_advantages(rewards: list[float], eps: float) -> list[float] | None:
+    """(r − mean)/(std + ε) with the population std; None for a zero-variance (uninformative) group."""
+    r = np.asarray(rewards, dtype=np.float64)
+    if r.max() - r.min() < 1e-12:
+        return None
+    return list((r - r.mean()) / (r.std() + eps))
+
+
+def _pad(seqs: list[list[int]], pad: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+    width = max(len(s) for s in seqs)
+    ids = torch.full((len(seqs), width), pad, dtype=torch.long)
+    attn = torch.zeros((len(seqs), width), dtype=torch.long)
+    for i, s in enumerate(seqs):
+        ids[i, : len(s)] = torch.tensor(s)
+        attn[i, : len(s)] = 1
+    return ids.to(device), attn.to(device)
+
+
+def token_logprobs(model, seqs: list[list[int]], pad: int) -> torch.Tensor:
+    """log π(token_t | tokens_<t) for t ≥ 1 of each right-padded sequence: shape [B, L-1]."""
+    device = next(model.parameters()).device
+    ids, attn = _pad(seqs, pad, device)
+    logits = model(input_ids=ids, attention_mask=attn).logits[:, :-1].float()
+    target = ids[:, 1:]
+    return logits.gather(-1, target.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, dim=-1)
+
+
+def surrogate_sum(logp, old_logp, adv, mask, clip_low: float, clip_high: float) -> torch.Tensor:
+    """Σ over masked tokens of −min(ρA, clip(ρ, 1−ε_low, 1+ε_high)A); the caller divides by the token count."""
+    ratio = torch.exp(logp - old_logp)
+    a = adv.unsqueeze(-1)
+    per_token = -torch.minimum(ratio * a, torch.clamp(ratio, 1 - clip_low, 1 + clip_high) * a)
+    return (per_token * mask).sum()
+
+
+def _mask_tensor(rollouts, width: int, device) -> torch.Tensor:
+    m = torch.zeros((len(rollouts), width), dtype=torch.float32)
+    for i, r in enumerate(rollouts):
+        m[i, : len(r.mask) - 1] = torch.tensor(r.mask[1:], dtype=torch.float32)
+    return m.to(device)
+
+
+def accumulate_gradients(model, rollouts: list[Rollout], advantages: list[float], *, pad: int, micro_batch_size: int,
+                         clip_low: float, clip_high: float, old_logps: list[torch.Tensor] | None = None) -> float:
+    """Backpropagates the minibatch loss in micro-batches. Each micro-batch's surrogate is divided by
+    the minibatch's total number of sampled tokens, so any split gives the same gradient."""
+    device = next(model.parameters()).device
+    total_tokens = sum(sum(r.mask) for r in rollouts)
+    loss_total = 0.0
+    for start in range(0, len(rollouts), micro_batch_size):
+        mb = rollouts[start: start + micro_batch_size]
+        logp = token_logprobs(model, [r.ids for r in mb], pad)
+        mask = _mask_tensor(mb, logp.shape[1], device)
+        if old_logps is None:
+            old = logp.detach()
+        else:
+            old = torch.zeros_like(logp)
+            for i, o in enumerate(old_logps[start: start + len(mb)]):
+                old[i, : o.shape[0]] = o.to(device)
+        adv = torch.tensor(advantages[start: start + len(mb)], dtype=torch.float32, device=device)
+        loss = surrogate_sum(logp, old, adv, mask, clip_low, clip_high) / total_tokens
+        loss.backward()
+        loss_total += float(loss.detach())
+    return loss_total
+
+
+class GrpoTrainer:
+    def __init__(self, cfg: GrpoConfig, *, model=None, tokenizer=None, store: Store | None = None):
+        self.cfg = cfg
+        self.device = pick_device(cfg.device)
+        random.seed(cfg.seed)
+        np.random.seed(cfg.seed)
+        torch.manual_seed(cfg.seed)
+        self.tok = tokenizer or load_tokenizer(cfg.tokenizer or cfg.model)
+        base = model if model is not None else load_base(cfg.model, self.device, pick_dtype(cfg.dtype, self.device))
+        self.model = add_lora(base, cfg.lora)
+        self.fmt = ChatFormat(self.tok)
+        self.store = store or Store(cfg.s3)
+        self.env = EnvClient(cfg.env_url)
+        self.draw = random.Random(cfg.seed)
+        self.optimizer = torch.optim.AdamW(trainable_parameters(self.model), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        warm = cfg.warmup_steps
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda s: min(1.0, (s + 1) / warm) if warm else 1.0)
+        self.iteration = 0
+        self.metrics: list[dict] = []
+        self.checkpoint_uri: str | None = None
+        self.stop_requested = False
+        self.env_name = "env"
+
+    def resume(self, uri: str) -> None:
+        from peft import set_peft_model_state_dict
+        from safetensors.torch import load_file
+
+        ckpt = checkpoint.resolve(self.store, uri)
+        with tempfile.TemporaryDirectory() as tmp:
+            adapter_dir, state = checkpoint.load(self.store, ckpt, tmp)
+            weights = load_file(f"{adapter_dir}/adapter_model.safetensors", device=str(self.device))
+        set_peft_model_state_dict(self.model, weights)
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        checkpoint.set_rng_state(state["rng"], self.draw)
+        self.iteration, self.metrics, self.checkpoint_uri = state["iteration"], state["metrics"], ckpt
+
+    def _starts(self, tasks: list) -> list[dict]:
+        if tasks:
+            return [{"taskId": self.draw.choice(tasks)["id"]} for _ in range(self.cfg.groups)]
+        return [{"seed": self.draw.randrange(2**31)} for _ in range(self.cfg.groups)]
+
+    def _save(self, rng: dict) -> str:
+        self.checkpoint_uri = checkpoint.save(self.store, self.cfg.output_uri, self.iteration, self.model, self.optimizer,
+                                              self.scheduler, rng, self.metrics)
+        return self.checkpoint_uri
+
+    def run(self) -> dict:
+        cfg = self.cfg
+        info = self.env.info()
+        tasks = self.env.tasks()
+        self.env_name = info["info"]["name"]
+        if cfg.save_trajectories:
+            self.store.put_json(join(cfg.output_uri, "trajectories/env.json"), {"systemPrompt": info["systemPrompt"], "tools": info["tools"], "info": info["info"]})
+        emit("started", iteration=self.iteration, iterations=cfg.iterations, device=str(self.device), resumed_from=self.checkpoint_uri)
+        while self.iteration < cfg.iterations:
+            rng_at_start = checkpoint.rng_state(self.draw)
+            try:
+                m = self.step(info, tasks)
+            except Interrupted:
+                # Nothing of this iteration is kept: the weights are untouched until the update, and
+                # the RNG goes back to the iteration's start, so a resume repeats it exactly.
+                checkpoint.set_rng_state(rng_at_start, self.draw)
+                self._save(rng_at_start)
+                emit("checkpoint", iteration=self.iteration, checkpoint_uri=self.checkpoint_uri)
+                raise
+            self.iteration += 1
+            self.metrics.append(m)
+            if self.iteration % cfg.checkpoint_every == 0 or self.iteration == cfg.iterations or self.stop_requested:
+                self._save(checkpoint.rng_state(self.draw))
+            emit("progress", iteration=self.iteration, **m, checkpoint_uri=self.checkpoint_uri)
+            if self.stop_requested and self.iteration < cfg.iterations:
+                raise Interrupted()
+        adapter = join(self.checkpoint_uri, "adapter")
+        files = {n: checkpoint.file_ref(self.store, join(adapter, n)) for n in ("adapter_config.json", "adapter_model.safetensors")}
+        return {"adapter_uri": adapter, "adapter": files["adapter_model.safetensors"], "adapter_files": files,
+                "checkpoint_uri": self.checkpoint_uri, "iterations": self.iteration, "metrics": self.metrics}
+
+    def step(self, info: dict, tasks: list) -> dict:
+        cfg = self.cfg
+        t0 = time.perf_counter()
+        self.model.eval()
+        rollouts = collect(self.model, self.fmt, self.env, info, self._starts(tasks), rollouts_per_start=cfg.rollouts_per_group,
+                           temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens, max_turns=cfg.max_turns,
+                           max_errors=cfg.max_errors, max_seq_len=cfg.max_seq_len, should_stop=lambda: self.stop_requested)
+        t_roll = time.perf_counter() - t0
+        chosen, advs = [], []
+        for g in range(cfg.groups):
+            group = [r for r in rollouts if r.group == g]
+            a = group_advantages([r.reward for r in group], cfg.adv_eps)
+            if a is not None:
+                chosen += group
+                advs += a
+        loss = self.update(chosen, advs) if chosen else None
+        sampled = sum(r.sampled_tokens for r in rollouts)
+        if cfg.save_trajectories:
+            self._write_trajectories(rollouts)
+        elapsed = time.perf_counter() - t0
+        rewards = [r.reward for r in rollouts]
+        return {
+            "mean_reward": float(np.mean(rewards)),
+            "success_rate": float(np.mean([r.success for r in rollouts])),
+            "informative_share": sum(1 for g in range(cfg.groups) if any(r.group == g for r in chosen)) / cfg.groups,
+            "loss": loss,
+            "sampled_tokens": sampled,
+            "tokens_per_s": sampled / elapsed if elapsed > 0 else 0.0,
+            "rollout_tokens_per_s": sampled / t_roll if t_roll > 0 else 0.0,
+            "iteration_s": elapsed,
+        }
+
+    def update(self, rollouts: list[Rollout], advantages: list[float]) -> float:
+        cfg = self.cfg
+        self.model.train()
+        pad = self.tok.pad_token_id
+        old = None
+        if cfg.minibatches > 1:  # later minibatches are off-policy: ratios against the sampling policy
+            with torch.no_grad():
+                old = [token_logprobs(self.model, [r.ids], pad)[0].cpu() for r in rollouts]
+        size = math.ceil(len(rollouts) / cfg.minibatches)
+        total = 0.0
+        for s in range(0, len(rollouts), size):
+            self.optimizer.zero_grad(set_to_none=True)
+            total += accumulate_gradients(self.model, rollouts[s: s + size], advantages[s: s + size], pad=pad,
+                                          micro_batch_size=cfg.micro_batch_size, clip_low=cfg.clip_low, clip_high=cfg.clip_high,
+                                          old_logps=None if old is None else old[s: s + size])
+            torch.nn.utils.clip_grad_norm_(trainable_parameters(self.model), cfg.max_grad_norm)
+            self.optimizer.step()
+            self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.model.eval()
+        return total / cfg.minibatches
+
+    def _write_trajectories(self, rollouts: list[Rollout]) -> None:
+        """Every rollout as a Trajectory (core/trajectory.ts) — the gate trains on the successful ones."""
+        lines = []
+        for i, r in enumerate(rollouts):
+            lines.append(json.dumps({
+                "id": f"iter{self.iteration + 1}-{i}", "env": self.env_name, "taskId": r.task_id, **({"seed": r.seed} if r.seed is not None else {}),
+                "trial": i % self.cfg.rollouts_per_group, "model": self.cfg.model, "messages": r.messages, "reward": r.reward,
+                "rewardInfo": r.reward_info, "success": r.success, "termination": r.termination,
+                "usage": {"promptTokens": len(r.ids) - r.sampled_tokens, "completionTokens": r.sampled_tokens, "calls": r.steps},
+                "steps": r.steps, "durationMs": 0,
+            }))
+        self.store.put_bytes(join(self.cfg.output_uri, f"trajectories/iter-{self.iteration + 1:06d}.jsonl"), ("\n".join(lines) + "\n").encode())

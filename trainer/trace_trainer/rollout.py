@@ -1,0 +1,109 @@
+"""Multi-turn rollouts against an environment served over the env protocol. Every episode's token
+sequence is built from the prompt ids, exactly the sampled ids (mask 1) and the ids of the
+environment's turns (mask 0); the transcript is kept alongside for the environment and the logs."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .chat import ChatFormat, parse_assistant
+from .envclient import EnvClient
+from .events import Interrupted
+from .sampler import sample
+
+
+@dataclass
+class Rollout:
+    group: int
+    seed: int | None
+    task_id: str
+    ids: list[int]
+    mask: list[int]
+    messages: list[dict]
+    reward: float = 0.0
+    success: bool = False
+    termination: str = "max_steps"
+    reward_info: dict = field(default_factory=dict)
+    steps: int = 0
+    sampled_tokens: int = 0
+    # Sampled ids per assistant turn, kept to verify the mask (tests) and count tokens.
+    samples: list[list[int]] = field(default_factory=list)
+
+
+class _Live:
+    def __init__(self, rollout: Rollout, episode_id: str, max_errors: int):
+        self.r, self.episode_id, self.max_errors, self.errors, self.done = rollout, episode_id, max_errors, 0, False
+
+
+def collect(model, fmt: ChatFormat, env: EnvClient, env_info: dict, starts: list[dict], *, rollouts_per_start: int,
+            temperature: float, max_new_tokens: int, max_turns: int, max_errors: int, max_seq_len: int,
+            should_stop=lambda: False) -> list[Rollout]:
+    """Runs `rollouts_per_start` episodes from each start ({seed} or {taskId}) in lockstep turns,
+    batching generation across all live episodes."""
+    system, tools = env_info["systemPrompt"], env_info["tools"]
+    live: list[_Live] = []
+    for g, start in enumerate(starts):
+        for _ in range(rollouts_per_start):
+            ep = env.create(task_id=start.get("taskId"), seed=start.get("seed"))
+            msgs = list(ep["initialMessages"])
+            ids = fmt.prompt_ids(system, tools, msgs)
+            live.append(_Live(Rollout(g, start.get("seed"), ep["taskId"], ids, [0] * len(ids), msgs), ep["episodeId"], max_errors))
+    try:
+        for turn in range(max_turns):
+            active = [x for x in live if not x.done]
+            if not active:
+                break
+            if should_stop():
+                raise Interrupted()
+            budget = [max_seq_len - len(x.r.ids) for x in active]
+            for x, b in zip(active, budget):
+                if b <= 0:
+                    x.done, x.r.termination = True, "max_steps"
+            active = [x for x in active if not x.done]
+            if not active:
+                break
+            new = sample(model, [x.r.ids for x in active], max_new_tokens=min(max_new_tokens, max(min(budget), 1)),
+                         temperature=temperature, stop_ids=fmt.stop_ids, pad_id=fmt.tok.pad_token_id)
+            for x, toks in zip(active, new):
+                _advance(x, toks, turn, fmt, env)
+        for x in live:
+            if not x.done:
+                x.r.termination = "max_steps"
+            info = env.evaluate(x.episode_id, x.r.messages, x.r.termination)
+            x.r.reward, x.r.success, x.r.reward_info = float(info["reward"]), bool(info["success"]), info
+    finally:
+        for x in live:
+            try:
+                env.delete(x.episode_id)
+            except Exception:  # a lost episode must not hide the error that ended the loop
+                pass
+    return [x.r for x in live]
+
+
+def _advance(x: _Live, toks: list[int], turn: int, fmt: ChatFormat, env: EnvClient) -> None:
+    r = x.r
+    r.ids += toks
+    r.mask += [1] * len(toks)
+    r.samples.append(list(toks))
+    r.sampled_tokens += len(toks)
+    r.steps += 1
+    text, ended = fmt.decode_sample(toks)
+    content, calls = parse_assistant(text, f"call_{turn}")
+    if calls:
+        msg = {"role": "assistant", "content": content or None, "tool_calls": calls[:1]}
+        action = {"type": "tool_call", "call": calls[0]}
+    else:
+        msg = {"role": "assistant", "content": content}
+        action = {"type": "message", "content": content}
+    r.messages.append(msg)
+    res = env.step(x.episode_id, action)
+    r.messages.append(res["observation"])
+    x.errors += 1 if res.get("error") else 0
+    if res.get("done"):
+        x.done, r.termination = True, res.get("termination") or "agent_stop"
+        return
+    if x.errors >= x.max_errors:
+        x.done, r.termination = True, "max_errors"
+        return
+    cont = fmt.continuation_ids([res["observation"]], ended)
+    r.ids += cont
+    r.mask += [0] * len(cont)
