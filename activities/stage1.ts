@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import {
   CapabilityDictionarySchema,
-  DiscoveryOutputSchema,
+  discoveryOutputSchema,
   labelOutputSchema,
   PassLabelsSchema,
   Stage1ResultSchema,
@@ -249,7 +249,7 @@ export function createStage1Activities(deps: Stage1Deps = defaultDeps) {
             }),
           },
         ],
-        DiscoveryOutputSchema,
+        discoveryOutputSchema(toolNamesOf(ts)),
         'capability_dictionary',
       );
       dictionary = {
@@ -412,6 +412,12 @@ const MIN_DISCOVERY_ITEM_CHARS = 800;
 const POLICY_EXCERPT_CHARS = 2000;
 /** Labeling passes must be independent samples: a role without a temperature labels at this one. */
 const LABELING_TEMPERATURE = 0.7;
+
+function toolNamesOf(ts: readonly Trajectory[]): string[] {
+  const names = new Set<string>();
+  for (const t of ts) for (const m of t.messages) if (m.role === 'assistant') for (const c of m.tool_calls ?? []) names.add(c.function.name);
+  return [...names];
+}
 
 const byId = (a: Trajectory, b: Trajectory) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 

@@ -15,9 +15,29 @@ export const CapabilitySchema = z.object({
 });
 export type Capability = z.infer<typeof CapabilitySchema>;
 
-/** What the analyst returns from discovery (before dedupe and the cap). */
-export const DiscoveryOutputSchema = z.object({ capabilities: z.array(CapabilitySchema).min(1) });
-export type DiscoveryOutput = z.infer<typeof DiscoveryOutputSchema>;
+export function sentenceCount(text: string): number {
+  return text
+    .trim()
+    .split(/(?<=[.!?])\s+/)
+    .filter((s) => /\w/.test(s)).length;
+}
+
+/**
+ * What the analyst must return from discovery (before dedupe and the cap): 2–3 sentence
+ * descriptions, and names that are general skills, so a name may not contain one of the
+ * environment's tool names (e.g. `cancel_order_correctly` is a domain rule, not a capability).
+ */
+export function discoveryOutputSchema(toolNames: readonly string[]) {
+  const tools = [...toolNames].filter((t) => t.length >= 4).sort();
+  const capability = CapabilitySchema.superRefine((c, ctx) => {
+    const n = sentenceCount(c.description);
+    if (n < 2 || n > 3) ctx.addIssue({ code: 'custom', path: ['description'], message: `must be 2–3 sentences, got ${n}` });
+    const tool = tools.find((t) => c.name.includes(t));
+    if (tool) ctx.addIssue({ code: 'custom', path: ['name'], message: `names the tool '${tool}'; name the general skill instead` });
+  });
+  return z.object({ capabilities: z.array(capability).min(1) });
+}
+export type DiscoveryOutput = z.infer<ReturnType<typeof discoveryOutputSchema>>;
 
 export const CapabilityDictionarySchema = z.object({
   capabilities: z.array(CapabilitySchema),
