@@ -68,10 +68,30 @@ const EvaluationResultSchema = z.object({
   notes: z.array(z.string()).default([]),
 });
 
-/** Training progress as the GPU worker reports it: a curve of (iteration, mean reward). */
+/**
+ * A training curve point as the GPU worker reports it: the trainer's progress lines are snake_case
+ * (iteration, mean_reward, informative_share); camelCase is accepted too.
+ */
+const CurvePointInputSchema = z
+  .object({
+    iteration: z.number().int(),
+    meanReward: z.number().optional(),
+    mean_reward: z.number().optional(),
+    informativeShare: z.number().min(0).max(1).optional(),
+    informative_share: z.number().min(0).max(1).optional(),
+  })
+  .transform((p) => ({
+    iteration: p.iteration,
+    meanReward: p.meanReward ?? p.mean_reward,
+    informativeShare: p.informativeShare ?? p.informative_share,
+  }));
+const CurveSchema = z.array(CurvePointInputSchema).transform((ps) =>
+  ps.flatMap((p) => (p.meanReward === undefined ? [] : [{ iteration: p.iteration, meanReward: p.meanReward, ...(p.informativeShare !== undefined ? { informativeShare: p.informativeShare } : {}) }])),
+);
 const TrainingSchema = z.object({
-  curve: z.array(z.object({ iteration: z.number().int(), meanReward: z.number(), informativeShare: z.number().min(0).max(1).optional() })).optional(),
-  metrics: z.array(z.object({ iteration: z.number().int(), meanReward: z.number() })).optional(),
+  curve: CurveSchema.optional(),
+  metrics: CurveSchema.optional(),
+  history: CurveSchema.optional(),
   gpuSeconds: z.number().optional(),
   cpuSeconds: z.number().optional(),
   device: z.string().optional(),
@@ -100,7 +120,7 @@ function synthesisOf(c: z.infer<typeof RunResultSchema>['capabilities'][number])
 
 function trainingOf(c: z.infer<typeof RunResultSchema>['capabilities'][number]): NonNullable<CapabilityRowInput['training']> {
   const t = TrainingSchema.safeParse(c.training ?? {}).data;
-  const curve = t?.curve ?? t?.metrics ?? [];
+  const curve = t?.curve ?? t?.metrics ?? t?.history ?? [];
   if (c.adapter) return { status: 'ok', curve, adapterUri: c.adapter.uri };
   if (c.status === 'failed' && /train/i.test(c.detail ?? '')) return { status: 'failed', curve, message: c.detail };
   return { status: 'not_run', curve };

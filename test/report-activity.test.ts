@@ -108,7 +108,7 @@ test('buildReport gathers stage 1, children, gate and evaluation into JSON + HTM
           environment: adapter,
           validation: { attempts: 2 },
           adapter,
-          training: { curve: [{ iteration: 1, meanReward: 0.2 }, { iteration: 2, meanReward: 0.35 }, { iteration: 3, meanReward: 0.5 }], device: 'cpu', durationSeconds: 42 },
+          training: { history: [{ iteration: 1, mean_reward: 0.2, informative_share: 0.5 }, { iteration: 2, meanReward: 0.35 }, { iteration: 3, mean_reward: 0.5 }], device: 'cpu', durationSeconds: 42 },
         },
       ],
       gate: { routing: { structured_data_reasoning: 1 } },
@@ -127,6 +127,7 @@ test('buildReport gathers stage 1, children, gate and evaluation into JSON + HTM
     assert.equal(cap.selected, true);
     assert.equal(cap.meanDelta, 1);
     assert.deepEqual([cap.synthesis.status, cap.synthesis.attempts, cap.training.status, cap.training.curve.length, cap.routingShare], ['ok', 2, 'ok', 3, 1]);
+    assert.deepEqual(cap.training.curve[0], { iteration: 1, meanReward: 0.2, informativeShare: 0.5 });
     assert.equal(report.capabilities.find((c) => c.name === 'verify_identity')!.training.status, 'not_run');
     const roles = Object.fromEntries(report.cost.llm.map((u) => [u.role, u.calls]));
     assert.deepEqual(roles, { 'policy (rollouts)': 12, 'analyst (labeling)': 8, 'policy (evaluation)': prompt.usage.calls + report.variants[0].usage.calls });
