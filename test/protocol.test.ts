@@ -158,6 +158,7 @@ test('server: idle episodes expire', async () => {
     const ep = await env.reset({ seed: 3 });
     await sleep(400);
     await assert.rejects(ep.step({ type: 'message', content: 'hi' }), (e: unknown) => e instanceof EnvProtocolError && e.type === 'unknown_episode');
+    await ep.close(); // closing an expired episode is not an error
   } finally {
     await served.close();
   }

@@ -87,6 +87,14 @@ export class RemoteEnvironment implements Environment {
     this.open.delete(e);
   }
 
+  /**
+   * Whether a failed DELETE means the episode is already gone (expired, or its server stopped), so
+   * closing it is done rather than an error.
+   */
+  episodeGone(err: unknown): boolean {
+    return err instanceof EnvProtocolError && err.type === 'unknown_episode';
+  }
+
   /** @internal */
   call<S extends z.ZodType>(method: string, path: string, body: unknown, schema: S): Promise<z.infer<S>> {
     return call(this.transport, this.label, method, path, body, schema);
@@ -128,7 +136,11 @@ class RemoteEpisode implements Episode {
     if (this.closed) return;
     this.closed = true;
     this.env.untrack(this);
-    await this.env.call('DELETE', this.path, undefined, EmptyResponseSchema);
+    try {
+      await this.env.call('DELETE', this.path, undefined, EmptyResponseSchema);
+    } catch (err) {
+      if (!this.env.episodeGone(err)) throw err;
+    }
   }
 }
 

@@ -110,6 +110,11 @@ export class SandboxedEnvironment extends RemoteEnvironment {
     return this.proc.logs;
   }
 
+  /** After the process has stopped, its episodes are gone: closing them succeeds. */
+  override episodeGone(err: unknown): boolean {
+    return super.episodeGone(err) || this.proc.dead !== undefined;
+  }
+
   /** An answer that breaks the Environment interface is the module's bug: report it as such. */
   override async call<S extends z.ZodType>(method: string, p: string, body: unknown, schema: S): Promise<z.infer<S>> {
     try {
