@@ -1,4 +1,5 @@
-import { proxyActivities, setHandler, defineQuery, workflowInfo } from '@temporalio/workflow';
+import { proxyActivities, setHandler, defineQuery } from '@temporalio/workflow';
+import type * as synthesis from '../activities/synthesis/index.js';
 import type { ArtifactRef } from '../store/artifact-store.js';
 import type { CapabilityInput, CapabilityResult, CapabilityStatus } from './types.js';
 import { gpuActivity, longActivity } from './options.js';
@@ -8,20 +9,8 @@ import { gpuActivity, longActivity } from './options.js';
  * stage runs only when the workers implement it; otherwise the child ends honestly with
  * 'not_configured' and says which stage is missing.
  */
-export interface CapabilityActivities {
-  synthesizeEnvironment(input: {
-    runId: string;
-    config: CapabilityInput['config'];
-    capability: CapabilityInput['capability'];
-    analysis: ArtifactRef;
-  }): Promise<{ ref: ArtifactRef; attempts?: number } & Record<string, unknown>>;
-  validateEnvironment(input: {
-    runId: string;
-    config: CapabilityInput['config'];
-    capability: CapabilityInput['capability'];
-    environment: ArtifactRef;
-  }): Promise<{ ok: boolean; reason?: string } & Record<string, unknown>>;
-}
+/** Stage 2 as activities/synthesis implements it (types only). */
+export type CapabilityActivities = typeof synthesis;
 export interface TrainingActivities {
   trainAdapter(input: {
     runId: string;
@@ -50,20 +39,26 @@ export async function capabilityWorkflow(input: CapabilityInput): Promise<Capabi
   status = 'synthesizing';
   const synthesized = await cpu.synthesizeEnvironment({ runId, config, capability, analysis: input.analysis });
   const environment = synthesized.ref;
+  if (synthesized.status === 'synthesis_failed' || !environment) {
+    return done('failed', `synthesis failed after ${synthesized.attempts} attempt(s): ${synthesized.lastFailure ?? 'no accepted environment'}`, {
+      validation: synthesized,
+    });
+  }
+  const how = synthesized.status === 'reference_fallback' ? `reference env ${synthesized.reference}` : `synthesized in ${synthesized.attempts} attempt(s)`;
 
-  let validation: unknown;
+  let validation: unknown = synthesized;
   if (has('validateEnvironment')) {
     status = 'validating';
     const v = await cpu.validateEnvironment({ runId, config, capability, environment });
-    validation = v;
+    validation = { ...synthesized, ...v };
     if (!v.ok) return done('failed', `environment failed validation: ${v.reason ?? 'no reason given'}`, { environment, validation });
   }
 
   if (!config.stages.training) {
-    return done('not_configured', 'environment ready; training disabled by config (stages.training: false)', { environment, validation });
+    return done('not_configured', `environment ready (${how}); training disabled by config (stages.training: false)`, { environment, validation });
   }
   if (!has('trainAdapter')) {
-    return done('not_configured', `environment ready (workflow ${workflowInfo().workflowId}); stages 3–4 not configured: no trainAdapter activity`, {
+    return done('not_configured', `environment ready (${how}); stages 3–4 not configured: no trainAdapter activity`, {
       environment,
       validation,
     });
