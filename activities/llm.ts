@@ -75,9 +75,27 @@ function describeIssues(err: z.ZodError): string {
     .join('; ');
 }
 
+/**
+ * The JSON schema sent as response_format: zod's, minus keywords OpenAI's strict mode rejects
+ * (string length bounds). Our zod validation still enforces them, with a repair re-ask.
+ */
 export function jsonSchemaFor(schema: z.ZodType): Record<string, unknown> {
   const { $schema: _drop, ...rest } = z.toJSONSchema(schema) as Record<string, unknown>;
-  return rest;
+  return stripKeys(rest, new Set(['minLength', 'maxLength'])) as Record<string, unknown>;
+}
+
+function stripKeys(v: unknown, drop: ReadonlySet<string>): unknown {
+  if (Array.isArray(v)) return v.map((x) => stripKeys(x, drop));
+  if (!v || typeof v !== 'object') return v;
+  // `properties` maps field names, which may legitimately be called minLength.
+  return Object.fromEntries(
+    Object.entries(v).flatMap(([k, x]) => (drop.has(k) ? [] : [[k, k === 'properties' ? mapValues(x, drop) : stripKeys(x, drop)]])),
+  );
+}
+
+function mapValues(props: unknown, drop: ReadonlySet<string>): unknown {
+  if (!props || typeof props !== 'object') return props;
+  return Object.fromEntries(Object.entries(props).map(([k, x]) => [k, stripKeys(x, drop)]));
 }
 
 export function createLlm(config: Config, role: LlmRoleName, opts: LlmOptions = {}): Llm {

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { z } from 'zod';
-import { createLlm, InvalidLlmOutputError } from '../activities/llm.js';
+import { createLlm, InvalidLlmOutputError, jsonSchemaFor } from '../activities/llm.js';
 import { startScriptedLlm, type ScriptedReply } from './helpers/scripted-llm.js';
 import { testConfig } from './helpers/stage1-fixtures.js';
 
@@ -118,4 +118,14 @@ test('concurrency per role is bounded', async () => {
   } finally {
     await server.close();
   }
+});
+
+test('the wire schema drops string length bounds (rejected by strict mode) but keeps fields named like them', () => {
+  const s = jsonSchemaFor(z.object({ name: z.string().min(3).max(9).regex(/^[a-z]+$/), minLength: z.number() }));
+  assert.deepEqual(s, {
+    type: 'object',
+    properties: { name: { type: 'string', pattern: '^[a-z]+$' }, minLength: { type: 'number' } },
+    required: ['name', 'minLength'],
+    additionalProperties: false,
+  });
 });
