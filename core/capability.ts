@@ -15,6 +15,17 @@ export const CapabilitySchema = z.object({
 });
 export type Capability = z.infer<typeof CapabilitySchema>;
 
+/** 'Verify Preconditions' → 'verify_preconditions': a spelling fix, not a judgement, so no re-ask for it. */
+export function snakeCase(name: unknown): unknown {
+  if (typeof name !== 'string') return name;
+  return name
+    .trim()
+    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '_')
+    .replace(/^_+|_+$/g, '');
+}
+
 export function sentenceCount(text: string): number {
   return text
     .trim()
@@ -29,7 +40,8 @@ export function sentenceCount(text: string): number {
  */
 export function discoveryOutputSchema(toolNames: readonly string[]) {
   const tools = [...toolNames].filter((t) => t.length >= 4).sort();
-  const capability = CapabilitySchema.superRefine((c, ctx) => {
+  const named = z.object({ name: z.preprocess(snakeCase, CapabilitySchema.shape.name), description: CapabilitySchema.shape.description });
+  const capability = named.superRefine((c, ctx) => {
     const n = sentenceCount(c.description);
     if (n < 2 || n > 3) ctx.addIssue({ code: 'custom', path: ['description'], message: `must be 2–3 sentences, got ${n}` });
     const tool = tools.find((t) => c.name.includes(t));

@@ -13,7 +13,13 @@ test('discovery output: snake_case general names and 2–3 sentence descriptions
     const r = s.safeParse({ capabilities: caps });
     return r.success ? [] : r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
   };
-  assert.match(issues([{ name: 'VerifyThings', description: desc }])[0], /^capabilities\.0\.name: must be snake_case/);
+  const fixed = s.parse({ capabilities: [{ name: ' Verify Preconditions', description: desc }, { name: 'errorRecovery', description: desc }] });
+  assert.deepEqual(
+    fixed.capabilities.map((c) => c.name),
+    ['verify_preconditions', 'error_recovery'],
+  );
+  assert.match(issues([{ name: '9 lives', description: desc }])[0], /^capabilities\.0\.name: must be snake_case/);
+  assert.match(issues([{ name: '!!!', description: desc }])[0], /^capabilities\.0\.name: must be snake_case/);
   assert.match(issues([{ name: 'cancel_order_rules', description: desc }])[0], /names the tool 'cancel_order'/);
   // Tool names shorter than 4 chars are too generic to forbid ('get' is in 'target_...').
   assert.deepEqual(issues([{ name: 'get_targets_right', description: desc }]), []);

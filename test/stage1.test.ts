@@ -56,7 +56,7 @@ test('stage 1 activities: rollouts, discovery and labeling with repair, K-of-R s
     if (!fmt) return policy(req);
     if (fmt === 'capability_dictionary') {
       const attempt = req.messages.filter((m) => m.role === 'assistant').length;
-      if (attempt === 0) return { content: JSON.stringify({ capabilities: [{ name: 'Verify Things', description: 'Too short.' }] }) };
+      if (attempt === 0) return { content: JSON.stringify({ capabilities: [{ name: 'Verify-Things!', description: 'Too short.' }] }) };
       if (attempt === 1) return { content: JSON.stringify({ capabilities: [{ name: 'cancel_order_rules', description: DESC[VERIFY] }] }) };
       return {
         content: JSON.stringify({
@@ -105,7 +105,7 @@ test('stage 1 activities: rollouts, discovery and labeling with repair, K-of-R s
     assert.equal(disc.capabilities, 2, 'the repaired dictionary, deduplicated');
     const discReqs = server.requests.filter((r) => r.response_format?.json_schema?.name === 'capability_dictionary');
     assert.equal(discReqs.length, 3);
-    assert.match(discReqs[1].messages.at(-1)!.content!, /snake_case/);
+    assert.match(discReqs[1].messages.at(-1)!.content!, /capabilities\.0\.description: must be 2–3 sentences/);
     assert.match(discReqs[2].messages.at(-1)!.content!, /names the tool 'cancel_order'/);
     assert.match(discReqs[0].messages[1].content!, /outcome: FAILURE/);
     assert.match(discReqs[0].messages[1].content!, /outcome: SUCCESS/);
