@@ -53,9 +53,29 @@ function activityContext(): Context | undefined {
   }
 }
 
+const lastDetails = new WeakMap<Context, unknown>();
+
 /** Heartbeats when running inside a Temporal activity; a no-op when called directly (tests, CLI). */
 function heartbeat(details?: unknown): void {
-  activityContext()?.heartbeat(details);
+  const ctx = activityContext();
+  if (!ctx) return;
+  lastDetails.set(ctx, details);
+  ctx.heartbeat(details);
+}
+
+/** Between item-level heartbeats (an episode or an LLM call may take minutes): proof the worker lives. */
+const KEEPALIVE_MS = 5_000;
+
+function keepingAlive<I, O>(fn: (input: I) => Promise<O>): (input: I) => Promise<O> {
+  return async (input) => {
+    const ctx = activityContext();
+    const timer = ctx && setInterval(() => ctx.heartbeat(lastDetails.get(ctx)), KEEPALIVE_MS);
+    try {
+      return await fn(input);
+    } finally {
+      if (timer) clearInterval(timer);
+    }
+  };
 }
 
 /** The activity's cancellation signal (cancellation arrives through heartbeats), when in one. */
@@ -403,7 +423,13 @@ export function createStage1Activities(deps: Stage1Deps = defaultDeps) {
     };
   }
 
-  return { listRolloutTasks, collectRolloutBatch, discoverCapabilities, labelPass, selectCapabilities };
+  return {
+    listRolloutTasks,
+    collectRolloutBatch: keepingAlive(collectRolloutBatch),
+    discoverCapabilities: keepingAlive(discoverCapabilities),
+    labelPass: keepingAlive(labelPass),
+    selectCapabilities,
+  };
 }
 
 // ── helpers ─────────────────────────────────────────────────────────────────────────────────────
