@@ -26,7 +26,10 @@ export interface LlmServerOptions {
   contextSize?: number;
   /** Concurrent generations (context sequences); further requests queue. */
   parallel?: number;
-  /** CPU threads for evaluation (kept small: the machine is shared with the workers). */
+  /**
+   * CPU threads for evaluation, at most 2. Default 1: llama.cpp's threads spin-wait on each other,
+   * and on a busy 2-core machine (workers, Temporal) two threads measured ~40x slower than one.
+   */
   threads?: number;
 }
 
@@ -41,7 +44,7 @@ export async function startLlmServer(opts: LlmServerOptions = {}): Promise<LlmSe
     modelPath: opts.modelPath ?? process.env.TRACE_LLM_MODEL_PATH ?? DEFAULT_MODEL_PATH,
     contextSize: opts.contextSize ?? envInt('TRACE_LLM_CONTEXT_SIZE') ?? 8192,
     parallel: opts.parallel ?? envInt('TRACE_LLM_PARALLEL') ?? 4,
-    threads: Math.min(opts.threads ?? envInt('TRACE_LLM_THREADS') ?? 2, 2),
+    threads: Math.min(opts.threads ?? envInt('TRACE_LLM_THREADS') ?? 1, 2),
     gpu: process.env.TRACE_LLM_GPU === '1',
   });
   const server = http.createServer((req, res) => {

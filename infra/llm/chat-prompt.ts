@@ -108,16 +108,32 @@ function actionSchema(req: ChatRequest, tools: ChatRequestTool[], contentSchema:
 
 function toolInstructions(req: ChatRequest, tools: ChatRequestTool[]): string {
   const list = tools
-    .map((t) => JSON.stringify({ name: t.function.name, description: t.function.description ?? '', parameters: t.function.parameters ?? {} }))
+    .map((t) => JSON.stringify({ name: t.function.name, description: t.function.description ?? '', parameters: schemaForPrompt(t.function.parameters ?? {}) }))
     .join('\n');
   const replyAllowed = req.tool_choice === undefined || req.tool_choice === 'auto';
   return [
-    'You can call these tools:',
-    list,
+    'You are given a question and a set of tools. Call the tool that answers the question, with arguments taken from the question.',
+    `<tools>\n${list}\n</tools>`,
     'Answer with exactly one JSON object.',
     'To call a tool: {"type": "tool_call", "name": <tool name>, "arguments": {<arguments>}}',
     ...(replyAllowed ? ['To reply to the user instead: {"type": "message", "content": <your reply>}'] : []),
   ].join('\n');
+}
+
+/** Schema bookkeeping (`$schema` URLs, titles) only distracts a small model, which copies it into arguments. */
+function schemaForPrompt(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(schemaForPrompt);
+  if (typeof schema !== 'object' || schema === null) return schema;
+  return Object.fromEntries(
+    Object.entries(schema)
+      .filter(([k]) => !['$schema', '$id', 'title', 'additionalProperties'].includes(k))
+      .map(([k, v]) => [k, k === 'properties' || k === '$defs' ? mapValues(v, schemaForPrompt) : schemaForPrompt(v)]),
+  );
+}
+
+function mapValues(obj: unknown, f: (v: unknown) => unknown): unknown {
+  if (typeof obj !== 'object' || obj === null) return obj;
+  return Object.fromEntries(Object.entries(obj).map(([k, v]) => [k, f(v)]));
 }
 
 function addSystemText(history: ChatHistoryItem[], text: string): void {

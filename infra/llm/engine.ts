@@ -197,15 +197,17 @@ class Engine implements LlmEngine {
 
 /**
  * JSON grammars allow optional newlines and indentation, which small models love and which cost
- * about half the tokens of a tool call. Banning whitespace-only tokens keeps output compact; the
- * grammar still gets them where it requires them (its closing newlines).
+ * about half the tokens of a tool call. A strong negative logit on whitespace-only tokens keeps
+ * output compact while the grammar can still take them where it requires them (its closing
+ * newlines). Not the `'never'` bias: node-llama-cpp 3.21.1 then crashes the sampler with "Unexpected
+ * empty grammar stack" as an unhandled rejection.
  */
 function whitespaceBan(model: LlamaModel): TokenBias {
   const bias = new TokenBias(model.tokenizer);
   const vocabSize = model.fileInfo.metadata.tokenizer?.ggml?.tokens?.length ?? 0;
   for (let t = 0; t < vocabSize; t++) {
     const text = model.detokenize([t as Token]);
-    if (text.length > 0 && text.trim() === '') bias.set(t as Token, 'never');
+    if (text.length > 0 && text.trim() === '') bias.set(t as Token, { logit: -8 });
   }
   return bias;
 }
