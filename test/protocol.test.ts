@@ -151,6 +151,33 @@ test('server: malformed requests get clear 4xx errors and never crash the server
   }
 });
 
+test('server: an env answering the wrong shapes gets a 500 naming the field, and the server keeps serving', async () => {
+  const base = createCounterEnv();
+  const buggy: Environment = {
+    ...base,
+    info: base.info,
+    reset: async (req) => {
+      const ep = await base.reset(req);
+      ep.step = async () => ({ observation: { role: 'robot', content: 'x' }, error: false, done: false }) as never;
+      ep.evaluate = async () => ({ reward: 1, components: {}, success: true, details: { big: 10n } }) as never;
+      return ep;
+    },
+  };
+  const served = await serveEnvironment(buggy);
+  try {
+    const { episodeId } = (await raw(served.url, 'POST', '/v1/episodes', JSON.stringify({ seed: 1 }))).body as { episodeId: string };
+    let r = await raw(served.url, 'POST', `/v1/episodes/${episodeId}/step`, JSON.stringify({ action: { type: 'message', content: 'hi' } }));
+    assert.deepEqual([r.status, r.body.error?.type], [500, 'internal']);
+    assert.match(r.body.error!.message, /invalid StepResult: observation\.role/);
+    r = await raw(served.url, 'POST', `/v1/episodes/${episodeId}/evaluate`, JSON.stringify({ messages: [], termination: 'agent_stop' }));
+    assert.deepEqual([r.status, r.body.error?.type], [500, 'internal']);
+    assert.match(r.body.error!.message, /not JSON/);
+    assert.equal((await raw(served.url, 'GET', '/v1/info')).status, 200);
+  } finally {
+    await served.close();
+  }
+});
+
 test('server: idle episodes expire', async () => {
   const served = await serveEnvironment(createCounterEnv(), { idleTimeoutMs: 100 });
   try {

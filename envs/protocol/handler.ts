@@ -3,11 +3,18 @@ import type { z } from 'zod';
 import type { Environment, Episode } from '../environment.js';
 import {
   describeZodError,
+  EpisodeCreatedSchema,
   EvaluateRequestSchema,
+  InfoResponseSchema,
   ResetRequestSchema,
+  RewardInfoSchema,
   StepRequestSchema,
+  StepResultSchema,
+  TasksResponseSchema,
   type ProtocolErrorType,
 } from './schemas.js';
+
+const OpeningSchema = EpisodeCreatedSchema.omit({ episodeId: true });
 
 /**
  * The env protocol's request handling, independent of transport: the HTTP server and the sandbox's
@@ -91,6 +98,13 @@ export function createProtocolHandler(env: Environment, opts: ProtocolHandlerOpt
     return r.data;
   }
 
+  /** The env's answers are checked too, so a buggy env is named as such instead of breaking clients. */
+  function answer<S extends z.ZodType>(schema: S, value: unknown, what: string): z.infer<S> {
+    const r = schema.safeParse(value);
+    if (!r.success) throw new ProtocolFault(500, 'internal', describeZodError(r.error, `environment returned an invalid ${what}`));
+    return r.data;
+  }
+
   async function route(method: string, path: string, body: unknown): Promise<unknown> {
     const parts = path.split('/').filter(Boolean);
     if (parts[0] !== 'v1') throw new ProtocolFault(404, 'not_found', `no such endpoint: ${path}`);
@@ -101,17 +115,24 @@ export function createProtocolHandler(env: Environment, opts: ProtocolHandlerOpt
     };
     if (parts.length === 2 && parts[1] === 'info') {
       allow('GET');
-      return { info: env.info, tools: env.tools(), systemPrompt: env.systemPrompt() };
+      return answer(InfoResponseSchema, { info: env.info, tools: env.tools(), systemPrompt: env.systemPrompt() }, 'info/tools/systemPrompt');
     }
     if (parts.length === 2 && parts[1] === 'tasks') {
       allow('GET');
-      return { tasks: await env.listTasks() };
+      return answer(TasksResponseSchema, { tasks: await env.listTasks() }, 'task list');
     }
     if (parts.length === 2 && parts[1] === 'episodes') {
       allow('POST');
       const req = parse(ResetRequestSchema, body, 'reset request (expected {taskId} or {seed})');
       const episode = await env.reset(req);
-      return { episodeId: register(episode), taskId: episode.taskId, initialMessages: episode.initialMessages() };
+      let opening;
+      try {
+        opening = answer(OpeningSchema, { taskId: episode.taskId, initialMessages: episode.initialMessages() }, 'episode');
+      } catch (err) {
+        await episode.close().catch(() => {});
+        throw err;
+      }
+      return { episodeId: register(episode), ...opening };
     }
     if (parts[1] === 'episodes' && parts.length === 3) {
       allow('DELETE');
@@ -125,12 +146,12 @@ export function createProtocolHandler(env: Environment, opts: ProtocolHandlerOpt
       if (verb === 'step') {
         allow('POST');
         const { action } = parse(StepRequestSchema, body, 'step request');
-        return await lookup(id).step(action);
+        return answer(StepResultSchema, await lookup(id).step(action), 'StepResult');
       }
       if (verb === 'evaluate') {
         allow('POST');
         const { messages, termination } = parse(EvaluateRequestSchema, body, 'evaluate request');
-        return await lookup(id).evaluate(messages, termination);
+        return answer(RewardInfoSchema, await lookup(id).evaluate(messages, termination), 'RewardInfo');
       }
       if (verb === 'fork') {
         allow('POST');

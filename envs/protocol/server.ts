@@ -50,8 +50,14 @@ export async function serveEnvironment(env: Environment, opts: ServeOptions = {}
   }
 
   function send(res: http.ServerResponse, r: ProtocolResponse) {
-    if (res.headersSent) return;
-    const payload = JSON.stringify(r.body);
+    if (res.headersSent || res.destroyed) return;
+    let payload: string;
+    try {
+      payload = JSON.stringify(r.body);
+    } catch (err) {
+      r = { status: 500, body: errorBody('internal', `environment returned a value that is not JSON: ${(err as Error).message}`) };
+      payload = JSON.stringify(r.body);
+    }
     // A refused upload may still be streaming in; close the connection rather than drain it.
     const headers: http.OutgoingHttpHeaders = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) };
     if (r.status === 413) headers.connection = 'close';
