@@ -47,6 +47,27 @@ export interface EvalTask {
   seed?: number;
 }
 
+export interface EvaluationStageInput {
+  runId: string;
+  config: Config;
+  gate?: unknown;
+  capabilities?: { name: string; status: string; adapter?: ArtifactRef }[];
+}
+
+export interface EvaluationPlan {
+  split: string;
+  tasks: EvalTask[];
+  variants: VariantSpec[];
+  notes: string[];
+}
+
+export interface EvaluationStageResult {
+  split: string;
+  tasks: number;
+  variants: VariantResult[];
+  notes: string[];
+}
+
 export interface VariantResult {
   name: string;
   kind: VariantSpec['kind'];
@@ -269,42 +290,47 @@ export function createEvaluationActivities(deps: EvaluationDeps = defaultDeps) {
   }
 
   /**
-   * The pipeline's evaluation stage: the base agent, the prompt-only baseline (when configured)
-   * and every configured variant on the same held-out tasks, each task's result stored as it
-   * finishes. Variants that need a serving endpoint this deployment lacks are named in the notes.
+   * What the evaluation stage runs: the held-out tasks, the variants (base, prompt-only when
+   * configured, configured ones) and notes on variants that need a serving endpoint this
+   * deployment lacks. No held-out tasks is a note for the report, not a failed run.
    */
-  async function evaluateRun(input: {
-    runId: string;
-    config: Config;
-    gate?: unknown;
-    capabilities?: { name: string; status: string; adapter?: ArtifactRef }[];
-  }): Promise<{ split: string; tasks: number; variants: VariantResult[]; notes: string[] }> {
+  async function planEvaluation(input: EvaluationStageInput): Promise<EvaluationPlan> {
     const { runId, config } = input;
     const store = await deps.openStore(config.store);
     let listed: Awaited<ReturnType<typeof listEvaluationTasks>>;
     try {
       listed = await listEvaluationTasks({ config });
     } catch (e) {
-      // No held-out tasks is a finding for the report, not a reason to fail the whole run.
-      if (e instanceof InvalidInput) return { split: config.env.testSplit, tasks: 0, variants: [], notes: [`evaluation skipped: ${e.message}`] };
+      if (e instanceof InvalidInput) return { split: config.env.testSplit, tasks: [], variants: [], notes: [`evaluation skipped: ${e.message}`] };
       throw e;
     }
     const { split, tasks, note } = listed;
     const { variants, notes } = await planVariants(config, runId, store);
     if (note) notes.push(note);
-    const servedTrace = variants.some((v) => v.kind === 'trace');
-    if (input.gate && !servedTrace) notes.push('TRACE agent (base + gate) not evaluated: no serving endpoint for it is configured (evaluation.variants)');
+    if (input.gate && !variants.some((v) => v.kind === 'trace')) {
+      notes.push('TRACE agent (base + gate) not evaluated: no serving endpoint for it is configured (evaluation.variants)');
+    }
     const trained = (input.capabilities ?? []).filter((c) => c.adapter);
     if (config.evaluation.singleAdapters && trained.length > 0 && !variants.some((v) => v.kind === 'adapter')) {
       notes.push(`single adapters (${trained.map((c) => c.name).join(', ')}) not evaluated: no serving endpoint for them is configured`);
     }
+    return { split, tasks, variants, notes };
+  }
+
+  /**
+   * The whole evaluation stage in one activity (variants one after another, each task's result
+   * stored as it finishes). workflows/evaluation.ts runs the same plan fanned out across workers.
+   */
+  async function evaluateRun(input: EvaluationStageInput): Promise<EvaluationStageResult> {
+    const { runId, config } = input;
+    const { split, tasks, variants, notes } = await planEvaluation(input);
     const results: VariantResult[] = [];
     for (const variant of variants) results.push(await evaluateVariant({ config, runId, variant, tasks, split }));
     return { split, tasks: tasks.length, variants: results, notes };
   }
 
-  return { listEvaluationTasks, evaluateVariant, evaluateRun };
+  return { listEvaluationTasks, planEvaluation, evaluateVariant, evaluateRun };
 }
 
 const defaults = createEvaluationActivities();
-export const { listEvaluationTasks, evaluateVariant, evaluateRun } = defaults;
+export const { listEvaluationTasks, planEvaluation, evaluateVariant, evaluateRun } = defaults;

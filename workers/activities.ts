@@ -23,7 +23,7 @@ export const ACTIVITY_MODULES: { path: string; queue: Queue; names: string[] }[]
     names: ['listRolloutTasks', 'collectRolloutBatch', 'discoverCapabilities', 'labelPass', 'selectCapabilities'],
   },
   { path: 'activities/synthesis/index.ts', queue: 'cpu', names: ['synthesizeEnvironment', 'validateEnvironment'] },
-  { path: 'activities/evaluation.ts', queue: 'cpu', names: ['evaluateRun', 'listEvaluationTasks', 'evaluateVariant'] },
+  { path: 'activities/evaluation.ts', queue: 'cpu', names: ['evaluateRun', 'listEvaluationTasks', 'planEvaluation', 'evaluateVariant'] },
   { path: 'activities/report.ts', queue: 'cpu', names: ['writeReport', 'buildReport'] },
   { path: 'activities/retrain.ts', queue: 'cpu', names: ['loadLineage', 'seedRetrainRun', 'recordRetrainOutcome'] },
   { path: 'activities/training.ts', queue: 'gpu', names: ['trainAdapter', 'fitGate'] },

@@ -2,3 +2,4 @@
 export { tracePipeline } from './pipeline.js';
 export { capabilityWorkflow } from './capability.js';
 export { traceRetrain } from './retrain.js';
+export { evaluationWorkflow } from './evaluation.js';

@@ -1,0 +1,34 @@
+import { proxyActivities } from '@temporalio/workflow';
+import type { createEvaluationActivities, EvaluationStageInput, EvaluationStageResult, VariantResult } from '../activities/evaluation.js';
+import { rolloutActivity, shortActivity } from './options.js';
+import { chunk, failureMessage, settlePool } from './pool.js';
+import type { TimeoutOverrides } from './types.js';
+
+type EvaluationActivities = ReturnType<typeof createEvaluationActivities>;
+
+/**
+ * The evaluation stage fanned out: every (variant, batch of held-out tasks) is one activity, at
+ * most rollouts.maxConcurrentBatches in flight, so CPU workers share the episodes. Each episode's
+ * record is stored as it ends, so a retried batch redoes only unfinished episodes; a batch that
+ * still fails leaves its variant's numbers over fewer episodes, and the notes say so.
+ */
+export async function evaluationWorkflow(input: EvaluationStageInput & { timeouts?: TimeoutOverrides }): Promise<EvaluationStageResult> {
+  const { runId, config, timeouts } = input;
+  const short = proxyActivities<EvaluationActivities>(shortActivity(timeouts));
+  const long = proxyActivities<EvaluationActivities>(rolloutActivity(config, timeouts));
+  const plan = await short.planEvaluation({ runId, config, gate: input.gate, capabilities: input.capabilities });
+  const batches = chunk(plan.tasks, config.evaluation.batchSize);
+  const jobs = plan.variants.flatMap((variant) => batches.map((tasks) => ({ variant, tasks })));
+  const settled = await settlePool(jobs, config.rollouts.maxConcurrentBatches, (job) =>
+    long.evaluateVariant({ config, runId, variant: job.variant, tasks: job.tasks, split: plan.split }),
+  );
+  const notes = [...plan.notes];
+  const variants: VariantResult[] = [];
+  for (const variant of plan.variants) {
+    const failed = jobs.flatMap((job, i) => (job.variant.name === variant.name && settled[i].status === 'rejected' ? [settled[i] as PromiseRejectedResult] : []));
+    if (failed.length) notes.push(`${variant.name}: ${failed.length} of ${batches.length} evaluation batch(es) failed (${failureMessage(failed[0].reason)}); its numbers cover fewer tasks`);
+    // With no tasks given, evaluateVariant only summarizes every episode stored for the variant.
+    variants.push(await short.evaluateVariant({ config, runId, variant, tasks: [], split: plan.split }));
+  }
+  return { split: plan.split, tasks: plan.tasks.length, variants, notes };
+}
