@@ -19,7 +19,7 @@ from trace_trainer.storage import Store
 
 def _cfg(model_dir, env_url, out, iterations, **kw):
     return from_dict(GrpoConfig, {"model": model_dir, "env_url": env_url, "output_uri": out, "iterations": iterations, "groups": 2,
-                                  "rollouts_per_group": 4, "lr": 5e-2, "max_new_tokens": 2, "max_turns": 2, "checkpoint_every": 2,
+                                  "rollouts_per_group": 4, "lr": 5e-2, "max_new_tokens": 1, "max_turns": 1, "checkpoint_every": 2,
                                   "seed": 7, **kw})
 
 

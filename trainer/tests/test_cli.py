@@ -1,0 +1,84 @@
+"""`python -m trace_trainer` as the activity runs it: JSON lines, typed errors, SIGTERM → checkpoint → resume."""
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+from peft import PeftModel
+from transformers import AutoModelForCausalLM
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _start(args, **kw):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen([sys.executable, "-m", "trace_trainer", *args], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True, env=env, **kw)
+
+
+def _events(proc):
+    out, _ = proc.communicate(timeout=600)
+    return [json.loads(line) for line in out.splitlines() if line.startswith("{")], proc.returncode
+
+
+def _config(tmp_path, model_dir, env_url, **kw):
+    cfg = {"model": model_dir, "env_url": env_url, "output_uri": f"file://{tmp_path}/out", "iterations": 3, "groups": 2,
+           "rollouts_per_group": 4, "lr": 5e-2, "max_new_tokens": 1, "max_turns": 1, "checkpoint_every": 1, "seed": 3, **kw}
+    path = tmp_path / "grpo.json"
+    path.write_text(json.dumps(cfg))
+    return str(path)
+
+
+def test_grpo_cli_emits_progress_and_a_peft_adapter(tmp_path, say_model_dir, say_env):
+    events, rc = _events(_start(["grpo", "--config", _config(tmp_path, say_model_dir, say_env.url)]))
+    assert rc == 0, events
+    progress = [e for e in events if e["event"] == "progress"]
+    assert [p["iteration"] for p in progress] == [1, 2, 3]
+    for p in progress:
+        assert {"mean_reward", "informative_share", "tokens_per_s", "loss", "checkpoint_uri"} <= set(p)
+        assert p["checkpoint_uri"].endswith(f"iter-{p['iteration']:06d}")
+    done = events[-1]
+    assert done["event"] == "done" and done["adapter_uri"].endswith("iter-000003/adapter")
+    assert len(done["adapter"]["sha256"]) == 64
+    local = done["adapter_uri"][len("file://"):]
+    model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(say_model_dir), local)
+    assert any("lora_B" in n and float(p.abs().sum()) > 0 for n, p in model.named_parameters())
+
+
+def test_bad_config_is_a_fatal_typed_error(tmp_path, say_model_dir, say_env):
+    events, rc = _events(_start(["grpo", "--config", _config(tmp_path, say_model_dir, say_env.url, rollouts_per_group=1)]))
+    assert rc == 1
+    assert events[-1]["event"] == "error" and events[-1]["type"] == "fatal:ConfigError"
+    assert "rollouts_per_group" in events[-1]["message"]
+    events, rc = _events(_start(["grpo", "--config", str(tmp_path / "missing.json")]))
+    assert events[-1]["type"] == "fatal:ConfigError" and "missing.json" in events[-1]["message"]
+
+
+def test_unreachable_env_is_retryable(tmp_path, say_model_dir):
+    events, rc = _events(_start(["grpo", "--config", _config(tmp_path, say_model_dir, "http://127.0.0.1:9")]))
+    assert rc == 1 and events[-1]["type"] == "retryable:EnvUnavailable"
+
+
+def test_sigterm_checkpoints_and_resume_finishes(tmp_path, say_model_dir, say_env):
+    cfg = _config(tmp_path, say_model_dir, say_env.url, iterations=40, checkpoint_every=100)
+    proc = _start(["grpo", "--config", cfg])
+    seen = []
+    for line in proc.stdout:
+        seen.append(json.loads(line))
+        if seen[-1]["event"] == "progress" and seen[-1]["iteration"] == 2:
+            proc.send_signal(signal.SIGTERM)
+            break
+    rest, rc = _events(proc)
+    events = seen + rest
+    assert rc == 1 and events[-1]["type"] == "retryable:Interrupted"
+    ckpt = [e for e in events if e.get("checkpoint_uri")][-1]["checkpoint_uri"]
+    stopped_at = int(ckpt[-6:])
+    assert stopped_at >= 2, "the interrupted run must keep every finished iteration"
+    cfg_short = _config(tmp_path, say_model_dir, say_env.url, iterations=stopped_at + 1, checkpoint_every=100)
+    events, rc = _events(_start(["grpo", "--config", cfg_short, "--resume", f"file://{tmp_path}/out"]))
+    assert rc == 0, events
+    assert events[0]["event"] == "started" and events[0]["iteration"] == stopped_at
+    assert [e["iteration"] for e in events if e["event"] == "progress"] == [stopped_at + 1]
