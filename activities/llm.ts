@@ -107,7 +107,7 @@ export function createLlm(config: Config, role: LlmRoleName, opts: LlmOptions = 
     timeout: rc.timeoutMs,
     maxRetries: opts.maxRetries ?? DEFAULT_MAX_RETRIES,
   });
-  const sem = semaphoreFor(`${role}@${baseURL}`, rc.concurrency);
+  const sem = semaphoreFor(`${role}@${baseURL}#${rc.concurrency}`, rc.concurrency);
   const total: Usage = { promptTokens: 0, completionTokens: 0, calls: 0 };
   let modelId: Promise<string> | undefined;
 

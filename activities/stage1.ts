@@ -151,7 +151,7 @@ export function createStage1Activities(deps: Stage1Deps = defaultDeps) {
       const trials = config.rollouts.trialsPerTask;
       if (all.length === 0) {
         // A seeded generator env: tasks are seeds 0..maxTasks-1.
-        const n = config.env.maxTasks ?? 8;
+        const n = config.env.maxTasks ?? DEFAULT_SEEDED_TASKS;
         return Array.from({ length: n }, (_, s) => Array.from({ length: trials }, (_, trial) => ({ seed: s, trial }))).flat();
       }
       const hasSplits = all.some((t) => t.split !== undefined);
@@ -435,6 +435,8 @@ export function createStage1Activities(deps: Stage1Deps = defaultDeps) {
 // ── helpers ─────────────────────────────────────────────────────────────────────────────────────
 
 const MIN_DISCOVERY_ITEM_CHARS = 800;
+/** Seeds rolled out on an env without fixed tasks when env.maxTasks is not set. */
+const DEFAULT_SEEDED_TASKS = 8;
 const POLICY_EXCERPT_CHARS = 2000;
 /** Labeling passes must be independent samples: a role without a temperature labels at this one. */
 const LABELING_TEMPERATURE = 0.7;
