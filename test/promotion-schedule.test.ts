@@ -1,6 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { Client, Connection, ScheduleOverlapPolicy } from '@temporalio/client';
+import { Command } from 'commander';
+import { registerReportCommand } from '../cli/commands/report.js';
 import { lineageKey } from '../activities/retrain.js';
 import { LineageSchema } from '../core/promotion.js';
 import { openStore } from '../store/index.js';
@@ -99,4 +103,23 @@ test('a retraining schedule runs twice: the second run reuses the first one\'s a
   // The run's report carries the promotion outcome.
   const report = await store.getJson<{ promotion: { promote: boolean } }>(`runs/${second.id}/report/report.json`);
   assert.equal(report.promotion.promote, false);
+
+  // `trace report <run>` rebuilds the report of a finished pipeline run from Temporal + the store.
+  process.env.TEMPORAL_ADDRESS = temporal.address;
+  const program = new Command('trace').exitOverride();
+  registerReportCommand(program);
+  const out = path.join(tmp.dir, 'first.html');
+  const lines: string[] = [];
+  const log = console.log;
+  console.log = (...args: unknown[]) => void lines.push(args.join(' '));
+  try {
+    await program.parseAsync(['node', 'trace', 'report', `${first.id}/pipeline`, '--out', out]);
+  } finally {
+    console.log = log;
+  }
+  const printed = lines.join('\n');
+  assert.match(printed, new RegExp(`TRACE report — run ${first.id} \\(retrain-test\\) on toy-orders`));
+  assert.match(printed, /trace\s+trace\s+2\s+50\.0%/);
+  assert.match(printed, /\+50\.0 pp/);
+  assert.match(await readFile(out, 'utf8'), /data-chart="pass-rates"/);
 });
