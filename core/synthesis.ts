@@ -10,6 +10,7 @@ export const SynthesisConfigSchema = z
     allowReferenceFallback: z.boolean().default(false).describe('offer a reference-library env when no attempt passes'),
     runner: z.enum(['sandbox', 'in-process']).default('sandbox').describe('in-process is for developing trusted modules only'),
     typecheck: z.boolean().default(true).describe('gate 1 also type-checks the module against the SDK (tsc)'),
+    references: z.number().int().min(0).max(2).default(2).describe('reference environments shown to the generator as few-shot examples'),
     seeds: z
       .object({
         determinism: z.number().int().positive().default(100),

@@ -11,7 +11,7 @@ import { checkCalibration, checkCompile } from '../activities/synthesis/validate
 import { synthesizeEnvironment, validateEnvironment } from '../activities/synthesis/index.js';
 import { openStore } from '../store/index.js';
 import { startScriptedLlm } from './helpers/scripted-llm.js';
-import { alternatingPolicy, BROKEN, generatorReply, GOOD_MANIFEST, GOOD_SOURCE } from './helpers/synthesis-script.js';
+import { alternatingPolicy, BROKEN, generatorReply, GOOD_MANIFEST, GOOD_SOURCE } from './fixtures/synthesis/scripts.js';
 
 const sc = SynthesisConfigSchema.parse({});
 

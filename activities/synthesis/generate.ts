@@ -48,8 +48,9 @@ export async function generatorMessages(p: {
   stats?: GeneratorPromptInput['stats'];
   target: { name: string; tools: ToolSchema[]; systemPrompt: string };
   failures: Trajectory[];
+  references?: number;
 }): Promise<ChatCompletionMessageParam[]> {
-  const refs = pickReferences(p.capability.name, p.target.name);
+  const refs = pickReferences(p.capability.name, p.target.name, p.references);
   const user = generatorUser({
     capability: p.capability,
     stats: p.stats,

@@ -100,6 +100,7 @@ async function basePrompt(store: ArtifactStore, input: SynthesizeInput): Promise
       capability: input.capability,
       ...(await evidence(store, input)),
       target: { name: input.config.env.name, tools: target.tools(), systemPrompt: target.systemPrompt() },
+      references: input.config.synthesis.references,
     });
   } finally {
     await closeEnv(target);
@@ -129,7 +130,8 @@ async function runAttempt(store: ArtifactStore, input: SynthesizeInput, n: numbe
   const out = await generateCandidate(createLlm(config, 'generator'), messages);
   let record: SynthesisAttempt;
   if ('error' in out) {
-    const verdict: ValidationVerdict = { passed: false, failedGate: 'compile', reason: `generator: ${out.error}`, gates: [], durationMs: 0 };
+    const reason = `the generator's reply is not a valid {manifest, source} object: ${out.error}`;
+    const verdict: ValidationVerdict = { passed: false, failedGate: 'compile', reason: `compile: ${reason}`, gates: [{ gate: 'compile', passed: false, reason, metrics: {}, examples: [] }], durationMs: 0 };
     record = { attempt: n, verdict, generatorError: out.error };
   } else {
     const { manifest, source } = out.generated;
