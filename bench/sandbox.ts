@@ -3,7 +3,7 @@
  * and steps/s of the same env in-process vs over loopback HTTP vs through the sandbox (ratios).
  * Run: node --import tsx bench/sandbox.ts [--episodes N]
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -49,15 +49,20 @@ async function main() {
   const iso = await sandboxIsolation();
   console.log(`isolation: ${iso.level} (probe of all levels took ${ms(performance.now() - t)})`);
 
+  // Each source differs (a trailing comment), so every bundle is a cache miss; then one cached hit.
   const dir = await mkdtemp(path.join(os.tmpdir(), 'trace-bench-'));
+  const source = await readFile(MODULE, 'utf8');
   const bundleTimes: number[] = [];
   for (let i = 0; i < 5; i++) {
     t = performance.now();
-    await bundleEnvModule(MODULE, path.join(dir, `b${i}.mjs`));
+    await bundleEnvModule({ source: `${source}\n// ${i}\n` }, path.join(dir, `b${i}.mjs`));
     bundleTimes.push(performance.now() - t);
   }
+  t = performance.now();
+  await bundleEnvModule({ source: `${source}\n// 0\n` }, path.join(dir, 'hit.mjs'));
+  const hit = performance.now() - t;
   await rm(dir, { recursive: true, force: true });
-  console.log(`bundle (esbuild, module + SDK + runner + zod): median ${ms(median(bundleTimes))}`);
+  console.log(`bundle (esbuild, module + SDK + runner + zod): median ${ms(median(bundleTimes))}; cached (inputs re-hashed) ${ms(hit)}`);
 
   for (const level of ISOLATION_LEVELS) {
     if (!(await isolationIfAvailable(level))) {
@@ -68,13 +73,18 @@ async function main() {
     const closes: number[] = [];
     for (let i = 0; i < 5; i++) {
       t = performance.now();
-      const env = await startSandboxedEnv({ modulePath: MODULE, isolation: level });
+      // A distinct source each time: start-up including a fresh bundle.
+      const env = await startSandboxedEnv({ source: `${source}\n// ${level} ${i}\n`, isolation: level });
       starts.push(performance.now() - t);
       t = performance.now();
       await env.close();
       closes.push(performance.now() - t);
     }
-    console.log(`start-up [${level}]: median ${ms(median(starts))} (incl. bundle), close ${ms(median(closes))}`);
+    t = performance.now();
+    const again = await startSandboxedEnv({ source: `${source}\n// ${level} 0\n`, isolation: level });
+    const cachedStart = performance.now() - t;
+    await again.close();
+    console.log(`start-up [${level}]: median ${ms(median(starts))} (fresh bundle), ${ms(cachedStart)} (cached bundle), close ${ms(median(closes))}`);
   }
 
   const inProc = await throughput(sdkEnv);

@@ -1,6 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { SandboxError, startSandboxedEnv } from '../envs/sandbox/index.js';
 import { formatConformance, runConformance } from '../envs/protocol/conformance.js';
 import { inspectInstance } from '../envs/sdk/index.js';
@@ -63,8 +65,30 @@ test('sandbox: a module given as source (with #env-sdk) runs too', async () => {
   }
 });
 
+test('sandbox: a cached bundle is never stale: editing the module file is picked up', async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'trace-sandbox-test-'));
+  const file = path.join(dir, 'env.ts');
+  const observe = async () => {
+    const env = await startSandboxedEnv({ modulePath: file });
+    try {
+      return (await (await env.reset({ taskId: 'attack' })).step(ATTACK)).observation.content;
+    } finally {
+      await env.close();
+    }
+  };
+  try {
+    writeFileSync(file, attackSource("return 'v1'"));
+    assert.equal(await observe(), 'v1');
+    assert.equal(await observe(), 'v1', 'second start (cached bundle)');
+    writeFileSync(file, attackSource("return 'v2'"));
+    assert.equal(await observe(), 'v2', 'the edited module must be rebundled');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('sandbox: broken modules fail with a reason before anything runs', async () => {
-  await assert.rejects(startSandboxedEnv({ source: 'export default {' }), reason('compile'));
+  await assert.rejects(startSandboxedEnv({ source: 'export default {' }), (e: unknown) => reason('compile')(e) && /env\.ts:1:/.test((e as Error).message));
   await assert.rejects(startSandboxedEnv({ source: "import x from 'no-such-package-xyz'; export default x;" }), (e: unknown) =>
     reason('compile')(e) && /no-such-package-xyz/.test((e as Error).message),
   );

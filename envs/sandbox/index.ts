@@ -1,4 +1,4 @@
-import { chmod, mkdir, rm, writeFile } from 'node:fs/promises';
+import { chmod, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { execa } from 'execa';
 import type { z } from 'zod';
@@ -61,16 +61,9 @@ export class SandboxedEnvironment extends RemoteEnvironment {
     const uid = isolation.dedicatedUid ? allocateUid() : undefined;
     const { root, runDir } = await makeSandboxDir(uid);
     try {
-      let modulePath = opts.modulePath!;
-      if (opts.source !== undefined) {
-        // The source lives outside runDir: the env sees only its bundle, not its own build inputs.
-        await mkdir(path.join(root, 'src'));
-        modulePath = path.join(root, 'src', 'env.ts');
-        await writeFile(modulePath, opts.source);
-      }
       const bundle = path.join(runDir, 'env.mjs');
       try {
-        await bundleEnvModule(modulePath, bundle);
+        await bundleEnvModule(opts.source !== undefined ? { source: opts.source } : { modulePath: opts.modulePath! }, bundle);
       } catch (err) {
         if (err instanceof BundleError) throw new SandboxError('compile', err.message);
         throw err;
