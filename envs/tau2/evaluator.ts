@@ -54,6 +54,8 @@ export async function evaluateTau2(input: EvaluateInput): Promise<RewardInfo> {
   let reward = 1;
   for (const k of criteria.reward_basis) {
     if (k in components) continue;
+    // Upstream reports no DB/ENV_ASSERTION breakdown when a task has neither actions nor assertions.
+    if (env.skipped && (k === 'DB' || k === 'ENV_ASSERTION')) continue;
     components[k] = scores[k];
     reward *= scores[k];
   }
@@ -78,13 +80,15 @@ interface EnvResult {
   assertions: { func_name: string; met: boolean }[];
   dbMatches: Record<string, boolean>;
   mismatches: string[];
+  /** True when the task has neither actions nor env_assertions (DB counts as 1, unreported). */
+  skipped: boolean;
 }
 
 /** EnvironmentEvaluator: hash comparison of predicted vs gold environments, then env_assertions. */
 export function evaluateEnvironment({ domain, task, messages, userCalls = [] }: EvaluateInput): EnvResult {
   const criteria = task.evaluation_criteria!;
   if (criteria.actions == null && criteria.env_assertions == null) {
-    return { dbReward: 1, assertions: [], dbMatches: {}, mismatches: [] };
+    return { dbReward: 1, assertions: [], dbMatches: {}, mismatches: [], skipped: true };
   }
   const predicted = Tau2State.forTask(domain, task, { withHistory: false });
   // Agent and user tools act on separate DBs, so replaying each side in its own order is exact.
@@ -104,7 +108,7 @@ export function evaluateEnvironment({ domain, task, messages, userCalls = [] }: 
     }
     return { func_name: a.func_name, met };
   });
-  return { dbReward, assertions, dbMatches: { agent_db_match: agentMatch, user_db_match: userMatch }, mismatches };
+  return { dbReward, assertions, dbMatches: { agent_db_match: agentMatch, user_db_match: userMatch }, mismatches, skipped: false };
 }
 
 /** CommunicateEvaluator: each info string must appear in some agent message (commas removed). */
