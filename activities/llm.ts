@@ -68,6 +68,15 @@ function unfence(text: string): string {
   return m ? m[1] : text;
 }
 
+/** The JSON value of an LLM reply (code fence tolerated), or undefined when it is not JSON. */
+export function parseJsonReply(content: string | null): unknown {
+  try {
+    return JSON.parse(unfence(content ?? ''));
+  } catch {
+    return undefined;
+  }
+}
+
 function describeIssues(err: z.ZodError): string {
   return err.issues
     .slice(0, 8)

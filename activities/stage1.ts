@@ -10,6 +10,7 @@ import {
   ItemFailureSchema,
   type Capability,
   type CapabilityDictionary,
+  type DiscoveryOutput,
   type ItemFailure,
   type Outcome,
   type PassLabels,
@@ -26,7 +27,7 @@ import type { Environment } from '../envs/environment.js';
 import { openEnvironment } from '../envs/registry.js';
 import type { ArtifactRef, ArtifactStore } from '../store/artifact-store.js';
 import { mapLimit } from './concurrency.js';
-import { addUsage, createLlm, InvalidLlmOutputError, ZERO_USAGE } from './llm.js';
+import { addUsage, createLlm, InvalidLlmOutputError, parseJsonReply, ZERO_USAGE } from './llm.js';
 import { runEpisodes, type TaskSpec } from './rollout.js';
 
 /**
@@ -256,26 +257,40 @@ export function createStage1Activities(deps: Stage1Deps = defaultDeps) {
       const shown = pickForDiscovery(failures, successes, config.analysis.maxTrajectoryChars);
       const policy = truncate(ts[0]?.messages.find((m) => m.role === 'system')?.content ?? '', POLICY_EXCERPT_CHARS);
       heartbeat({ stage: 'discovery' });
-      const out = await llm.structured(
-        [
-          { role: 'system', content: DISCOVERY_SYSTEM },
-          {
-            role: 'user',
-            content: discoveryUser({
-              maxCapabilities: config.analysis.maxCapabilities,
-              policy,
-              failures: shown.failures.map((t) => compactTrajectory(t, shown.budget)),
-              successes: shown.successes.map((t) => compactTrajectory(t, shown.budget)),
-            }),
-          },
-        ],
-        discoveryOutputSchema(toolNamesOf(ts)),
-        'capability_dictionary',
-      );
+      const tools = toolNamesOf(ts);
+      const warnings: string[] = [];
+      let out: DiscoveryOutput;
+      try {
+        out = await llm.structured(
+          [
+            { role: 'system', content: DISCOVERY_SYSTEM },
+            {
+              role: 'user',
+              content: discoveryUser({
+                maxCapabilities: config.analysis.maxCapabilities,
+                policy,
+                failures: shown.failures.map((t) => compactTrajectory(t, shown.budget)),
+                successes: shown.successes.map((t) => compactTrajectory(t, shown.budget)),
+              }),
+            },
+          ],
+          discoveryOutputSchema(tools),
+          'capability_dictionary',
+        );
+      } catch (e) {
+        // Sentence counts are the one rule a grammar-constrained small model cannot be held to: after
+        // the repairs, output that breaks only that rule is kept, with a warning in the report.
+        if (!(e instanceof InvalidLlmOutputError)) throw e;
+        const lenient = discoveryOutputSchema(tools, { sentences: false }).safeParse(parseJsonReply(e.lastContent));
+        if (!lenient.success) throw e;
+        out = lenient.data;
+        warnings.push(`kept the analyst's dictionary although ${e.lastError}`);
+      }
       dictionary = {
         capabilities: canonicalDictionary(out.capabilities, config.analysis.maxCapabilities),
         basedOn: { successes: shown.successes.map((t) => t.id), failures: shown.failures.map((t) => t.id) },
         model: await llm.model(),
+        ...(warnings.length ? { warnings } : {}),
       };
     }
     const ref = await store.put(key, JSON.stringify(dictionary, null, 2));
@@ -497,6 +512,7 @@ export function stage1Summary(r: Stage1Result, passesRun: number): string {
       `${r.dictionary.capabilities.length} capabilities discovered; ${passesRun} of ${r.thresholds.passes} labeling passes` +
       `${c.labelFailures ? ` (${c.labelFailures} item labels failed after repair)` : ''}.`,
   ];
+  for (const w of r.dictionary.warnings ?? []) lines.push(`Warning: ${w}.`);
   if (c.failures === 0) lines.push('No failed trajectories: nothing to contrast, so no capability can be selected.');
   if (c.successes === 0) lines.push('No successful trajectories: the contrastive gap Δ is undefined, so no capability can be selected.');
   const rule = `Δ ≥ ${r.thresholds.delta.toFixed(2)} and Cov ≥ ${r.thresholds.coverage.toFixed(2)} in ≥ ${r.thresholds.minPassesSelected} of ${r.thresholds.passes} passes`;

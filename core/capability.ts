@@ -38,12 +38,13 @@ export function sentenceCount(text: string): number {
  * descriptions, and names that are general skills, so a name may not contain one of the
  * environment's tool names (e.g. `cancel_order_correctly` is a domain rule, not a capability).
  */
-export function discoveryOutputSchema(toolNames: readonly string[]) {
+export function discoveryOutputSchema(toolNames: readonly string[], opts: { sentences?: boolean } = {}) {
+  const checkSentences = opts.sentences ?? true;
   const tools = [...toolNames].filter((t) => t.length >= 4).sort();
   const named = z.object({ name: z.preprocess(snakeCase, CapabilitySchema.shape.name), description: CapabilitySchema.shape.description });
   const capability = named.superRefine((c, ctx) => {
     const n = sentenceCount(c.description);
-    if (n < 2 || n > 3) ctx.addIssue({ code: 'custom', path: ['description'], message: `must be 2–3 sentences, got ${n}` });
+    if (checkSentences && (n < 2 || n > 3)) ctx.addIssue({ code: 'custom', path: ['description'], message: `must be 2–3 sentences, got ${n}` });
     const tool = tools.find((t) => c.name.includes(t));
     if (tool) ctx.addIssue({ code: 'custom', path: ['name'], message: `names the tool '${tool}'; name the general skill instead` });
   });
@@ -56,6 +57,8 @@ export const CapabilityDictionarySchema = z.object({
   /** Trajectories the analyst saw (ids), so a reader knows what the dictionary was built from. */
   basedOn: z.object({ successes: z.array(z.string()), failures: z.array(z.string()) }),
   model: z.string(),
+  /** Rules the analyst's output was accepted without meeting (shown in the report). */
+  warnings: z.array(z.string()).optional(),
 });
 export type CapabilityDictionary = z.infer<typeof CapabilityDictionarySchema>;
 

@@ -198,3 +198,33 @@ test('a rollout batch whose policy LLM fails is retried and resumes without redo
     await tmp.cleanup();
   }
 });
+
+test('discovery keeps output that breaks only the sentence rule (with a warning) and fails on anything else', async () => {
+  const tmp = await tempDir('trace-stage1-');
+  let reply = JSON.stringify({ capabilities: [{ name: 'Check Order State', description: 'Looks at the order status before changing it' }] });
+  const server = await startScriptedLlm(() => ({ content: reply }));
+  try {
+    const config = testConfig(server.baseURL, tmp.dir);
+    const store = openStore(config.store);
+    const traj = (id: string, success: boolean) => ({
+      id, env: 'toy-orders', taskId: id, trial: 0, model: 'm', reward: success ? 1 : 0, success, termination: 'user_stop', steps: 1, durationMs: 1,
+      messages: [{ role: 'system', content: 'policy' }, { role: 'user', content: 'hi' }, { role: 'assistant', content: 'bye' }],
+      rewardInfo: { reward: success ? 1 : 0, components: {}, success },
+      usage: { promptTokens: 0, completionTokens: 0, calls: 0 },
+    });
+    const rollouts = await store.put('runs/w/rollouts/batch-0000.jsonl', [traj('a', true), traj('b', false)].map((t) => JSON.stringify(t)).join('\n') + '\n');
+    const acts = createStage1Activities();
+    const d = await acts.discoverCapabilities({ config, runId: 'w', rolloutRefs: [rollouts] });
+    assert.equal(d.capabilities, 1);
+    assert.equal(server.requests.length, 3, 'the repairs were tried first');
+    const dict = await store.getJson<{ capabilities: { name: string }[]; warnings: string[] }>(d.ref);
+    assert.equal(dict.capabilities[0].name, 'check_order_state');
+    assert.deepEqual(dict.warnings, ["kept the analyst's dictionary although capabilities.0.description: must be 2–3 sentences, got 1"]);
+
+    reply = JSON.stringify({ capabilities: [{ name: '???', description: 'Looks at the order status before changing it.' }] });
+    await assert.rejects(acts.discoverCapabilities({ config, runId: 'w2', rolloutRefs: [rollouts] }), /must be snake_case/);
+  } finally {
+    await server.close();
+    await tmp.cleanup();
+  }
+});
