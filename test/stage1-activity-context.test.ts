@@ -21,13 +21,14 @@ test('activities heartbeat progress, stop starting items when cancelled, and acc
     config.llm.policy.concurrency = 1;
     config.llm.analyst.concurrency = 1;
     const acts = createStage1Activities();
+    type Batch = Awaited<ReturnType<typeof acts.collectRolloutBatch>>;
     const store = openStore(config.store);
     const tasks = await acts.listRolloutTasks({ config });
 
     const env = new MockActivityEnvironment();
     const beats: unknown[] = [];
     env.on('heartbeat', (d: unknown) => beats.push(d));
-    const batch = await env.run(acts.collectRolloutBatch, { config, runId: 'ctx', batchIndex: 0, tasks });
+    const batch = (await env.run(acts.collectRolloutBatch, { config, runId: 'ctx', batchIndex: 0, tasks })) as Batch;
     assert.equal(batch.count, 6);
     assert.deepEqual(beats.at(-1), { done: 6, total: 6 });
     assert.ok(beats.length >= 7, `${beats.length} heartbeats`);
@@ -35,7 +36,7 @@ test('activities heartbeat progress, stop starting items when cancelled, and acc
     // Attempt 3+: an LLM outage is recorded (termination error) instead of failing the batch again.
     policyDown = true;
     const late = new MockActivityEnvironment({ attempt: 3 });
-    const recorded = await late.run(acts.collectRolloutBatch, { config, runId: 'ctx', batchIndex: 1, tasks: tasks.slice(0, 1) });
+    const recorded = (await late.run(acts.collectRolloutBatch, { config, runId: 'ctx', batchIndex: 1, tasks: tasks.slice(0, 1) })) as Batch;
     assert.equal(recorded.count, 1);
     const early = new MockActivityEnvironment({ attempt: 1 });
     await assert.rejects(early.run(acts.collectRolloutBatch, { config, runId: 'ctx', batchIndex: 2, tasks: tasks.slice(0, 1) }), /infrastructure errors/);
