@@ -40,3 +40,15 @@ test('env commands reject unknown environments and task sets with one-line error
   await assert.rejects(run('env', 'replay', 'tau2-retail', '--gold', '--task-set', 'old'), /--task-set: expected 'current' or 'legacy'/);
   await assert.rejects(run('env', 'replay', 'tau2-retail', '--gold', '--task', 'nope'), /task 'nope' not found/);
 });
+
+test('the registry opens tau2-* names with the config (task set, roles) and rejects unknown domains', async () => {
+  const { parseConfig } = await import('../core/config.js');
+  const { openEnvironment } = await import('../envs/registry.js');
+  const config = parseConfig({ env: { name: 'tau2-airline', taskSet: 'legacy' } });
+  const env = await openEnvironment(config.env, { config });
+  assert.equal(env.info.name, 'tau2-airline');
+  assert.equal((await env.listTasks()).length, 50);
+  assert.match(env.info.description, /legacy tasks/);
+  const bad = parseConfig({ env: { name: 'tau2-telecom' } });
+  await assert.rejects(openEnvironment(bad.env, { config: bad }), /env\.name: unknown tau2 environment 'tau2-telecom'/);
+});
