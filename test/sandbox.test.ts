@@ -99,6 +99,7 @@ test('sandbox: broken modules fail with a reason before anything runs', async ()
     reason('crash')(e) && /boom at import/.test((e as Error).message),
   );
   await assert.rejects(startSandboxedEnv({}), /exactly one of source or modulePath/);
+  await assert.rejects(startSandboxedEnv({ source: 'export default {}', limits: { wallMs: -1 } }), /limits: wallMs/);
 });
 
 test('sandbox: an ordinary env exception is an env_error and the sandbox keeps working', async () => {

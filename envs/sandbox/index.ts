@@ -1,8 +1,9 @@
 import { chmod, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { execa } from 'execa';
-import type { z } from 'zod';
+import { z } from 'zod';
 import { EnvProtocolError, RemoteEnvironment } from '../protocol/client.js';
+import { describeZodError } from '../protocol/schemas.js';
 import { BundleError, bundleEnvModule } from './bundle.js';
 import {
   allocateUid,
@@ -19,7 +20,20 @@ import { SandboxError, SandboxProcess } from './process.js';
 export { SandboxError, type SandboxReason } from './process.js';
 export { sandboxIsolation, type IsolationLevel, type SandboxIsolation } from './isolation.js';
 
-export type SandboxLimits = Partial<ResolvedLimits>;
+const positiveInt = z.number().int().positive();
+export const SandboxLimitsSchema = z
+  .object({
+    wallMs: positiveInt,
+    startMs: positiveInt,
+    memoryMb: z.number().int().min(64),
+    outputBytes: positiveInt,
+    cpuSeconds: positiveInt,
+    maxProcesses: z.number().int().min(16),
+    diskMb: positiveInt,
+  })
+  .partial()
+  .strict();
+export type SandboxLimits = z.infer<typeof SandboxLimitsSchema>;
 
 export const DEFAULT_LIMITS: ResolvedLimits = {
   wallMs: 10_000,
@@ -54,8 +68,12 @@ export class SandboxedEnvironment extends RemoteEnvironment {
 
   /** @internal */
   static async start(opts: SandboxOptions): Promise<SandboxedEnvironment> {
-    if (!opts.source === !opts.modulePath) throw new Error('startSandboxedEnv: give exactly one of source or modulePath');
-    const limits = { ...DEFAULT_LIMITS, ...opts.limits };
+    if ((opts.source === undefined) === (opts.modulePath === undefined)) {
+      throw new Error('startSandboxedEnv: give exactly one of source or modulePath');
+    }
+    const parsed = SandboxLimitsSchema.safeParse(opts.limits ?? {});
+    if (!parsed.success) throw new Error(describeZodError(parsed.error, 'startSandboxedEnv: limits'));
+    const limits: ResolvedLimits = { ...DEFAULT_LIMITS, ...parsed.data };
     const isolation = opts.isolation ? await isolationIfAvailable(opts.isolation) : await sandboxIsolation();
     if (!isolation) throw new Error(`startSandboxedEnv: isolation '${opts.isolation}' does not work on this machine`);
     const uid = isolation.dedicatedUid ? allocateUid() : undefined;
