@@ -138,7 +138,7 @@ test('reliability: kill -9 of the worker mid-rollouts and mid-labeling; the run 
   const store = openStore(config.store);
   const trajectories = await loadTrajectories(store, result.rollouts.refs);
   assert.equal(new Set(trajectories.map((x) => x.id)).size, 6);
-  for (const ref of [...result.analysis.labels, result.analysis.selection, result.analysis.dictionary, result.report]) await store.get(ref);
+  for (const ref of [...result.analysis.labels, result.analysis.selection!, result.analysis.dictionary!, result.report]) await store.get(ref);
   for (const f of await walk(runDir)) {
     if (isTempName(path.basename(f))) continue;
     const text = await readFile(f, 'utf8');

@@ -61,7 +61,7 @@ test('tracePipeline: stage 1 + base evaluation, progress query, search attribute
 
   // Artifacts: the stage-1 result parses and names the same selection; the report is readable.
   const store = openStore(config.store);
-  const stage1 = Stage1ResultSchema.parse(await store.getJson(result.analysis.selection));
+  const stage1 = Stage1ResultSchema.parse(await store.getJson(result.analysis.selection!));
   assert.deepEqual(stage1.selected.map((s) => s.name), [VERIFY]);
   assert.equal(stage1.counts.trajectories, 12);
   const report = await store.getJson<{ runId: string }>(result.report);
@@ -92,4 +92,32 @@ test('tracePipeline: stage 1 + base evaluation, progress query, search attribute
     if (found.length === 0) await new Promise((r) => setTimeout(r, 250));
   }
   assert.deepEqual(found, ['wf-run-1']);
+});
+
+test('tracePipeline: an analyst that never produces a valid dictionary ends stage 1, not the run; evaluation and report still happen', async (t) => {
+  const tmp = await tempDir('trace-wf-analyst-');
+  const llm = await startScriptedLlm((req) =>
+    req.response_format?.json_schema?.name === 'capability_dictionary' ? { content: '{"capabilities": "none"}' } : pipelineReply(req),
+  );
+  const temporal = await startTestTemporal({ dbFile: `${tmp.dir}/temporal.db` });
+  const workers = await startWorkers({ queues: ['cpu'], settings: temporal.settings, shutdownGraceMs: 2000 });
+  const connection = await Connection.connect({ address: temporal.address });
+  t.after(async () => {
+    await connection.close();
+    await workers.shutdown();
+    await temporal.stop();
+    await llm.close();
+    await tmp.cleanup();
+  });
+  const config = pipelineConfig(llm.baseURL, `${tmp.dir}/artifacts`, { rollouts: { trialsPerTask: 1, batchSize: 3, maxConcurrentBatches: 2, maxSteps: 6 } });
+  const input: PipelineInput = { runId: 'wf-analyst', config, timeouts: { ...FAST_TIMEOUTS, maximumAttempts: 2 } };
+  const handle = await new Client({ connection }).workflow.start('tracePipeline', { taskQueue: TASK_QUEUE_CPU, workflowId: 'wf-analyst', args: [input] });
+  const result = (await handle.result()) as PipelineResult;
+  assert.equal(result.status, 'completed_with_failures');
+  assert.match(result.analysis.error ?? '', /capability_dictionary: invalid LLM output/);
+  assert.match(result.summary, /^stage 1 failed: /);
+  assert.deepEqual(result.capabilities, []);
+  assert.equal(result.rollouts.trajectories, 6);
+  assert.ok(result.evaluation, 'the base agent was still evaluated');
+  assert.equal((await openStore(config.store).getJson<{ runId: string }>(result.report)).runId, 'wf-analyst');
 });

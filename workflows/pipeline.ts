@@ -1,6 +1,7 @@
 import {
   ApplicationFailure,
   defineQuery,
+  isCancellation,
   proxyActivities,
   setHandler,
   startChild,
@@ -129,31 +130,53 @@ export async function tracePipeline(input: PipelineInput): Promise<PipelineResul
   if (passRate !== null) upsertSearchAttributes([{ key: SA.TracePassRate, value: passRate }]);
 
   // Capability identification: one discovery, R independent labeling passes, K-of-R selection.
-  enter('discovery');
-  const discovery = await long.discoverCapabilities({ runId, config, rolloutRefs });
-  enter('labeling');
-  const passes = await Promise.allSettled(
-    Array.from({ length: config.analysis.passes }, async (_, pass) => {
-      try {
-        const r = await long.labelPass({ runId, config, pass, dictionaryRef: discovery.ref, rolloutRefs });
-        progress.labeling.passesDone++;
-        return r;
-      } catch (err) {
-        progress.labeling.passesFailed++;
-        throw err;
-      }
-    }),
-  );
-  const labels = passes.flatMap((p) => (p.status === 'fulfilled' ? [p.value.ref] : []));
-  if (labels.length === 0) {
-    throw ApplicationFailure.nonRetryable(
-      `every labeling pass failed: ${failureMessage((passes[0] as PromiseRejectedResult).reason)}`,
-      'NoLabels',
+  // A stage-1 analysis that fails (e.g. an analyst that cannot produce a valid dictionary) ends
+  // the analysis, not the run: evaluation and the report still say what happened.
+  let analysis: PipelineResult['analysis'];
+  let selected: { name: string; description: string }[] = [];
+  try {
+    enter('discovery');
+    const discovery = await long.discoverCapabilities({ runId, config, rolloutRefs });
+    enter('labeling');
+    const passes = await Promise.allSettled(
+      Array.from({ length: config.analysis.passes }, async (_, pass) => {
+        try {
+          const r = await long.labelPass({ runId, config, pass, dictionaryRef: discovery.ref, rolloutRefs });
+          progress.labeling.passesDone++;
+          return r;
+        } catch (err) {
+          progress.labeling.passesFailed++;
+          throw err;
+        }
+      }),
     );
+    const labels = passes.flatMap((p) => (p.status === 'fulfilled' ? [p.value.ref] : []));
+    if (labels.length === 0) {
+      throw ApplicationFailure.nonRetryable(`every labeling pass failed: ${failureMessage((passes[0] as PromiseRejectedResult).reason)}`, 'NoLabels');
+    }
+    enter('selection');
+    const selection = await short.selectCapabilities({ runId, config, dictionaryRef: discovery.ref, rolloutRefs, passRefs: labels });
+    selected = selection.selected;
+    analysis = {
+      dictionary: discovery.ref,
+      selection: selection.ref,
+      labels,
+      selected: selected.map((c) => c.name),
+      failedPasses: progress.labeling.passesFailed,
+      failedLabels: passes.reduce((n, p) => n + (p.status === 'fulfilled' ? p.value.failedItems : 0), 0),
+      summary: selection.summary,
+    };
+  } catch (err) {
+    if (isCancellation(err)) throw err;
+    analysis = {
+      labels: [],
+      selected: [],
+      failedPasses: progress.labeling.passesFailed,
+      failedLabels: 0,
+      summary: `capability identification failed at ${progress.stage}: ${failureMessage(err)}`,
+      error: failureMessage(err),
+    };
   }
-  enter('selection');
-  const selection = await short.selectCapabilities({ runId, config, dictionaryRef: discovery.ref, rolloutRefs, passRefs: labels });
-  const selected = selection.selected;
   upsertSearchAttributes([{ key: SA.TraceCapabilities, value: selected.map((c) => c.name) }]);
 
   // One child workflow per kept capability; a failed child is reported, the others continue.
@@ -165,7 +188,7 @@ export async function tracePipeline(input: PipelineInput): Promise<PipelineResul
       const entry = progress.capabilities[i];
       const handle = await startChild(capabilityWorkflow, {
         workflowId: entry.workflowId,
-        args: [{ runId, config, capability, analysis: selection.ref, plan, timeouts }],
+        args: [{ runId, config, capability, analysis: analysis.selection!, plan, timeouts }],
       });
       progress.currentCapability = capability.name;
       const r = await handle.result();
@@ -211,22 +234,14 @@ export async function tracePipeline(input: PipelineInput): Promise<PipelineResul
   progress.notConfigured = notConfigured;
 
   enter('report');
-  const failed = capabilities.filter((c) => c.status === 'failed').length + failedBatches + progress.labeling.passesFailed;
+  const failed = capabilities.filter((c) => c.status === 'failed').length + failedBatches + progress.labeling.passesFailed + (analysis.error ? 1 : 0);
   const result: Omit<PipelineResult, 'report'> = {
     runId,
     status: failed ? 'completed_with_failures' : 'completed',
-    summary: summarize(selected.length, capabilities, notConfigured, failed),
+    summary: summarize(analysis, capabilities, notConfigured, failed),
     env: config.env.name,
     rollouts: { refs: rolloutRefs, trajectories, successes, passRate, failedBatches },
-    analysis: {
-      dictionary: discovery.ref,
-      selection: selection.ref,
-      labels,
-      selected: selected.map((c) => c.name),
-      failedPasses: progress.labeling.passesFailed,
-      failedLabels: passes.reduce((n, p) => n + (p.status === 'fulfilled' ? p.value.failedItems : 0), 0),
-      summary: selection.summary,
-    },
+    analysis,
     capabilities,
     gate,
     evaluation,
@@ -240,8 +255,9 @@ export async function tracePipeline(input: PipelineInput): Promise<PipelineResul
   return { ...result, report };
 }
 
-function summarize(selected: number, caps: CapabilityResult[], notConfigured: string[], failures: number): string {
-  const parts = [`stage 1: ${selected} capabilit${selected === 1 ? 'y' : 'ies'} selected`];
+function summarize(analysis: PipelineResult['analysis'], caps: CapabilityResult[], notConfigured: string[], failures: number): string {
+  const n = analysis.selected.length;
+  const parts = [analysis.error ? `stage 1 failed: ${analysis.error}` : `stage 1: ${n} capabilit${n === 1 ? 'y' : 'ies'} selected`];
   const trained = caps.filter((c) => c.status === 'trained').length;
   if (trained) parts.push(`${trained} adapter(s) trained`);
   const stages24 = ['synthesis', 'training', 'gate'];

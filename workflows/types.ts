@@ -113,16 +113,18 @@ export interface PipelineResult {
   env: string;
   rollouts: { refs: ArtifactRef[]; trajectories: number; successes: number; passRate: number | null; failedBatches: number };
   analysis: {
-    dictionary: ArtifactRef;
+    dictionary?: ArtifactRef;
     /** The stage-1 result artifact (statistics, selection, example failures). */
-    selection: ArtifactRef;
+    selection?: ArtifactRef;
     labels: ArtifactRef[];
     selected: string[];
     failedPasses: number;
     /** Trajectory labels that stayed invalid after repair, summed over passes. */
     failedLabels: number;
-    /** Human-readable stage-1 summary (per-capability Δ, Cov, K of R). */
+    /** Human-readable stage-1 summary (per-capability Δ, Cov, K of R), or why it failed. */
     summary: string;
+    /** Set when capability identification failed; the run still evaluates and reports. */
+    error?: string;
   };
   capabilities: CapabilityResult[];
   gate?: unknown;

@@ -2,7 +2,9 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import YAML from 'yaml';
 import { ConfigError, parseConfig, type Config } from '../../core/config.js';
+import type { Client } from '@temporalio/client';
 import { temporalSettings, workflowUiLink, type TemporalSettings } from '../../infra/temporal.js';
+import { PROGRESS_QUERY, type PipelineProgress } from '../../workflows/types.js';
 
 /**
  * Helpers every command shares: reading a config file (YAML or JSON) into a validated Config,
@@ -41,6 +43,20 @@ export async function connectClient(settings: TemporalSettings = temporalSetting
     throw new CliError(`Temporal not reachable at ${settings.address}${hint}: ${(err as Error).message.split('\n')[0]}`);
   }
   return { client: new Client({ connection, namespace: settings.namespace }), connection, settings };
+}
+
+/**
+ * The `progress` query with a deadline: a query needs a worker, and without one the client would
+ * otherwise keep retrying past the command's end. Undefined when no worker answered in time.
+ */
+export async function queryProgress(client: Client, workflowId: string, timeoutMs = 5000): Promise<PipelineProgress | undefined> {
+  try {
+    return await client.connection.withDeadline(Date.now() + timeoutMs, () =>
+      client.workflow.getHandle(workflowId).query<PipelineProgress>(PROGRESS_QUERY),
+    );
+  } catch {
+    return undefined;
+  }
 }
 
 export function uiLink(workflowId: string, settings: TemporalSettings = temporalSettings()): string {

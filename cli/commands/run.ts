@@ -1,8 +1,11 @@
+import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
+import { z } from 'zod';
 import { ConfigError, type Config } from '../../core/config.js';
 import { knownEnvironments } from '../../envs/registry.js';
-import type { PipelineInput, PipelineProgress, PipelineResult } from '../../workflows/types.js';
-import { connectClient, formatRate, loadConfigFile, newRunId, uiLink } from './common.js';
+import { ArtifactRefSchema } from '../../store/artifact-store.js';
+import type { ImportedRollouts, PipelineInput, PipelineResult } from '../../workflows/types.js';
+import { CliError, connectClient, formatRate, loadConfigFile, newRunId, queryProgress, uiLink } from './common.js';
 import { progressLine } from './progress.js';
 
 /** `trace run <config>`: validate, start tracePipeline, print id + UI link, follow progress. */
@@ -13,9 +16,11 @@ export function registerRun(program: Command): void {
     .argument('<config>', 'config file')
     .option('--detach', 'print the run id and return instead of following progress')
     .option('--id <runId>', 'run id (default: <name>-<timestamp>-<random>)')
-    .action(async (file: string, opts: { detach?: boolean; id?: string }) => {
+    .option('--rollouts <rollouts.json>', 'start from imported rollouts (written by `trace import-tau2`) instead of collecting them')
+    .action(async (file: string, opts: { detach?: boolean; id?: string; rollouts?: string }) => {
       const config = validateRunConfig(file);
-      const { workflowId } = await startRun(config, opts.id);
+      const rollouts = opts.rollouts ? readImportedRollouts(opts.rollouts) : undefined;
+      const { workflowId } = await startRun(config, opts.id, rollouts);
       if (opts.detach) return;
       const result = await followRun(workflowId);
       printResult(result);
@@ -32,10 +37,28 @@ export function validateRunConfig(file: string): Config {
   return config;
 }
 
-export async function startRun(config: Config, runId = newRunId(config)): Promise<{ workflowId: string }> {
+const ImportedRolloutsSchema = z.object({
+  refs: z.array(ArtifactRefSchema).min(1),
+  trajectories: z.number().int().nonnegative(),
+  successes: z.number().int().nonnegative(),
+});
+
+function readImportedRollouts(file: string): ImportedRollouts {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new CliError(`--rollouts ${file}: cannot read JSON (${(err as Error).message.split('\n')[0]})`);
+  }
+  const r = ImportedRolloutsSchema.safeParse(raw);
+  if (!r.success) throw new CliError(`--rollouts ${file}: ${r.error.issues[0].path.join('.') || '(root)'}: ${r.error.issues[0].message}`);
+  return r.data;
+}
+
+export async function startRun(config: Config, runId = newRunId(config), rollouts?: ImportedRollouts): Promise<{ workflowId: string }> {
   const { client, settings } = await connectClient();
   const { TASK_QUEUE_CPU } = await import('../../workflows/types.js');
-  const input: PipelineInput = { runId, config };
+  const input: PipelineInput = { runId, config, ...(rollouts ? { rollouts } : {}) };
   await client.workflow.start('tracePipeline', {
     taskQueue: TASK_QUEUE_CPU,
     workflowId: runId,
@@ -69,10 +92,7 @@ export async function followRun(workflowId: string): Promise<PipelineResult> {
   const waitingSince = Date.now();
   try {
     while (!closed) {
-      const p = await Promise.race([
-        handle.query<PipelineProgress>('progress').catch(() => undefined),
-        sleep(5000).then(() => undefined),
-      ]);
+      const p = await queryProgress(client, workflowId);
       if (p) show(progressLine(p));
       else if (!closed && Date.now() - waitingSince > 5000) show('waiting for a worker on task queue trace-cpu (start one with `trace worker` or `trace stack up`)');
       await Promise.race([resultP.catch(() => undefined), sleep(1000)]);

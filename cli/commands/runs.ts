@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
-import type { PipelineProgress, PipelineResult } from '../../workflows/types.js';
-import { CliError, connectClient, formatRate, uiLink } from './common.js';
+import type { PipelineResult } from '../../workflows/types.js';
+import { CliError, connectClient, formatRate, queryProgress, uiLink } from './common.js';
 import { progressReport } from './progress.js';
 import { printResult } from './run.js';
 
@@ -18,7 +18,9 @@ export function registerRunCommands(program: Command): void {
         console.log(`run ${run}: ${d.status.name} (started ${d.startTime.toISOString()}${d.closeTime ? `, closed ${d.closeTime.toISOString()}` : ''})`);
         console.log(`UI: ${uiLink(run, settings)}`);
         if (d.status.name === 'RUNNING') {
-          console.log(progressReport(await handle.query<PipelineProgress>('progress')));
+          // A query needs a worker; without one it would wait for the server's query timeout.
+          const p = await queryProgress(client, run);
+          console.log(p ? progressReport(p) : 'no progress yet: no worker has answered (is one polling trace-cpu?)');
         } else if (d.status.name === 'COMPLETED') {
           printResult((await handle.result()) as PipelineResult);
         } else if (d.status.name === 'FAILED') {
