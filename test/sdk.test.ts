@@ -114,3 +114,20 @@ test('defineEnvironment: the README example steps tools, reports argument errors
   assert.deepEqual([done.done, done.termination], [true, 'user_stop']);
   assert.equal((await ep.step({ type: 'message', content: 'hi' })).termination, 'user_stop');
 });
+
+test('airline tools keep τ²\'s upstream schemas, resolving $ref passengers', async () => {
+  const { airlineTools, AIRLINE_TOOL_SCHEMAS, airlineUser, Rng: R } = await import('#env-sdk');
+  const upstream = AIRLINE_TOOL_SCHEMAS.find((s) => s.function.name === 'update_reservation_passengers')!;
+  assert.deepEqual(airlineTools.update_reservation_passengers.parameters, upstream.function.parameters);
+  const withRef = { type: 'object', $defs: { P: { type: 'object', properties: { dob: { type: 'string' } }, required: ['dob'] } }, properties: { ps: { type: 'array', items: { $ref: '#/$defs/P' } } } };
+  assert.equal(schemaViolation(withRef, { ps: [{ dob: '2000-01-01' }] }), undefined);
+  assert.equal(schemaViolation(withRef, { ps: [{}] }), 'arguments.ps[0].dob is required');
+  assert.match(schemaViolation({ $ref: '#/$defs/Nope' }, 1) ?? '', /cannot be resolved/);
+  const db = airlineUser(new R(4), { reservations: 2 });
+  const user = Object.values(db.users)[0];
+  assert.equal(user.reservations.length, 2);
+  assert.ok(user.reservations.every((id) => db.reservations[id].user_id === user.user_id));
+  const rid = user.reservations[0];
+  const passengers = db.reservations[rid].passengers.map(({ dob: _d, ...rest }) => rest);
+  assert.throws(() => airlineTools.update_reservation_passengers.run({ reservation_id: rid, passengers }, { state: db, instance: null }), /passengers\[0\] needs string first_name, last_name and dob/);
+});

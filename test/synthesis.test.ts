@@ -119,6 +119,8 @@ test('no attempt passes: synthesis_failed with reasons, or a flagged reference f
     assert.equal(failed.attempts, 2);
     assert.equal(failed.envRef, undefined);
     assert.match(failed.lastFailure!, /^compile: the module syntax error: line \d+/);
+    const v = await validateEnvironment({ config: testConfig(llm.baseURL, dir), runId: 'r2', capability });
+    assert.deepEqual([v.ok, v.reason?.startsWith('synthesis_failed after 2 attempt(s): compile: the module syntax error')], [false, true]);
     const fb = await synthesizeEnvironment({ config: testConfig(llm.baseURL, dir, { maxAttempts: 1, allowReferenceFallback: true }), runId: 'r3', capability });
     assert.equal(fb.status, 'reference_fallback');
     assert.equal(fb.reference, 'precondition_verification');

@@ -138,7 +138,8 @@ async function runAttempt(store: ArtifactStore, input: SynthesizeInput, n: numbe
     const sourceRef = await store.put(attemptKey(runId, cap, n, 'source.ts'), source);
     await store.put(attemptKey(runId, cap, n, 'manifest.json'), JSON.stringify(manifest, null, 2));
     beat({ capability: cap, attempt: n, phase: 'validating' });
-    const { verdict, rollouts } = await validateCandidate({ source, manifest, config, policy: createLlm(config, 'policy') });
+    const onProgress = (d: Record<string, unknown>) => beat({ capability: cap, attempt: n, phase: 'validating', ...d });
+    const { verdict, rollouts } = await validateCandidate({ source, manifest, config, policy: createLlm(config, 'policy'), onProgress });
     const rolloutsRef = rollouts.length ? await store.put(attemptKey(runId, cap, n, 'rollouts.jsonl'), rollouts.map((t) => JSON.stringify(t)).join('\n') + '\n') : undefined;
     record = { attempt: n, manifest, sourceRef, verdict, ...(rolloutsRef ? { rolloutsRef } : {}) };
     await store.put(verdictKey(runId, cap, source), JSON.stringify(verdict, null, 2));
@@ -192,11 +193,17 @@ export async function synthesizeEnvironment(input: SynthesizeInput): Promise<Syn
 /**
  * Validates a stored module (gates 1–5). Returns the stored verdict when this exact source was
  * already validated in this run, so the workflow's separate validation step costs nothing extra.
+ * Without an environment (synthesis failed) it reports the stored synthesis failure.
  */
-export async function validateEnvironment(input: { config: Config; runId: string; capability: { name: string }; environment: ArtifactRef; manifest?: EnvManifest }): Promise<{ ok: boolean; reason?: string; verdictRef: ArtifactRef }> {
+export async function validateEnvironment(input: { config: Config; runId: string; capability: { name: string }; environment?: ArtifactRef; manifest?: EnvManifest }): Promise<{ ok: boolean; reason?: string; verdictRef?: ArtifactRef }> {
   const { config, runId } = input;
   const cap = input.capability.name;
   const store = openStore(config.store);
+  if (!input.environment) {
+    const key = `${base(runId, cap)}/result.json`;
+    const r = (await store.stat(key)) ? await store.getJson<SynthesizeResult>(key) : undefined;
+    return { ok: false, reason: r ? `${r.status} after ${r.attempts} attempt(s): ${r.lastFailure ?? 'no reason recorded'}` : 'no environment was synthesized' };
+  }
   const source = await store.getText(input.environment);
   const key = verdictKey(runId, cap, source);
   const cached = await store.stat(key);

@@ -190,7 +190,7 @@ function summarize(messages: readonly Message[]): string {
 }
 
 /** Gate 5: base-policy rollouts (G groups × K) land in the calibration band with informative groups. */
-export async function checkCalibration(env: Environment, config: Config, llm: Llm): Promise<{ result: GateResult; rollouts: Trajectory[] }> {
+export async function checkCalibration(env: Environment, config: Config, llm: Llm, onEpisode?: (done: number) => void): Promise<{ result: GateResult; rollouts: Trajectory[] }> {
   const cal = config.synthesis.calibration;
   const tasks = seedsFrom(cal.groups, 3000).flatMap((seed) => seedsFrom(cal.rolloutsPerGroup).map((trial) => ({ seed, trial })));
   const rollouts = await runEpisodes({
@@ -202,6 +202,7 @@ export async function checkCalibration(env: Environment, config: Config, llm: Ll
     maxErrors: config.rollouts.maxErrors,
     timeoutMs: config.rollouts.episodeTimeoutMs,
     temperature: config.rollouts.temperature,
+    onEpisode: (_t, i) => onEpisode?.(i + 1),
   });
   const groups = seedsFrom(cal.groups, 3000).map((seed) => rollouts.filter((t) => t.seed === seed));
   const result = judgeCalibration(calibrationStats(groups), config.synthesis);
@@ -216,6 +217,8 @@ export interface ValidateInput {
   config: Config;
   /** The base policy for gate 5; without it gate 5 is not run and the verdict says so. */
   policy?: Llm;
+  /** Progress after each gate and calibration episode (activities heartbeat with it). */
+  onProgress?: (details: Record<string, unknown>) => void;
 }
 
 /** Runs gates 1–5 in order, stopping at the first failure. */
@@ -238,7 +241,7 @@ export async function validateCandidate(input: ValidateInput): Promise<{ verdict
     if (input.policy) {
       const policy = input.policy;
       steps.push(['calibration', async () => {
-        const r = await checkCalibration(env, input.config, policy);
+        const r = await checkCalibration(env, input.config, policy, (episodes) => input.onProgress?.({ gate: 'calibration', episodes }));
         rollouts = r.rollouts;
         return r.result;
       }]);
@@ -246,6 +249,7 @@ export async function validateCandidate(input: ValidateInput): Promise<{ verdict
     for (const [gate, run] of steps) {
       const r = await run().catch((e: Error): GateResult => ({ gate, passed: false, reason: `the environment crashed: ${e.message.slice(0, 500)}`, metrics: {}, examples: [] }));
       gates.push(r);
+      input.onProgress?.({ gate, passed: r.passed });
       if (!r.passed) break;
     }
     if (!input.policy && gates.every((g) => g.passed)) {

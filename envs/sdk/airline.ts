@@ -1,12 +1,14 @@
 import { gen, addDays } from './data.js';
 import type { Rng } from './rng.js';
 import { stableHash } from './state.js';
-import { defineTool, ToolError, type ToolDef } from './tools.js';
+import type { ToolSchema } from '../../core/messages.js';
+import TAU2_AIRLINE_SCHEMAS from '../../data/tau2/airline/derived/tools_openai_schema.json' with { type: 'json' };
+import { ToolError, toolsFromSchemas, type ToolContext, type ToolDef } from './tools.js';
 
 /**
- * A synthetic airline DB in τ²-airline's shapes, served by tools with τ²-airline's names, argument
- * and observation shapes (a subset: user/reservation lookup, cancel, baggage and passenger updates,
- * calculate, certificates, transfer). Environments targeting tau2-airline build their state with
+ * A synthetic airline DB in τ²-airline's shapes, served by tools with τ²-airline's exact schemas
+ * (upstream data/tau2/airline) and observation shapes (a subset: user/reservation lookup, cancel,
+ * baggage and passenger updates, calculate, certificates, transfer). Environments targeting tau2-airline build their state with
  * `airlineUser` and pick the tools they need from `airlineTools`.
  */
 export type Cabin = 'basic_economy' | 'economy' | 'business';
@@ -41,13 +43,6 @@ export interface AirlineUser {
 }
 export interface AirlineDb { users: Record<string, AirlineUser>; reservations: Record<string, Reservation> }
 
-const str = { type: 'string' };
-const passengersSchema = {
-  type: 'array',
-  description: 'An array of objects containing details about each passenger.',
-  items: { type: 'object', properties: { first_name: str, last_name: str, dob: { type: 'string', description: "The date of birth of the passenger in the format 'YYYY-MM-DD'." } }, required: ['first_name', 'last_name', 'dob'] },
-};
-
 function reservationOf(db: AirlineDb, id: string): Reservation {
   const r = db.reservations[id];
   if (!r) throw new ToolError('Reservation not found');
@@ -71,87 +66,49 @@ function charge(db: AirlineDb, r: Reservation, paymentId: string, amount: number
   if (amount > 0) r.payment_history.push({ payment_id: paymentId, amount });
 }
 
-export const airlineTools = {
-  get_user_details: defineTool<AirlineDb, { user_id: string }>({
-    name: 'get_user_details',
-    description: 'Get the details of a user, including their reservations.',
-    parameters: { type: 'object', properties: { user_id: { type: 'string', description: "The user ID, such as 'sara_doe_496'." } }, required: ['user_id'] },
-    run: ({ user_id }, { state }) => userOf(state, user_id),
-  }),
-  get_reservation_details: defineTool<AirlineDb, { reservation_id: string }>({
-    name: 'get_reservation_details',
-    description: 'Get the details of a reservation.',
-    parameters: { type: 'object', properties: { reservation_id: { type: 'string', description: "The reservation ID, such as '8JX2WO'." } }, required: ['reservation_id'] },
-    run: ({ reservation_id }, { state }) => reservationOf(state, reservation_id),
-  }),
-  cancel_reservation: defineTool<AirlineDb, { reservation_id: string }>({
-    name: 'cancel_reservation',
-    description: 'Cancel the whole reservation.',
-    parameters: { type: 'object', properties: { reservation_id: { type: 'string', description: "The reservation ID, such as 'ZFA04Y'." } }, required: ['reservation_id'] },
-    run: ({ reservation_id }, { state }) => {
-      const r = reservationOf(state, reservation_id);
-      if (r.status === 'cancelled') throw new ToolError('Reservation is already cancelled');
-      r.payment_history.push(...r.payment_history.map((p) => ({ payment_id: p.payment_id, amount: -p.amount })));
-      r.status = 'cancelled';
-      return r;
-    },
-  }),
-  update_reservation_baggages: defineTool<AirlineDb, { reservation_id: string; total_baggages: number; nonfree_baggages: number; payment_id: string }>({
-    name: 'update_reservation_baggages',
-    description: 'Update the baggage information of a reservation.',
-    parameters: {
-      type: 'object',
-      properties: {
-        reservation_id: { type: 'string', description: "The reservation ID, such as 'ZFA04Y'" },
-        total_baggages: { type: 'integer', description: 'The updated total number of baggage items included in the reservation.' },
-        nonfree_baggages: { type: 'integer', description: 'The updated number of non-free baggage items included in the reservation.' },
-        payment_id: { type: 'string', description: "The payment id stored in user profile, such as 'credit_card_7815826', 'gift_card_7815826', 'certificate_7815826'." },
-      },
-      required: ['reservation_id', 'total_baggages', 'nonfree_baggages', 'payment_id'],
-    },
-    run: ({ reservation_id, total_baggages, nonfree_baggages, payment_id }, { state }) => {
-      const r = reservationOf(state, reservation_id);
-      charge(state, r, payment_id, 50 * Math.max(0, nonfree_baggages - r.nonfree_baggages));
-      r.total_baggages = total_baggages;
-      r.nonfree_baggages = nonfree_baggages;
-      return r;
-    },
-  }),
-  update_reservation_passengers: defineTool<AirlineDb, { reservation_id: string; passengers: Passenger[] }>({
-    name: 'update_reservation_passengers',
-    description: 'Update the passenger information of a reservation.',
-    parameters: { type: 'object', properties: { reservation_id: { type: 'string', description: "The reservation ID, such as 'ZFA04Y'." }, passengers: passengersSchema }, required: ['reservation_id', 'passengers'] },
-    run: ({ reservation_id, passengers }, { state }) => {
-      const r = reservationOf(state, reservation_id);
-      if (passengers.length !== r.passengers.length) throw new ToolError('Number of passengers does not match');
-      r.passengers = passengers.map((p) => ({ first_name: p.first_name, last_name: p.last_name, dob: p.dob }));
-      return r;
-    },
-  }),
-  send_certificate: defineTool<AirlineDb, { user_id: string; amount: number }>({
-    name: 'send_certificate',
-    description: 'Send a certificate to a user. Be careful!',
-    parameters: { type: 'object', properties: { user_id: { type: 'string', description: "The ID of the user to book the reservation, such as 'sara_doe_496'." }, amount: { type: 'number', description: 'The amount of the certificate to send.' } }, required: ['user_id', 'amount'] },
-    run: ({ user_id, amount }, { state }) => {
-      const u = userOf(state, user_id);
-      const id = `certificate_${parseInt(stableHash([user_id, amount, Object.keys(u.payment_methods)]).slice(0, 8), 16) % 10_000_000}`;
-      u.payment_methods[id] = { source: 'certificate', id, amount };
-      return `Certificate ${id} added to user ${user_id} with amount ${amount}.`;
-    },
-  }),
-  calculate: defineTool<AirlineDb, { expression: string }>({
-    name: 'calculate',
-    description: 'Calculate the result of a mathematical expression.',
-    parameters: { type: 'object', properties: { expression: { type: 'string', description: "The mathematical expression to calculate, such as '2 + 2'. The expression can contain numbers, operators (+, -, *, /), parentheses, and spaces." } }, required: ['expression'] },
-    run: ({ expression }) => String(Math.round(evaluateArithmetic(expression) * 100) / 100),
-  }),
-  transfer_to_human_agents: defineTool<AirlineDb, { summary: string }>({
-    name: 'transfer_to_human_agents',
-    description: "Transfer the user to a human agent, with a summary of the user's issue. Only transfer if the user explicitly asks for a human agent, or the request cannot be handled within the scope of your actions.",
-    parameters: { type: 'object', properties: { summary: { type: 'string', description: "A summary of the user's issue." } }, required: ['summary'] },
-    run: () => 'Transfer successful',
-  }),
-} satisfies Record<string, ToolDef<AirlineDb>>;
+type Run<A> = (args: A, ctx: ToolContext<AirlineDb>) => unknown;
+
+const impls = {
+  get_user_details: (({ user_id }, { state }) => userOf(state, user_id)) as Run<{ user_id: string }>,
+  get_reservation_details: (({ reservation_id }, { state }) => reservationOf(state, reservation_id)) as Run<{ reservation_id: string }>,
+  cancel_reservation: (({ reservation_id }, { state }) => {
+    const r = reservationOf(state, reservation_id);
+    if (r.status === 'cancelled') throw new ToolError('Reservation is already cancelled');
+    r.payment_history.push(...r.payment_history.map((p) => ({ payment_id: p.payment_id, amount: -p.amount })));
+    r.status = 'cancelled';
+    return r;
+  }) as Run<{ reservation_id: string }>,
+  update_reservation_baggages: (({ reservation_id, total_baggages, nonfree_baggages, payment_id }, { state }) => {
+    const r = reservationOf(state, reservation_id);
+    charge(state, r, payment_id, 50 * Math.max(0, nonfree_baggages - r.nonfree_baggages));
+    r.total_baggages = total_baggages;
+    r.nonfree_baggages = nonfree_baggages;
+    return r;
+  }) as Run<{ reservation_id: string; total_baggages: number; nonfree_baggages: number; payment_id: string }>,
+  update_reservation_passengers: (({ reservation_id, passengers }, { state }) => {
+    const r = reservationOf(state, reservation_id);
+    if (passengers.length !== r.passengers.length) throw new ToolError('Number of passengers does not match');
+    // Upstream's schema also admits free-form objects; like τ²'s pydantic model, require the three fields.
+    const bad = passengers.findIndex((p) => !['first_name', 'last_name', 'dob'].every((k) => typeof (p as unknown as Record<string, unknown>)[k] === 'string'));
+    if (bad >= 0) throw new ToolError(`passengers[${bad}] needs string first_name, last_name and dob`);
+    r.passengers = passengers.map((p) => ({ first_name: p.first_name, last_name: p.last_name, dob: p.dob }));
+    return r;
+  }) as Run<{ reservation_id: string; passengers: Passenger[] }>,
+  send_certificate: (({ user_id, amount }, { state }) => {
+    const u = userOf(state, user_id);
+    const id = `certificate_${parseInt(stableHash([user_id, amount, Object.keys(u.payment_methods)]).slice(0, 8), 16) % 10_000_000}`;
+    u.payment_methods[id] = { source: 'certificate', id, amount };
+    return `Certificate ${id} added to user ${user_id} with amount ${amount}.`;
+  }) as Run<{ user_id: string; amount: number }>,
+  calculate: (({ expression }) => String(Math.round(evaluateArithmetic(expression) * 100) / 100)) as Run<{ expression: string }>,
+  transfer_to_human_agents: (() => 'Transfer successful') as Run<{ summary: string }>,
+};
+
+/** τ² airline's own agent tool schemas (upstream `tools_openai_schema.json`), all 14 tools. */
+export const AIRLINE_TOOL_SCHEMAS = TAU2_AIRLINE_SCHEMAS as ToolSchema[];
+
+/** Implementations over `AirlineDb` for a subset of τ² airline's tools, with the upstream schemas. */
+export const airlineTools = Object.fromEntries(toolsFromSchemas(AIRLINE_TOOL_SCHEMAS, impls).map((t) => [t.name, t])) as Record<keyof typeof impls, ToolDef<AirlineDb>>;
 
 /** Arithmetic over + - * / and parentheses (no eval). */
 export function evaluateArithmetic(expr: string): number {

@@ -40,6 +40,7 @@ export {
   airlineUser,
   evaluateArithmetic,
   AIRLINE_POLICY,
+  AIRLINE_TOOL_SCHEMAS,
   type AirlineDb,
   type AirlineUser,
   type Reservation,

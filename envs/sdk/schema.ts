@@ -2,18 +2,24 @@
  * The JSON-schema subset OpenAI function tools use, checked without code generation (generated
  * environments run in a sandbox): type (incl. type arrays), enum, const, properties, required,
  * additionalProperties, items, anyOf/oneOf, minimum/maximum, minLength/maxLength, minItems/maxItems,
- * pattern. Other keywords are ignored. Returns the first violation, or undefined.
+ * pattern, and local `$ref`s (`#/$defs/…`, as pydantic emits). Other keywords are ignored.
+ * Returns the first violation, or undefined.
  */
 export type JsonSchema = { [k: string]: unknown };
 
-export function schemaViolation(schema: JsonSchema, value: unknown, path = 'arguments'): string | undefined {
+export function schemaViolation(schema: JsonSchema, value: unknown, path = 'arguments', root: JsonSchema = schema): string | undefined {
+  if (typeof schema.$ref === 'string') {
+    const target = schema.$ref.startsWith('#/') ? schema.$ref.slice(2).split('/').reduce<unknown>((node, k) => (node as JsonSchema | undefined)?.[k], root) : undefined;
+    if (!target || typeof target !== 'object') return `${path}: schema reference ${schema.$ref} cannot be resolved`;
+    return schemaViolation(target as JsonSchema, value, path, root);
+  }
   if (schema.const !== undefined && JSON.stringify(schema.const) !== JSON.stringify(value)) return `${path} must be ${JSON.stringify(schema.const)}`;
   if (Array.isArray(schema.enum) && !schema.enum.some((e) => JSON.stringify(e) === JSON.stringify(value))) {
     return `${path} must be one of ${schema.enum.map((e) => JSON.stringify(e)).join(', ')}`;
   }
   for (const key of ['anyOf', 'oneOf'] as const) {
     const alts = schema[key];
-    if (Array.isArray(alts) && !alts.some((s) => schemaViolation(s as JsonSchema, value, path) === undefined)) return `${path} matches none of the allowed shapes`;
+    if (Array.isArray(alts) && !alts.some((s) => schemaViolation(s as JsonSchema, value, path, root) === undefined)) return `${path} matches none of the allowed shapes`;
   }
   const types = schema.type === undefined ? undefined : ([] as unknown[]).concat(schema.type);
   if (types && !types.some((t) => hasType(value, String(t)))) return `${path} must be ${types.join(' or ')}, got ${typeName(value)}`;
@@ -32,7 +38,7 @@ export function schemaViolation(schema: JsonSchema, value: unknown, path = 'argu
     if (typeof schema.maxItems === 'number' && value.length > schema.maxItems) return `${path} must have ≤ ${schema.maxItems} items`;
     if (schema.items && typeof schema.items === 'object') {
       for (let i = 0; i < value.length; i++) {
-        const v = schemaViolation(schema.items as JsonSchema, value[i], `${path}[${i}]`);
+        const v = schemaViolation(schema.items as JsonSchema, value[i], `${path}[${i}]`, root);
         if (v) return v;
       }
     }
@@ -43,12 +49,12 @@ export function schemaViolation(schema: JsonSchema, value: unknown, path = 'argu
     for (const r of (schema.required ?? []) as string[]) if (!(r in obj)) return `${path}.${r} is required`;
     for (const [k, v] of Object.entries(obj)) {
       if (props[k]) {
-        const bad = schemaViolation(props[k], v, `${path}.${k}`);
+        const bad = schemaViolation(props[k], v, `${path}.${k}`, root);
         if (bad) return bad;
       } else if (schema.additionalProperties === false) {
         return `${path}.${k} is not an allowed property`;
       } else if (schema.additionalProperties && typeof schema.additionalProperties === 'object') {
-        const bad = schemaViolation(schema.additionalProperties as JsonSchema, v, `${path}.${k}`);
+        const bad = schemaViolation(schema.additionalProperties as JsonSchema, v, `${path}.${k}`, root);
         if (bad) return bad;
       }
     }
