@@ -84,9 +84,8 @@ export function capabilityStats(
     const passesSelected = perPass.filter((p) => p.selected).length;
     const d = meanStd(perPass.flatMap((p) => (p.delta === null ? [] : [p.delta])));
     const cov = meanStd(perPass.flatMap((p) => (p.coverage === null ? [] : [p.coverage])));
-    const notes = [...new Set(perPass.flatMap((p) => (p.reason ? [p.reason] : [])))].map(
-      (r) => `${r} in ${perPass.filter((p) => p.reason === r).length} of ${perPass.length} passes`,
-    );
+    const reasons = perPass.map((p) => (p.reason ? p.reason.split('; ') : []));
+    const notes = [...new Set(reasons.flat())].map((r) => `${r} in ${reasons.filter((rs) => rs.includes(r)).length} of ${perPass.length} passes`);
     return {
       name: cap.name,
       passes: perPass,

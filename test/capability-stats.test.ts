@@ -135,7 +135,7 @@ test('K-of-R selection, mean and population std over passes, ranking by mean Δ'
   assert.equal(b.stdDelta, 0);
   assert.equal(z.meanDelta, null); // never labeled: all NA
   assert.equal(z.selected, false);
-  assert.match(z.notes.join(';'), /^all NA on successes; all NA on failures in 3 of 3 passes$/);
+  assert.deepEqual(z.notes, ['all NA on successes in 3 of 3 passes', 'all NA on failures in 3 of 3 passes']);
 
   const strict = capabilityStats(caps('a'), outcomes, passes, { ...T, minPassesSelected: 3 });
   assert.equal(strict[0].selected, false);
@@ -163,4 +163,17 @@ test('example failures are the most frequently LACKING, ties by id, successes ne
     exampleFailures('c', outcomes, passes, 1).map((e) => e.trajectoryId),
     ['f2'],
   );
+});
+
+test('notes count each edge case over the passes it occurred in', () => {
+  const onlyFailures: Outcome[] = [
+    { trajectoryId: 'f1', success: false },
+    { trajectoryId: 'f2', success: false },
+  ];
+  const passes = [pass(0, { f1: { c: 'LACKING' }, f2: { c: 'NA' } }), pass(1, { f1: { c: 'NA' }, f2: { c: 'NA' } })];
+  const [c] = capabilityStats(caps('c'), onlyFailures, passes, T);
+  assert.deepEqual(c.notes, ['no successes in 2 of 2 passes', 'all NA on failures in 1 of 2 passes']);
+  assert.equal(c.meanCoverage, 0.25);
+  assert.equal(c.stdCoverage, 0.25);
+  assert.equal(c.meanDelta, null);
 });
