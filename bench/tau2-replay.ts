@@ -4,6 +4,7 @@
  * and a re-parse from disk, and evaluation cost per replayed WRITE call.
  * Run: node --import tsx bench/tau2-replay.ts
  */
+import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { Message } from '../core/messages.js';
 import { evaluateEnvironment } from '../envs/tau2/evaluator.js';
@@ -14,6 +15,11 @@ import { Tau2Db } from '../envs/tau2/toolkit.js';
 
 const DOMAINS: Tau2DomainName[] = ['airline', 'retail'];
 const ms = (t0: number) => performance.now() - t0;
+/** CPU milliseconds of this process since `c0`: less sensitive than wall time to a busy machine. */
+const cpuMs = (c0: NodeJS.CpuUsage) => {
+  const d = process.cpuUsage(c0);
+  return (d.user + d.system) / 1000;
+};
 const fmt = (x: number, d = 3) => x.toFixed(d);
 
 function timeEach(n: number, fn: () => void): number {
@@ -24,6 +30,7 @@ function timeEach(n: number, fn: () => void): number {
 
 const t0 = performance.now();
 for (const d of DOMAINS) Tau2State.initial(getDomain(d));
+console.log(`load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')} on ${os.cpus().length} CPUs`);
 console.log(`cold load (parse airline 7 MB + retail DBs once per process): ${fmt(ms(t0), 1)} ms`);
 
 let calls = 0;
@@ -32,6 +39,7 @@ let toolMs = 0;
 let hashMs = 0;
 const trajectories: { domain: Tau2DomainName; taskId: string; messages: Message[]; writes: number }[] = [];
 const tReplay = performance.now();
+const cReplay = process.cpuUsage();
 let tasks = 0;
 for (const d of DOMAINS) {
   const domain = getDomain(d);
@@ -57,7 +65,7 @@ for (const d of DOMAINS) {
   }
 }
 const replayMs = ms(tReplay);
-console.log(`gold replay: ${tasks} tasks, ${calls} tool calls (${writes} WRITE) in ${fmt(replayMs, 1)} ms total`);
+console.log(`gold replay: ${tasks} tasks, ${calls} tool calls (${writes} WRITE) in ${fmt(replayMs, 1)} ms total (${fmt(cpuMs(cReplay), 1)} ms CPU)`);
 console.log(`  tool execution: ${fmt(toolMs, 1)} ms → ${Math.round(calls / (toolMs / 1000))} tool calls/s (incl. output serialisation)`);
 console.log(`  end-to-end incl. reset + DB hash per task: ${Math.round(calls / (replayMs / 1000))} tool calls/s; hash ${fmt(hashMs / tasks, 2)} ms/task`);
 
@@ -73,12 +81,14 @@ for (const d of DOMAINS) {
 }
 
 const tEval = performance.now();
+const cEval = process.cpuUsage();
 for (const t of trajectories) {
   const task = loadTasks(t.domain).find((x) => x.id === t.taskId)!;
   const r = evaluateEnvironment({ domain: getDomain(t.domain), task, messages: t.messages, termination: 'agent_stop' });
   if (r.dbReward !== 1) throw new Error(`gold trajectory of ${t.domain} ${t.taskId} did not score DB 1`);
 }
 const evalMs = ms(tEval);
+const evalCpu = cpuMs(cEval);
 console.log(
-  `evaluation (DB check: two fresh envs, gold actions, WRITE replays with output check, DB comparison) of ${trajectories.length} gold trajectories: ${fmt(evalMs / trajectories.length, 2)} ms/task, ${fmt(evalMs / writes, 2)} ms per replayed WRITE call`,
+  `evaluation (DB check: two fresh envs, gold actions, WRITE replays with output check, DB comparison) of ${trajectories.length} gold trajectories: ${fmt(evalMs / trajectories.length, 2)} ms/task, ${fmt(evalMs / writes, 2)} ms per replayed WRITE call (CPU: ${fmt(evalCpu / trajectories.length, 2)} ms/task)`,
 );
