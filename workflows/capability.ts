@@ -1,6 +1,6 @@
 import { proxyActivities, setHandler, defineQuery } from '@temporalio/workflow';
 import type * as synthesis from '../activities/synthesis/index.js';
-import type { ArtifactRef } from '../store/artifact-store.js';
+import type * as training from '../activities/training.js';
 import type { CapabilityInput, CapabilityResult, CapabilityStatus } from './types.js';
 import { gpuActivity, longActivity } from './options.js';
 
@@ -11,14 +11,8 @@ import { gpuActivity, longActivity } from './options.js';
  */
 /** Stage 2 as activities/synthesis implements it (types only). */
 export type CapabilityActivities = typeof synthesis;
-export interface TrainingActivities {
-  trainAdapter(input: {
-    runId: string;
-    config: CapabilityInput['config'];
-    capability: CapabilityInput['capability'];
-    environment: ArtifactRef;
-  }): Promise<{ adapter: ArtifactRef } & Record<string, unknown>>;
-}
+/** Stage 3 as activities/training.ts implements it (types only; served on trace-gpu). */
+export type TrainingActivities = Pick<typeof training, 'trainAdapter'>;
 
 export const capabilityStatusQuery = defineQuery<CapabilityStatus>('status');
 

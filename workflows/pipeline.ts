@@ -10,6 +10,8 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { createEvaluationActivities } from '../activities/evaluation.js';
+import type { createReportActivities } from '../activities/report.js';
+import type * as training from '../activities/training.js';
 import type { ArtifactRef } from '../store/artifact-store.js';
 import type { PlatformActivities, Stage1Activities } from './contracts.js';
 import { capabilityWorkflow, type CapabilityActivities } from './capability.js';
@@ -28,11 +30,9 @@ import {
 
 export const progressQuery = defineQuery<PipelineProgress>(PROGRESS_QUERY);
 
-interface LaterStageActivities {
-  fitGate(input: { runId: string; config: PipelineInput['config']; adapters: { capability: string; adapter: ArtifactRef }[] }): Promise<unknown>;
-  writeReport(input: { runId: string; config: PipelineInput['config']; result: Omit<PipelineResult, 'report'> }): Promise<ArtifactRef>;
-}
+type ReportActivities = Pick<ReturnType<typeof createReportActivities>, 'writeReport'>;
 type EvaluationActivities = ReturnType<typeof createEvaluationActivities>;
+type GateActivities = Pick<typeof training, 'fitGate'>;
 
 const STAGE1 = ['listRolloutTasks', 'collectRolloutBatch', 'discoverCapabilities', 'labelPass', 'selectCapabilities'] as const;
 
@@ -207,7 +207,7 @@ export async function tracePipeline(input: PipelineInput): Promise<PipelineResul
   progress.currentCapability = undefined;
 
   const notConfigured: string[] = [];
-  const later = (name: keyof LaterStageActivities | keyof CapabilityActivities | 'trainAdapter' | 'evaluateRun', stage: string, enabled: boolean) => {
+  const later = (name: keyof CapabilityActivities | 'trainAdapter' | 'fitGate' | 'evaluateRun' | 'writeReport', stage: string, enabled: boolean) => {
     if (!enabled) return false;
     if (!has(name)) notConfigured.push(stage);
     return has(name);
@@ -216,10 +216,10 @@ export async function tracePipeline(input: PipelineInput): Promise<PipelineResul
   later('trainAdapter', 'training', config.stages.training);
 
   const adapters = capabilities.flatMap((c) => (c.adapter ? [{ capability: c.name, adapter: c.adapter }] : []));
-  let gate: unknown;
+  let gate: Awaited<ReturnType<GateActivities['fitGate']>> | undefined;
   if (later('fitGate', 'gate', config.stages.gate) && adapters.length > 0) {
     enter('gate');
-    gate = await proxyActivities<LaterStageActivities>(gpuActivity(timeouts)).fitGate({ runId, config, adapters });
+    gate = await proxyActivities<GateActivities>(gpuActivity(timeouts)).fitGate({ runId, config, adapters });
   }
   let evaluation: Awaited<ReturnType<EvaluationActivities['evaluateRun']>> | undefined;
   if (later('evaluateRun', 'evaluation', config.stages.evaluation)) {
@@ -249,7 +249,7 @@ export async function tracePipeline(input: PipelineInput): Promise<PipelineResul
     store: config.store,
   };
   const report = has('writeReport')
-    ? await proxyActivities<LaterStageActivities>(shortActivity(timeouts)).writeReport({ runId, config, result })
+    ? await proxyActivities<ReportActivities>(shortActivity(timeouts)).writeReport({ runId, config, result })
     : await platform.writeRunReport({ config, result });
   enter('done', result.summary);
   return { ...result, report };
