@@ -6,7 +6,8 @@ import { TASK_QUEUE_GPU, type TimeoutOverrides } from './types.js';
  * Activity options for every proxy: explicit timeouts, bounded retries, and bad input (config,
  * schema) failing at once instead of being retried.
  */
-export const NON_RETRYABLE_ERRORS = ['ConfigError', 'InvalidInput', 'InvalidInputError', 'ZodError', 'NotConfigured'];
+// InvalidLlmOutputError: the LLM client already re-asked a bounded number of times (analysis.maxRepairAttempts).
+export const NON_RETRYABLE_ERRORS = ['ConfigError', 'InvalidInput', 'InvalidInputError', 'ZodError', 'NotConfigured', 'InvalidLlmOutputError'];
 
 const MINUTE = 60_000;
 
