@@ -190,6 +190,9 @@ async function main(): Promise<void> {
   };
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
+  // node-llama-cpp can reject from inside its sampler, outside any request's promise chain; one
+  // stuck request (its client times out and retries) is better than losing the stack's only LLM.
+  process.on('unhandledRejection', (e) => console.error(`llm-server: unhandled rejection: ${e instanceof Error ? e.message : e}`));
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
