@@ -35,7 +35,6 @@ export const str: PyType = { k: 'str' };
 export const int: PyType = { k: 'int' };
 export const float: PyType = { k: 'float' };
 export const bool: PyType = { k: 'bool' };
-export const any: PyType = { k: 'any' };
 export const literal = (...values: string[]): PyType => ({ k: 'literal', values });
 export const list = (of: PyType): PyType => ({ k: 'list', of });
 export const dict = (of: PyType): PyType => ({ k: 'dict', of });

@@ -106,10 +106,6 @@ export class Tau2State {
     }
     return mismatches;
   }
-
-  hashes(): { db: string; userDb?: string } {
-    return { db: this.db.hash(), userDb: this.userDb?.hash() };
-  }
 }
 
 /** The tool calls of a tau2-format message history, paired with their recorded results. */
