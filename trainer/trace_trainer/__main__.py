@@ -51,7 +51,26 @@ def _tiny(args) -> None:
     emit("done", model=os.path.abspath(args.out))
 
 
+def _exit_with_parent() -> None:
+    """The activity starts the trainer in its own process group, so a worker killed with SIGKILL
+    would leave it running beside the retry's trainer; orphaned, it stops at once (the retry
+    resumes from the last checkpoint)."""
+    import threading
+    import time
+
+    parent = os.getppid()
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
 def main(argv=None) -> int:
+    if os.environ.get("TRACE_EXIT_WITH_PARENT") == "1":
+        _exit_with_parent()
     p = argparse.ArgumentParser(prog="python -m trace_trainer")
     sub = p.add_subparsers(dest="cmd", required=True)
     g = sub.add_parser("grpo", help="train one LoRA adapter with multi-turn GRPO")
