@@ -6,7 +6,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { assembleReport } from '../core/report.js';
 import { renderReportHtml } from '../core/report-html.js';
-import { CHROMIUM, checkPage } from './helpers/headless-chromium.js';
+import { CHROMIUM, checkPage } from '../infra/chromium.js';
 import { fullReportInputs } from './helpers/report-fixture.js';
 
 const skip = !CHROMIUM && 'chromium is not installed (scripts/setup.sh installs Debian chromium; it needs apt)';

@@ -84,8 +84,25 @@ class Cdp {
   }
 }
 
-/** Opens `url` in a fresh headless Chromium profile, waits for load, evaluates `expression`. */
-export async function checkPage(url: string, expression: string, opts: { screenshot?: boolean; timeoutMs?: number } = {}): Promise<PageCheck> {
+export interface PageOptions {
+  screenshot?: boolean;
+  /** Capture the whole page rather than the viewport (default true). */
+  fullPage?: boolean;
+  timeoutMs?: number;
+  /** Viewport size (CSS pixels). */
+  width?: number;
+  height?: number;
+  /** After load, poll this expression until it is truthy (pages that render from fetched data). */
+  waitFor?: string;
+  /** Then wait this long (e.g. for the last data to paint). */
+  settleMs?: number;
+}
+
+/**
+ * Opens `url` in a fresh headless Chromium profile, waits for load (and `settleMs`), evaluates
+ * `expression`. Used by the report test and by scripts/ui-screenshots.ts.
+ */
+export async function checkPage(url: string, expression: string, opts: PageOptions = {}): Promise<PageCheck> {
   if (!CHROMIUM) throw new Error('chromium not installed');
   const profile = await mkdtemp(path.join(tmpdir(), 'trace-chromium-'));
   const child: ChildProcess = spawn(CHROMIUM, [...FLAGS, `--user-data-dir=${profile}`, 'about:blank'], {
@@ -118,13 +135,22 @@ export async function checkPage(url: string, expression: string, opts: { screens
       }
     });
     for (const domain of ['Runtime', 'Log', 'Network', 'Page']) await cdp.send(`${domain}.enable`, {}, sessionId);
+    const viewport = { width: opts.width ?? 1280, height: opts.height ?? 900, deviceScaleFactor: 1, mobile: false };
+    await cdp.send('Emulation.setDeviceMetricsOverride', viewport, sessionId);
     await cdp.send('Page.navigate', { url }, sessionId);
     await load;
+    for (let waited = 0; opts.waitFor; waited += 250) {
+      const ready = await cdp.send('Runtime.evaluate', { expression: `Boolean(${opts.waitFor})`, returnByValue: true }, sessionId);
+      if (ready.result?.value === true) break;
+      if (waited > (opts.timeoutMs ?? 60_000) / 2) throw new Error(`page never satisfied: ${opts.waitFor}`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    if (opts.settleMs) await new Promise((r) => setTimeout(r, opts.settleMs));
     const ev = await cdp.send('Runtime.evaluate', { expression, returnByValue: true }, sessionId);
     if (ev.exceptionDetails) throw new Error(`evaluate failed: ${ev.exceptionDetails.exception?.description ?? ev.exceptionDetails.text}`);
     result.value = ev.result.value;
     if (opts.screenshot) {
-      const shot = await cdp.send('Page.captureScreenshot', { format: 'png', captureBeyondViewport: true }, sessionId);
+      const shot = await cdp.send('Page.captureScreenshot', { format: 'png', captureBeyondViewport: opts.fullPage ?? true }, sessionId);
       result.screenshot = Buffer.from(shot.data, 'base64');
     }
     await cdp.send('Browser.close').catch(() => undefined);
