@@ -131,3 +131,21 @@ test('airline tools keep τ²\'s upstream schemas, resolving $ref passengers', a
   const passengers = db.reservations[rid].passengers.map(({ dob: _d, ...rest }) => rest);
   assert.throws(() => airlineTools.update_reservation_passengers.run({ reservation_id: rid, passengers }, { state: db, instance: null }), /passengers\[0\] needs string first_name, last_name and dob/);
 });
+
+test('llmUser plays the user from the agent\'s side of the conversation and stops after maxTurns', async () => {
+  const { llmUser } = await import('#env-sdk');
+  const seen: { role: string; content: string }[][] = [];
+  const user = llmUser<unknown, { userGoal: string }>({
+    instructions: (i) => `Your goal: ${i.userGoal}`,
+    complete: async (msgs) => {
+      seen.push(msgs);
+      return 'My order id is 42.';
+    },
+    maxTurns: 1,
+  });
+  const messages: Message[] = [{ role: 'user', content: 'I need help' }, { role: 'assistant', content: 'What is your order id?' }];
+  assert.equal(await user({ instance: { userGoal: 'refund order 42' }, state: {}, messages, turn: 0 }), 'My order id is 42.');
+  assert.deepEqual(seen[0].map((m) => m.role), ['system', 'assistant', 'user']);
+  assert.match(seen[0][0].content, /Your goal: refund order 42[\s\S]*###STOP###/);
+  assert.equal(await user({ instance: { userGoal: 'x' }, state: {}, messages, turn: 1 }), '###STOP###');
+});

@@ -114,7 +114,15 @@ test('no attempt passes: synthesis_failed with reasons, or a flagged reference f
   const dir = mkdtempSync(path.join(tmpdir(), 'synth-fail-'));
   try {
     const capability = { name: 'verify_preconditions', description: 'Checks conditions before acting.' };
-    const failed = await synthesizeEnvironment({ config: testConfig(llm.baseURL, dir, { maxAttempts: 2 }), runId: 'r2', capability });
+    const failure = {
+      id: 'toy-orders/t3/t0', env: 'toy-orders', taskId: 't3', trial: 0, model: 'm', reward: 0, success: false, termination: 'user_stop', steps: 2, durationMs: 5,
+      usage: { promptTokens: 1, completionTokens: 1, calls: 1 },
+      rewardInfo: { reward: 0, components: { DB: 0 }, success: false },
+      messages: [{ role: 'system', content: 'policy' }, { role: 'user', content: 'Cancel order ord_77 please' }, { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'cancel_order', arguments: '{"order_id":"ord_77"}' } }] }, { role: 'tool', tool_call_id: 'c1', content: 'cancelled' }],
+    };
+    const examplesRef = await openStore({ kind: 'local', dir }).put('runs/r2/examples.json', JSON.stringify([failure]));
+    const failed = await synthesizeEnvironment({ config: testConfig(llm.baseURL, dir, { maxAttempts: 2 }), runId: 'r2', capability, examplesRef });
+    assert.match(String(llm.requests[0].messages[1].content), /LACKING\n## Failure 1\n[\s\S]*cancel_order[\s\S]*ord_77/);
     assert.equal(failed.status, 'synthesis_failed');
     assert.equal(failed.attempts, 2);
     assert.equal(failed.envRef, undefined);
