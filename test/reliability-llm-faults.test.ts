@@ -1,14 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
 import { loadTrajectories } from '../activities/stage1.js';
 import { PassLabelsSchema } from '../core/capability.js';
 import { openStore } from '../store/index.js';
-import { startWorkers } from '../workers/run.js';
 import { TASK_QUEUE_CPU, type PipelineInput, type PipelineResult } from '../workflows/types.js';
-import { startScriptedLlm, type ChatRequest, type ScriptedReply } from './helpers/scripted-llm.js';
-import { FAST_TIMEOUTS, VERIFY, itemOf, pipelineConfig, pipelineReply, startTestTemporal, tempDir } from './helpers/temporal.js';
+import type { ChatRequest, ScriptedReply } from './helpers/scripted-llm.js';
+import { FAST_TIMEOUTS, VERIFY, itemOf, pipelineConfig, pipelineReply, startHarness } from './helpers/temporal.js';
 
 /**
  * The LLM endpoint misbehaves: 500s, 429 with Retry-After, a hung request (client timeout), an
@@ -23,7 +21,6 @@ const CHANGE_ADDRESS = 'change the shipping address';
 const OUTAGE_REQUESTS = 6; // > 1 + the client's 4 retries: the first activity attempt must fail
 
 test('reliability: LLM 500s, 429 + Retry-After, timeouts and malformed JSON; the run finishes with items retried or reported', async (t) => {
-  const tmp = await tempDir('trace-faults-');
   const seen = new Map<string, number>();
   const times = new Map<string, number[]>();
   const script = (req: ChatRequest): ScriptedReply => {
@@ -41,24 +38,14 @@ test('reliability: LLM 500s, 429 + Retry-After, timeouts and malformed JSON; the
     if (it.key === 'pass1:toy-orders/order_total/t0' && n === 0) return { content: '{"labels": {"verify_preconditions": "LACK' };
     return pipelineReply(req);
   };
-  const llm = await startScriptedLlm(script);
-  const temporal = await startTestTemporal({ dbFile: path.join(tmp.dir, 'temporal.db') });
-  const workers = await startWorkers({ queues: ['cpu'], settings: temporal.settings, shutdownGraceMs: 2000 });
-  const connection = await Connection.connect({ address: temporal.address });
-  t.after(async () => {
-    await connection.close();
-    await workers.shutdown();
-    await temporal.stop();
-    await llm.close();
-    await tmp.cleanup();
-  });
+  const { dir, llm, client } = await startHarness(t, script, { prefix: 'trace-faults-' });
 
-  const config = pipelineConfig(llm.baseURL, path.join(tmp.dir, 'artifacts'), {
+  const config = pipelineConfig(llm.baseURL, path.join(dir, 'artifacts'), {
     rollouts: { trialsPerTask: 1, batchSize: 3, maxConcurrentBatches: 2, maxSteps: 6 },
     stages: { synthesis: false, training: false, gate: false, evaluation: false },
   });
   const input: PipelineInput = { runId: 'faults-run', config, timeouts: FAST_TIMEOUTS };
-  const handle = await new Client({ connection }).workflow.start('tracePipeline', {
+  const handle = await client.workflow.start('tracePipeline', {
     taskQueue: TASK_QUEUE_CPU,
     workflowId: 'faults-run',
     args: [input],

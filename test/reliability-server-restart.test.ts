@@ -10,6 +10,7 @@ import {
   VERIFY,
   pipelineConfig,
   pipelineReply,
+  sleep,
   spawnWorker,
   startTestTemporal,
   startsPerItem,
@@ -21,7 +22,6 @@ import {
  * The Temporal dev server stopped and restarted on the same SQLite file in the middle of a run:
  * the same workflow execution continues (same run id, history kept) and completes.
  */
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 test('reliability: Temporal dev server restarted on the same SQLite file mid-run; the run continues', async (t) => {
   const tmp = await tempDir('trace-restart-');

@@ -14,6 +14,7 @@ import {
   itemOf,
   pipelineConfig,
   pipelineReply,
+  sleep,
   spawnWorker,
   startTestTemporal,
   startsPerItem,
@@ -26,7 +27,6 @@ import {
  * the run completes, work persisted before a kill is not redone, in-flight work is redone at most
  * once, and every artifact verifies and parses.
  */
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function waitUntil(what: string, cond: () => boolean, timeoutMs = 120_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

@@ -1,35 +1,21 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Client, Connection } from '@temporalio/client';
 import { Stage1ResultSchema } from '../core/capability.js';
 import { openStore } from '../store/index.js';
-import { startWorkers } from '../workers/run.js';
 import { TASK_QUEUE_CPU, type PipelineInput, type PipelineProgress, type PipelineResult } from '../workflows/types.js';
-import { startScriptedLlm } from './helpers/scripted-llm.js';
-import { FAST_TIMEOUTS, VERIFY, pipelineConfig, pipelineReply, startTestTemporal, tempDir } from './helpers/temporal.js';
+import type { ChatRequest } from './helpers/scripted-llm.js';
+import { FAST_TIMEOUTS, VERIFY, pipelineConfig, pipelineReply, startHarness } from './helpers/temporal.js';
 
 /**
  * tracePipeline end to end on a real Temporal dev server with an in-process worker and the real
  * stage-1 activities; the scripted LLM plays policy and analyst over HTTP.
  */
 test('tracePipeline: stage 1 + base evaluation, progress query, search attributes, memo, report; stages 2–4 honestly not configured', async (t) => {
-  const tmp = await tempDir('trace-wf-');
-  const llm = await startScriptedLlm(pipelineReply);
-  const temporal = await startTestTemporal({ dbFile: `${tmp.dir}/temporal.db` });
   // Stage 2–4 activities are left out of this worker, whatever this checkout has.
   const exclude = ['synthesizeEnvironment', 'validateEnvironment', 'trainAdapter', 'fitGate'];
-  const workers = await startWorkers({ queues: ['cpu'], settings: temporal.settings, exclude, shutdownGraceMs: 2000 });
-  const connection = await Connection.connect({ address: temporal.address });
-  t.after(async () => {
-    await connection.close();
-    await workers.shutdown();
-    await temporal.stop();
-    await llm.close();
-    await tmp.cleanup();
-  });
-  const client = new Client({ connection });
+  const { dir, llm, client } = await startHarness(t, pipelineReply, { prefix: 'trace-wf-', exclude });
 
-  const config = pipelineConfig(llm.baseURL, `${tmp.dir}/artifacts`, {
+  const config = pipelineConfig(llm.baseURL, `${dir}/artifacts`, {
     stages: { synthesis: true, training: true, gate: true, evaluation: true },
   });
   const input: PipelineInput = { runId: 'wf-run-1', config, timeouts: FAST_TIMEOUTS };
@@ -95,23 +81,12 @@ test('tracePipeline: stage 1 + base evaluation, progress query, search attribute
 });
 
 test('tracePipeline: an analyst that never produces a valid dictionary ends stage 1, not the run; evaluation and report still happen', async (t) => {
-  const tmp = await tempDir('trace-wf-analyst-');
-  const llm = await startScriptedLlm((req) =>
-    req.response_format?.json_schema?.name === 'capability_dictionary' ? { content: '{"capabilities": "none"}' } : pipelineReply(req),
-  );
-  const temporal = await startTestTemporal({ dbFile: `${tmp.dir}/temporal.db` });
-  const workers = await startWorkers({ queues: ['cpu'], settings: temporal.settings, shutdownGraceMs: 2000 });
-  const connection = await Connection.connect({ address: temporal.address });
-  t.after(async () => {
-    await connection.close();
-    await workers.shutdown();
-    await temporal.stop();
-    await llm.close();
-    await tmp.cleanup();
-  });
-  const config = pipelineConfig(llm.baseURL, `${tmp.dir}/artifacts`, { rollouts: { trialsPerTask: 1, batchSize: 3, maxConcurrentBatches: 2, maxSteps: 6 } });
+  const badDictionary = (req: ChatRequest) =>
+    req.response_format?.json_schema?.name === 'capability_dictionary' ? { content: '{"capabilities": "none"}' } : pipelineReply(req);
+  const { dir, llm, client } = await startHarness(t, badDictionary, { prefix: 'trace-wf-analyst-' });
+  const config = pipelineConfig(llm.baseURL, `${dir}/artifacts`, { rollouts: { trialsPerTask: 1, batchSize: 3, maxConcurrentBatches: 2, maxSteps: 6 } });
   const input: PipelineInput = { runId: 'wf-analyst', config, timeouts: { ...FAST_TIMEOUTS, maximumAttempts: 2 } };
-  const handle = await new Client({ connection }).workflow.start('tracePipeline', { taskQueue: TASK_QUEUE_CPU, workflowId: 'wf-analyst', args: [input] });
+  const handle = await client.workflow.start('tracePipeline', { taskQueue: TASK_QUEUE_CPU, workflowId: 'wf-analyst', args: [input] });
   const result = (await handle.result()) as PipelineResult;
   assert.equal(result.status, 'completed_with_failures');
   assert.match(result.analysis.error ?? '', /capability_dictionary: invalid LLM output/);

@@ -4,7 +4,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseConfig, type Config, type ConfigInput } from '../../core/config.js';
 import { PROJECT_ROOT, startTemporalDevServer, type DevServer, type TemporalSettings } from '../../infra/temporal.js';
-import type { ChatRequest, ScriptedReply } from './scripted-llm.js';
+import type { TestContext } from 'node:test';
+import { Client, Connection } from '@temporalio/client';
+import { startScriptedLlm, type ChatRequest, type Script, type ScriptedLlm, type ScriptedReply } from './scripted-llm.js';
 
 /**
  * Shared pieces of the tests that run the pipeline on a real Temporal dev server (the project's
@@ -25,6 +27,40 @@ export async function startTestTemporal(opts: { dbFile: string; port?: number })
 export async function tempDir(prefix: string): Promise<{ dir: string; cleanup(): Promise<void> }> {
   const dir = await mkdtemp(path.join(tmpdir(), prefix));
   return { dir, cleanup: () => rm(dir, { recursive: true, force: true }) };
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export interface Harness {
+  dir: string;
+  llm: ScriptedLlm;
+  temporal: TestTemporal;
+  client: Client;
+}
+
+/**
+ * A temp dir, the scripted LLM, a dev server, an in-process worker (unless `worker: false`) and a
+ * client, all torn down after the test.
+ */
+export async function startHarness(
+  t: TestContext,
+  script: Script,
+  opts: { prefix: string; exclude?: string[]; worker?: boolean },
+): Promise<Harness> {
+  const tmp = await tempDir(opts.prefix);
+  const llm = await startScriptedLlm(script);
+  const temporal = await startTestTemporal({ dbFile: path.join(tmp.dir, 'temporal.db') });
+  const { startWorkers } = await import('../../workers/run.js');
+  const workers = opts.worker === false ? undefined : await startWorkers({ queues: ['cpu'], settings: temporal.settings, exclude: opts.exclude, shutdownGraceMs: 2000 });
+  const connection = await Connection.connect({ address: temporal.address });
+  t.after(async () => {
+    await connection.close();
+    await workers?.shutdown();
+    await temporal.stop();
+    await llm.close();
+    await tmp.cleanup();
+  });
+  return { dir: tmp.dir, llm, temporal, client: new Client({ connection }) };
 }
 
 let bundlePath: Promise<string> | undefined;
