@@ -94,6 +94,39 @@ export const ConfigSchema = z
       .strict()
       .prefault({}),
     synthesis: SynthesisConfigSchema.prefault({}),
+    training: z
+      .object({
+        model: z.string().default('.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf').describe('base policy for the trainer: HF id, local dir or GGUF file'),
+        tokenizer: z.string().optional(),
+        python: z.string().default('.venv/bin/python').describe('interpreter with infra/requirements-trainer.txt installed'),
+        lora: z
+          .object({ r: z.number().int().positive().default(16), alpha: z.number().positive().default(16), dropout: z.number().min(0).max(1).default(0) })
+          .strict()
+          .prefault({}),
+        rolloutsPerGroup: z.number().int().min(2).default(16).describe('K rollouts per seed'),
+        groupsPerIteration: z.number().int().positive().default(4).describe('G seeds per iteration'),
+        iterations: z.number().int().positive().default(40),
+        lr: z.number().positive().default(1e-5),
+        clipLow: z.number().min(0).default(0.2),
+        clipHigh: z.number().min(0).default(0.28),
+        temperature: z.number().min(0).max(2).default(1.0),
+        maxNewTokens: z.number().int().positive().default(256),
+        maxTurns: z.number().int().positive().default(8),
+        checkpointEvery: z.number().int().positive().default(5),
+        seed: z.number().int().default(0),
+        device: z.string().default('auto').describe("'auto' = CUDA when present, else CPU"),
+      })
+      .strict()
+      .prefault({}),
+    gate: z
+      .object({
+        lambdaLB: z.number().min(0).default(0.05).describe('load-balance weight λ_LB'),
+        steps: z.number().int().positive().default(100),
+        lr: z.number().positive().default(1e-3),
+        batchSize: z.number().int().positive().default(4),
+      })
+      .strict()
+      .prefault({}),
     stages: z
       .object({
         synthesis: z.boolean().default(true),

@@ -1,0 +1,310 @@
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import { execa } from 'execa';
+import { z } from 'zod';
+import type { Config } from '../core/config.js';
+import type { ArtifactRef } from '../store/artifact-store.js';
+import { ArtifactRefSchema } from '../store/artifact-store.js';
+import { openStore } from '../store/index.js';
+import { serveEnvironment } from '../envs/protocol/server.js';
+import { startSandboxedEnv } from '../envs/sandbox/index.js';
+import { PROJECT_ROOT } from '../infra/temporal.js';
+
+/**
+ * Stages 3–4 on task queue trace-gpu: each activity runs `python -m trace_trainer` in its own
+ * process group, turns its JSON-line progress into heartbeats that carry the last checkpoint URI,
+ * resumes from that checkpoint on retry, and kills the whole group on cancellation or shutdown.
+ */
+
+const TrainerEventSchema = z
+  .object({
+    event: z.string(),
+    type: z.string().optional(),
+    message: z.string().optional(),
+    iteration: z.number().optional(),
+    checkpoint_uri: z.string().nullable().optional(),
+  })
+  .passthrough();
+type TrainerEvent = z.infer<typeof TrainerEventSchema>;
+
+const HeartbeatSchema = z.object({ checkpointUri: z.string().optional(), iteration: z.number().optional() }).passthrough();
+export type TrainingHeartbeat = z.infer<typeof HeartbeatSchema>;
+
+const DoneAdapterSchema = z.object({
+  adapter_uri: z.string(),
+  adapter: ArtifactRefSchema,
+  checkpoint_uri: z.string(),
+  iterations: z.number().int(),
+  metrics: z.array(z.object({ mean_reward: z.number(), informative_share: z.number(), tokens_per_s: z.number() }).passthrough()),
+});
+const DoneGateSchema = z.object({ gate_uri: z.string(), manifest: ArtifactRefSchema, gates: ArtifactRefSchema });
+
+export interface TrainAdapterInput {
+  runId: string;
+  config: Config;
+  capability: { name: string } & Record<string, unknown>;
+  /** The synthesized environment's module source in the artifact store (stage 2's output). */
+  environment?: ArtifactRef;
+  /** Or an environment module on disk (reference envs, tests). */
+  envModule?: string;
+  /** Or an environment already served over the env protocol. */
+  envUrl?: string;
+}
+
+export interface TrainAdapterResult {
+  /** adapter_model.safetensors; its directory also holds adapter_config.json (PEFT layout). */
+  adapter: ArtifactRef;
+  adapterUri: string;
+  checkpointUri: string;
+  iterations: number;
+  resumedFrom?: string;
+  /** Mean reward per iteration: the learning curve. */
+  curve: number[];
+  informativeShare: number[];
+  tokensPerSecond: number;
+}
+
+export interface FitGateInput {
+  runId: string;
+  config: Config;
+  adapters: { capability: string; adapter: ArtifactRef }[];
+}
+
+export interface FitGateResult {
+  gateUri: string;
+  manifest: ArtifactRef;
+  gates: ArtifactRef;
+  adapters: string[];
+}
+
+const keys = {
+  adapterPrefix: (runId: string, capability: string) => `runs/${runId}/adapters/${capability}`,
+  gatePrefix: (runId: string) => `runs/${runId}/gate`,
+};
+
+export async function trainAdapter(input: TrainAdapterInput): Promise<TrainAdapterResult> {
+  const { config, runId, capability } = input;
+  const t = config.training;
+  const store = openStore(config.store);
+  const prefixKey = keys.adapterPrefix(runId, capability.name);
+  const prefixUri = store.uri(prefixKey);
+  const resume = await resumePoint(prefixUri, async () => (await store.stat(`${prefixKey}/checkpoints/latest.json`)) !== undefined);
+  const env = await openEnvServer(input, store);
+  try {
+    const trainerConfig = {
+      model: resolveModel(t.model),
+      ...(t.tokenizer ? { tokenizer: resolveModel(t.tokenizer) } : {}),
+      env_url: env.url,
+      output_uri: prefixUri,
+      lora: { r: t.lora.r, alpha: t.lora.alpha, dropout: t.lora.dropout },
+      iterations: t.iterations,
+      groups: t.groupsPerIteration,
+      rollouts_per_group: t.rolloutsPerGroup,
+      temperature: t.temperature,
+      lr: t.lr,
+      clip_low: t.clipLow,
+      clip_high: t.clipHigh,
+      max_new_tokens: t.maxNewTokens,
+      max_turns: t.maxTurns,
+      checkpoint_every: t.checkpointEvery,
+      seed: t.seed,
+      device: t.device,
+      ...s3Settings(config),
+    };
+    const done = await runTrainer(config, 'grpo', trainerConfig, resume ? ['--resume', resume] : []);
+    const d = DoneAdapterSchema.parse(done);
+    return {
+      adapter: d.adapter,
+      adapterUri: d.adapter_uri,
+      checkpointUri: d.checkpoint_uri,
+      iterations: d.iterations,
+      ...(resume ? { resumedFrom: resume } : {}),
+      curve: d.metrics.map((m) => m.mean_reward),
+      informativeShare: d.metrics.map((m) => m.informative_share),
+      tokensPerSecond: d.metrics.length ? d.metrics.reduce((s, m) => s + m.tokens_per_s, 0) / d.metrics.length : 0,
+    };
+  } finally {
+    await env.close();
+  }
+}
+
+export async function fitGate(input: FitGateInput): Promise<FitGateResult> {
+  const { config, runId } = input;
+  if (input.adapters.length === 0) throw ApplicationFailure.nonRetryable('fitGate: no adapters to combine', 'InvalidInput');
+  const store = openStore(config.store);
+  const g = config.gate;
+  const gateConfig = {
+    model: resolveModel(config.training.model),
+    ...(config.training.tokenizer ? { tokenizer: resolveModel(config.training.tokenizer) } : {}),
+    adapters: input.adapters.map((a) => ({ name: a.capability, uri: parentUri(a.adapter.uri) })),
+    trajectories: input.adapters.map((a) => store.uri(`${keys.adapterPrefix(runId, a.capability)}/trajectories`)),
+    output_uri: store.uri(keys.gatePrefix(runId)),
+    lambda_lb: g.lambdaLB,
+    steps: g.steps,
+    lr: g.lr,
+    batch_size: g.batchSize,
+    device: config.training.device,
+    ...s3Settings(config),
+  };
+  const d = DoneGateSchema.parse(await runTrainer(config, 'gate', gateConfig, []));
+  return { gateUri: d.gate_uri, manifest: d.manifest, gates: d.gates, adapters: input.adapters.map((a) => a.capability) };
+}
+
+/** The checkpoint to continue from: the last one a heartbeat reported, else any the prefix holds. */
+async function resumePoint(prefixUri: string, prefixHasCheckpoint: () => Promise<boolean>): Promise<string | undefined> {
+  const details = HeartbeatSchema.safeParse(activityContext()?.info.heartbeatDetails);
+  if (details.success && details.data.checkpointUri) return details.data.checkpointUri;
+  return (await prefixHasCheckpoint()) ? prefixUri : undefined;
+}
+
+async function openEnvServer(input: TrainAdapterInput, store: ReturnType<typeof openStore>): Promise<{ url: string; close(): Promise<void> }> {
+  if (input.envUrl) return { url: input.envUrl, close: async () => {} };
+  if (!input.environment && !input.envModule) {
+    throw ApplicationFailure.nonRetryable('trainAdapter: one of environment, envModule or envUrl is required', 'InvalidInput');
+  }
+  const env = input.environment
+    ? await startSandboxedEnv({ source: await store.getText(input.environment) })
+    : await startSandboxedEnv({ modulePath: path.resolve(PROJECT_ROOT, input.envModule!) });
+  try {
+    const served = await serveEnvironment(env);
+    return {
+      url: served.url,
+      async close() {
+        await served.close();
+        await env.close();
+      },
+    };
+  } catch (err) {
+    await env.close();
+    throw err;
+  }
+}
+
+function s3Settings(config: Config) {
+  const s = config.store;
+  return s.kind === 's3' ? { s3: { endpoint: s.endpoint ?? null, region: s.region, force_path_style: s.forcePathStyle } } : {};
+}
+
+/** Relative paths that exist under the project are made absolute; anything else is an HF model id. */
+function resolveModel(name: string): string {
+  const abs = path.resolve(PROJECT_ROOT, name);
+  return existsSync(abs) ? abs : name;
+}
+
+function parentUri(uri: string): string {
+  return uri.slice(0, uri.lastIndexOf('/'));
+}
+
+function activityContext(): Context | undefined {
+  try {
+    return Context.current();
+  } catch {
+    return undefined;
+  }
+}
+
+/** GPUs this worker may hand out, one per concurrent activity (TRACE_GPU_IDS="0,1"); empty = leave CUDA_VISIBLE_DEVICES alone. */
+const freeGpus = (process.env.TRACE_GPU_IDS ?? '').split(',').filter(Boolean);
+
+/** How long SIGTERM waits for the trainer's checkpoint before SIGKILL. */
+const KILL_GRACE_MS = Number(process.env.TRACE_TRAINER_KILL_GRACE_MS ?? 30_000);
+const KEEPALIVE_MS = 5_000;
+
+async function runTrainer(config: Config, command: 'grpo' | 'gate', trainerConfig: object, extraArgs: string[]): Promise<TrainerEvent> {
+  const ctx = activityContext();
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'trace-trainer-'));
+  const configPath = path.join(dir, `${command}.json`);
+  await writeFile(configPath, JSON.stringify(trainerConfig, null, 2));
+  const gpu = freeGpus.shift();
+  const child = execa(path.resolve(PROJECT_ROOT, config.training.python), ['-m', 'trace_trainer', command, '--config', configPath, ...extraArgs], {
+    cwd: PROJECT_ROOT,
+    env: {
+      PYTHONPATH: path.join(PROJECT_ROOT, 'trainer'),
+      PYTHONUNBUFFERED: '1',
+      TRACE_EXIT_WITH_PARENT: '1',
+      ...(gpu !== undefined ? { CUDA_VISIBLE_DEVICES: gpu } : {}),
+    },
+    detached: true, // its own process group: cancellation kills the trainer and everything it started
+    stdin: 'ignore',
+    buffer: false,
+    reject: false,
+  });
+  const pid = child.pid;
+  const stderrTail: string[] = [];
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderrTail.push(...chunk.toString('utf8').split('\n').filter(Boolean));
+    stderrTail.splice(0, Math.max(0, stderrTail.length - 20));
+  });
+
+  let lastDetails: TrainingHeartbeat = HeartbeatSchema.safeParse(ctx?.info.heartbeatDetails).data ?? {};
+  let terminal: TrainerEvent | undefined;
+  const killGroup = (signal: NodeJS.Signals) => {
+    if (pid === undefined) return;
+    try {
+      process.kill(-pid, signal);
+    } catch {
+      // the group is already gone
+    }
+  };
+  let killTimer: NodeJS.Timeout | undefined;
+  const onAbort = () => {
+    killGroup('SIGTERM'); // the trainer checkpoints the iterations it finished, then exits
+    killTimer = setTimeout(() => killGroup('SIGKILL'), KILL_GRACE_MS);
+  };
+  ctx?.cancellationSignal.addEventListener('abort', onAbort);
+  const keepalive = ctx && setInterval(() => ctx.heartbeat(lastDetails), KEEPALIVE_MS);
+  try {
+    const lines = readline.createInterface({ input: child.stdout! });
+    for await (const line of lines) {
+      const parsed = TrainerEventSchema.safeParse(safeJson(line));
+      if (!parsed.success) continue;
+      const e = parsed.data;
+      if (e.event === 'progress' || e.event === 'checkpoint') {
+        lastDetails = {
+          ...lastDetails,
+          ...(e.iteration !== undefined ? { iteration: e.iteration } : {}),
+          ...(e.checkpoint_uri ? { checkpointUri: e.checkpoint_uri } : {}),
+          ...(typeof e.mean_reward === 'number' ? { meanReward: e.mean_reward } : {}),
+        };
+        ctx?.heartbeat(lastDetails);
+      } else if (e.event === 'done' || e.event === 'error') {
+        terminal = e;
+      }
+    }
+    const result = await child;
+    if (ctx?.cancellationSignal.aborted) throw ctx.cancellationSignal.reason;
+    if (terminal?.event === 'done') return terminal;
+    if (terminal?.event === 'error') throw trainerFailure(terminal);
+    throw ApplicationFailure.retryable(
+      `trainer ${command} exited with ${result.exitCode ?? result.signal} and no result line; stderr: ${stderrTail.slice(-5).join(' | ')}`,
+      'TrainerCrashed',
+    );
+  } finally {
+    ctx?.cancellationSignal.removeEventListener('abort', onAbort);
+    if (keepalive) clearInterval(keepalive);
+    if (killTimer) clearTimeout(killTimer);
+    killGroup('SIGKILL'); // nothing the trainer started outlives the activity
+    if (gpu !== undefined) freeGpus.push(gpu);
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+function safeJson(line: string): unknown {
+  try {
+    return JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+}
+
+/** `retryable:<Name>` / `fatal:<Name>` from the trainer's error line → a Temporal failure of that type. */
+export function trainerFailure(e: Pick<TrainerEvent, 'type' | 'message'>): ApplicationFailure {
+  const [kind, ...rest] = (e.type ?? 'retryable:TrainerError').split(':');
+  const name = rest.join(':') || 'TrainerError';
+  const message = e.message ?? name;
+  return kind === 'fatal' ? ApplicationFailure.nonRetryable(message, name) : ApplicationFailure.retryable(message, name);
+}
