@@ -29,7 +29,7 @@ const client = () => new OpenAI({ baseURL: llm.baseURL, apiKey: 'test' });
 
 async function converse(domain: Tau2DomainName, taskId: string, script: (ep: Episode) => Promise<Message[]>) {
   const env = createTau2Environment(domain, {
-    userSimulator: { client: client(), model: 'user-sim', temperature: 0 },
+    userSimulator: { client: client(), model: 'user-sim', temperature: 0, seed: 300 },
     judge: { client: client(), model: 'judge' },
   });
   const ep = await env.reset({ taskId });
@@ -77,6 +77,7 @@ test('airline: the agent completes task 11 with the simulated user and scores 1'
   const flipped = userRequests.at(-1)!.messages.slice(1).map((m) => m.role);
   assert.deepEqual(flipped, ['user', 'assistant', 'user']);
   assert.equal(userRequests.at(-1)!.messages[1].content, GREETING);
+  assert.deepEqual([userRequests.at(-1)!.model, userRequests.at(-1)!.temperature, userRequests.at(-1)!.seed], ['user-sim', 0, 300]);
 });
 
 test('retail: the agent completes task 36 (DB + NL_ASSERTION judged over HTTP) and scores 1', async () => {

@@ -14,6 +14,8 @@ export interface UserSimulatorLlm {
   model: string | (() => Promise<string>);
   /** tau2's default for the user simulator is 0. */
   temperature?: number;
+  /** Sent as the request `seed`, as tau2 does with its run seed (default 300). */
+  seed?: number;
 }
 
 export const STOP = '###STOP###';
@@ -72,6 +74,7 @@ export class UserSimulator {
     const res = await this.llm.client.chat.completions.create({
       model: typeof this.llm.model === 'string' ? this.llm.model : await this.llm.model(),
       temperature: this.llm.temperature ?? 0,
+      ...(this.llm.seed !== undefined ? { seed: this.llm.seed } : {}),
       messages: [{ role: 'system', content: this.systemPrompt }, ...this.messages] as OpenAI.Chat.ChatCompletionMessageParam[],
       ...(this.tools?.length ? { tools: this.tools as OpenAI.Chat.ChatCompletionTool[] } : {}),
     });
