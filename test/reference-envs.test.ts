@@ -3,7 +3,10 @@ import assert from 'node:assert/strict';
 import { SynthesisConfigSchema } from '../core/synthesis.js';
 import { REFERENCE_ENVS, loadReferenceEnv, referenceSource, type ReferenceCapability } from '../envs/reference/index.js';
 import { call, say, type AgentAction, type SyntheticEnvironment } from '../envs/sdk/index.js';
-import { checkCompile, checkDeterminism, checkNonTriviality, checkSolvability, goldPolicy, playPolicy } from '../activities/synthesis/validate.js';
+import { parseConfig } from '../core/config.js';
+import { createLlm } from '../activities/llm.js';
+import { startScriptedLlm, type ChatRequest, type ScriptedReply } from './helpers/scripted-llm.js';
+import { checkCalibration, checkCompile, checkDeterminism, checkNonTriviality, checkSolvability, goldPolicy, playPolicy } from '../activities/synthesis/validate.js';
 
 // The real gate counts (100 / 50 / 30 seeds): in-process they take about a second per environment.
 const config = SynthesisConfigSchema.parse({});
@@ -88,4 +91,52 @@ test('documented failure modes score low', async () => {
     const args = JSON.parse(a.call.function.arguments);
     return call('add_reminder', { ...args, reminder_timestamp: args.reminder_timestamp + 7 * 86400 });
   })), 0, 'off by a week → 0');
+});
+
+/**
+ * A base policy for permission_error_recovery over the scripted OpenAI server: it reads each
+ * PermissionError and fixes the blocking setting on even-numbered episodes, and gives up at the
+ * first error on odd ones.
+ */
+function settingsPolicy(): (req: ChatRequest) => ScriptedReply {
+  let episode = -1;
+  return (req) => {
+    const msgs = req.messages;
+    if (msgs.length === 2) episode++;
+    const goal = /^Text (\w+): "(.*)"$/.exec(String(msgs[1].content));
+    const last = String(msgs.at(-1)!.content ?? '');
+    const contacts = msgs.find((m) => m.role === 'tool' && String(m.content).startsWith('['));
+    const send = () => {
+      const to = (JSON.parse(String(contacts!.content)) as { phone_number: string }[])[0];
+      return { toolCalls: [{ name: 'send_message_with_phone_number', arguments: JSON.stringify({ phone_number: to.phone_number, content: goal![2] }) }] };
+    };
+    const set = (name: string, on: boolean) => ({ toolCalls: [{ name, arguments: JSON.stringify({ on }) }] });
+    if (msgs.at(-1)!.role === 'user') return { toolCalls: [{ name: 'search_contacts', arguments: JSON.stringify({ name: goal![1] }) }] };
+    if (last.startsWith('[')) return send();
+    if (last.includes('PermissionError') && episode % 2 === 1) return { content: 'Sorry, I could not send it: permission denied.' };
+    if (last.includes('Cellular service is not enabled')) return set('set_cellular_service_status', true);
+    if (last.includes('while low battery mode is on')) return set('set_low_battery_mode_status', false);
+    if (last.includes('Low battery mode is now off')) return set('set_cellular_service_status', true);
+    if (last.includes('Cellular service is now on')) return send();
+    if (last === 'Message sent.') return { content: 'Your message was sent. I turned off low battery mode where needed and turned on cellular service.' };
+    return { content: 'Something went wrong.' };
+  };
+}
+
+test('reference permission_error_recovery: gate 5 against the scripted policy server', async () => {
+  const policy = settingsPolicy();
+  const llm = await startScriptedLlm((req) => policy(req));
+  try {
+    const config = parseConfig({
+      env: { name: 'toy-orders' },
+      llm: { policy: { baseURL: llm.baseURL, model: 'scripted-model' } },
+      synthesis: { calibration: { groups: 4, rolloutsPerGroup: 4, concurrency: 1 } },
+    });
+    const { result, rollouts } = await checkCalibration(await loadReferenceEnv('permission_error_recovery'), config, createLlm(config, 'policy'));
+    assert.equal(result.passed, true, result.reason);
+    assert.deepEqual(result.metrics, { meanReward: 0.5, successRate: 0.5, informativeShare: 1 });
+    assert.ok(rollouts.some((t) => t.messages.some((m) => m.role === 'tool' && m.content.startsWith('Error: PermissionError'))));
+  } finally {
+    await llm.close();
+  }
 });
