@@ -1,6 +1,7 @@
 import path from 'node:path';
 import type { Command } from 'commander';
 import { PROJECT_ROOT } from '../../infra/temporal.js';
+import { uiLink } from './common.js';
 import { followRun, printResult, startRun, validateRunConfig } from './run.js';
 
 /** `trace demo`: the embedded stack up (idempotent), then the demo config run to completion. */
@@ -18,9 +19,8 @@ export function registerDemoCommand(program: Command): void {
       const { workflowId } = await startRun(config);
       const result = await followRun(workflowId);
       printResult(result);
-      const ui = 'uiUrl' in stack.temporal ? stack.temporal.uiUrl : undefined;
-      console.log(`\nreport:  ${result.report.uri}`);
-      if (ui) console.log(`Temporal UI: ${ui} (run ${workflowId})`);
+      console.log(`\nreport: ${result.report.uri}${result.report.uri.endsWith('report.json') ? ` (HTML next to it: ${result.report.uri.replace(/\.json$/, '.html')})` : ''}`);
+      console.log(`Temporal UI: ${uiLink(workflowId)}${'uiUrl' in stack.temporal ? ` (all runs: ${stack.temporal.uiUrl})` : ''}`);
       console.log('the stack keeps running for the UI; stop it with `npm run trace -- stack down`');
     });
 }

@@ -28,6 +28,7 @@ export function registerReportCommand(program: Command): void {
         config,
         runId: (result.runId as string | undefined) ?? run,
         result: { ...result, runId: (result.runId as string | undefined) ?? run },
+        pipelineWorkflowId: run,
       });
       const file = path.resolve(opts.out || path.join(PROJECT_ROOT, '.trace', 'reports', `${run}.html`));
       await mkdir(path.dirname(file), { recursive: true });

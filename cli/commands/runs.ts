@@ -88,10 +88,19 @@ export function registerRunCommands(program: Command): void {
       } finally {
         await client.connection.close();
       }
+      const { openRunStore } = await import('../../workers/platform-activities.js');
+      const store = await openRunStore(result.store);
+      const text = await store.getText(result.report);
       if (opts.json) {
-        const { openRunStore } = await import('../../workers/platform-activities.js');
-        const store = await openRunStore(result.store);
-        console.log(await store.getText(result.report));
+        console.log(text);
+        return;
+      }
+      // The full report (activities/report.ts) has its own terminal summary; the fallback report does not.
+      const { ReportSchema, formatSummary } = await import('../../core/report.js');
+      const full = ReportSchema.safeParse(JSON.parse(text));
+      if (full.success) {
+        console.log(formatSummary(full.data));
+        console.log(`report: ${result.report.uri} (HTML: ${result.report.uri.replace(/\.json$/, '.html')})`);
         return;
       }
       printResult(result);
