@@ -15,6 +15,12 @@ import { registerStackCommands } from './commands/stack.js';
  * The `trace` command. Known failures (bad config, unreachable Temporal, unknown run) print one
  * line and exit 1; anything else prints its stack.
  */
+// `trace list | head` closes stdout early: that is the reader's choice, not an error.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code === 'EPIPE') process.exit(0);
+  throw err;
+});
+
 const program = new Command('trace')
   .description('TRACE on Temporal: capability-targeted training of LLM agents as durable workflows')
   .showHelpAfterError()
