@@ -1,0 +1,150 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { CancelledFailure } from '@temporalio/common';
+import { execa } from 'execa';
+import { parseConfig } from '../core/config.js';
+import type { Message } from '../core/messages.js';
+import type { AgentAction, Environment, Episode } from '../envs/environment.js';
+import { serveEnvironment } from '../envs/protocol/server.js';
+import { PROJECT_ROOT } from '../infra/temporal.js';
+import { fitGate, trainAdapter, trainerFailure, type TrainingHeartbeat } from '../activities/training.js';
+
+const PYTHON = path.join(PROJECT_ROOT, '.venv', 'bin', 'python');
+const WORDS = ['say', 'bye', 'red', 'blue'];
+
+/** A one-turn environment served by the TypeScript env server: the Python trainer's client must speak its protocol. */
+function sayWordEnv(): Environment {
+  let n = 0;
+  return {
+    info: { name: 'say-word', kind: 'synthetic', description: 'say the requested word', capability: 'instruction_following' },
+    tools: () => [],
+    systemPrompt: () => 'say',
+    listTasks: async () => [],
+    async reset(req) {
+      const seed = 'seed' in req ? req.seed : 0;
+      const target = seed % 2 ? 'red' : 'blue';
+      const episode: Episode = {
+        id: `e${++n}`,
+        taskId: `seed-${seed}`,
+        initialMessages: (): Message[] => [{ role: 'user', content: `say ${target}` }],
+        step: async (action: AgentAction) =>
+          action.type === 'message'
+            ? { observation: { role: 'user', content: 'bye' }, error: false, done: true, termination: 'agent_stop' as const }
+            : { observation: { role: 'tool', tool_call_id: action.call.id, content: 'no tools' }, error: true, done: false },
+        async evaluate(messages) {
+          const first = messages.find((m) => m.role === 'assistant');
+          const word = (first?.content ?? '').trim().split(/\s+/)[0];
+          const reward = word === target ? 1 : WORDS.includes(word) ? 0.3 : 0;
+          return { reward, components: { word: reward }, success: reward === 1 };
+        },
+        fork: async () => episode,
+        close: async () => {},
+      };
+      return episode;
+    },
+  };
+}
+
+async function setup(t: { after(fn: () => Promise<void>): void }, training: Record<string, unknown>) {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'trace-train-'));
+  await execa(PYTHON, ['-m', 'trace_trainer', 'tiny', '--out', path.join(dir, 'model'), '--words', WORDS.join(',')], {
+    cwd: PROJECT_ROOT,
+    env: { PYTHONPATH: path.join(PROJECT_ROOT, 'trainer') },
+  });
+  const served = await serveEnvironment(sayWordEnv());
+  t.after(async () => {
+    await served.close();
+    await rm(dir, { recursive: true, force: true });
+  });
+  const config = parseConfig({
+    env: { name: 'toy-say' },
+    store: { kind: 'local', dir: path.join(dir, 'artifacts') },
+    training: {
+      model: path.join(dir, 'model'),
+      iterations: 3,
+      groupsPerIteration: 2,
+      rolloutsPerGroup: 4,
+      maxNewTokens: 1,
+      maxTurns: 1,
+      checkpointEvery: 1,
+      lr: 0.05,
+      ...training,
+    },
+    gate: { steps: 5 },
+  });
+  return { dir, config, envUrl: served.url };
+}
+
+test('trainAdapter heartbeats checkpoints, returns a PEFT adapter, and fitGate combines adapters', { timeout: 600_000 }, async (t) => {
+  const { config, envUrl } = await setup(t, {});
+  const env = new MockActivityEnvironment();
+  const beats: TrainingHeartbeat[] = [];
+  env.on('heartbeat', (d: TrainingHeartbeat) => beats.push(d));
+  const result = await env.run(trainAdapter, { runId: 'r1', config, capability: { name: 'say_word' }, envUrl });
+  assert.equal(result.iterations, 3);
+  assert.equal(result.curve.length, 3);
+  assert.ok(result.adapterUri.endsWith('runs/r1/adapters/say_word/checkpoints/iter-000003/adapter'), result.adapterUri);
+  const file = fileURLToPath(result.adapter.uri);
+  assert.equal(createHash('sha256').update(readFileSync(file)).digest('hex'), result.adapter.sha256);
+  assert.ok(existsSync(path.join(path.dirname(file), 'adapter_config.json')));
+  const withCheckpoint = beats.filter((b) => b.checkpointUri);
+  assert.deepEqual(
+    withCheckpoint.map((b) => b.iteration).filter((v, i, a) => a.indexOf(v) === i),
+    [1, 2, 3],
+  );
+
+  const second = await new MockActivityEnvironment().run(trainAdapter, { runId: 'r1', config, capability: { name: 'other' }, envUrl });
+  const gate = await new MockActivityEnvironment().run(fitGate, {
+    runId: 'r1',
+    config,
+    adapters: [
+      { capability: 'say_word', adapter: result.adapter },
+      { capability: 'other', adapter: second.adapter },
+    ],
+  });
+  const manifest = JSON.parse(readFileSync(fileURLToPath(gate.manifest.uri), 'utf8'));
+  assert.deepEqual(
+    manifest.adapters.map((a: { name: string }) => a.name),
+    ['say_word', 'other'],
+  );
+  assert.equal(manifest.adapters[0].sha256, result.adapter.sha256);
+});
+
+test('cancellation kills the trainer group after a checkpoint; the retry resumes from the heartbeat', { timeout: 600_000 }, async (t) => {
+  const { config, envUrl } = await setup(t, { iterations: 400, checkpointEvery: 1000 });
+  const env = new MockActivityEnvironment();
+  let last: TrainingHeartbeat = {};
+  env.on('heartbeat', (d: TrainingHeartbeat) => {
+    last = d;
+    if ((d.iteration ?? 0) >= 2) env.cancel('CANCELLED');
+  });
+  const started = Date.now();
+  await assert.rejects(env.run(trainAdapter, { runId: 'r2', config, capability: { name: 'c' }, envUrl }), (e: unknown) => e instanceof CancelledFailure);
+  assert.ok(Date.now() - started < 300_000);
+  assert.ok(last.checkpointUri, 'SIGTERM must make the trainer write a checkpoint before it exits');
+  const stoppedAt = Number(last.checkpointUri!.slice(-6));
+  assert.ok(stoppedAt >= 2);
+
+  const short = parseConfig({ ...config, training: { ...config.training, iterations: stoppedAt + 1 } });
+  const retry = new MockActivityEnvironment({ heartbeatDetails: last, attempt: 2 });
+  const result = await retry.run(trainAdapter, { runId: 'r2', config: short, capability: { name: 'c' }, envUrl });
+  assert.equal(result.resumedFrom, last.checkpointUri);
+  assert.equal(result.iterations, stoppedAt + 1);
+  assert.equal(result.curve.length, stoppedAt + 1, 'metrics of the interrupted attempt are kept');
+});
+
+test('trainer error lines map to retryable and non-retryable failures', () => {
+  const fatal = trainerFailure({ type: 'fatal:ConfigError', message: 'grpo.json.lr: expected float' });
+  assert.equal(fatal.nonRetryable, true);
+  assert.equal(fatal.type, 'ConfigError');
+  const retry = trainerFailure({ type: 'retryable:EnvUnavailable', message: 'connection refused' });
+  assert.equal(retry.nonRetryable, false);
+  assert.equal(retry.type, 'EnvUnavailable');
+});
