@@ -127,7 +127,7 @@ function trainingOf(c: z.infer<typeof RunResultSchema>['capabilities'][number]):
 }
 
 export function createReportActivities(deps: ReportDeps = defaultDeps) {
-  async function gather(store: ArtifactStore, config: Config, run: z.infer<typeof RunResultSchema>): Promise<ReportInputs> {
+  async function gather(store: ArtifactStore, config: Config, run: z.infer<typeof RunResultSchema>, pipelineWorkflowId?: string): Promise<ReportInputs> {
     const notes: string[] = [];
     if (run.summary) notes.push(run.summary);
     if (run.notConfigured.length) notes.push(`not configured in this deployment: ${run.notConfigured.join(', ')}`);
@@ -197,7 +197,7 @@ export function createReportActivities(deps: ReportDeps = defaultDeps) {
       trainings.reduce((s, t) => s + (kind === 'gpu' ? (t.gpuSeconds ?? (t.device?.startsWith('cuda') ? t.durationSeconds ?? 0 : 0)) : (t.cpuSeconds ?? (t.device === 'cpu' ? t.durationSeconds ?? 0 : 0))), 0);
 
     const settings = temporalSettings();
-    const workflowId = activityWorkflowId(run.runId);
+    const workflowId = pipelineWorkflowId ?? activityWorkflowId(run.runId);
     return {
       runId: run.runId,
       name: config.name,
@@ -237,11 +237,20 @@ export function createReportActivities(deps: ReportDeps = defaultDeps) {
     };
   }
 
-  /** Builds and stores the report; `summary` is what `trace report` prints. */
-  async function buildReport(input: { config: Config; runId: string; result: RunResult }): Promise<{ jsonRef: ArtifactRef; htmlRef: ArtifactRef; summary: string }> {
+  /**
+   * Builds and stores the report; `summary` is what `trace report` prints. `pipelineWorkflowId`
+   * names the pipeline workflow for UI links when the caller is not that workflow (default: the
+   * calling workflow, else the run id).
+   */
+  async function buildReport(input: {
+    config: Config;
+    runId: string;
+    result: RunResult;
+    pipelineWorkflowId?: string;
+  }): Promise<{ jsonRef: ArtifactRef; htmlRef: ArtifactRef; summary: string }> {
     const run = RunResultSchema.parse({ ...input.result, runId: input.runId });
     const store = await deps.openStore(input.config.store);
-    const report = assembleReport(await gather(store, input.config, run));
+    const report = assembleReport(await gather(store, input.config, run, input.pipelineWorkflowId));
     const jsonRef = await store.put(reportKeys.json(input.runId), JSON.stringify(report, null, 2));
     const htmlRef = await store.put(reportKeys.html(input.runId), renderReportHtml(report));
     return { jsonRef, htmlRef, summary: formatSummary(report) };

@@ -101,8 +101,10 @@ test('a retraining schedule runs twice: the second run reuses the first one\'s a
   const sa = (await client.workflow.getHandle(second.id).describe()).searchAttributes as Record<string, unknown[]>;
   assert.deepEqual(sa.TracePromotion, ['not_promoted']);
   // The run's report carries the promotion outcome.
-  const report = await store.getJson<{ promotion: { promote: boolean } }>(`runs/${second.id}/report/report.json`);
+  const report = await store.getJson<{ promotion: { promote: boolean }; links: { run: string; children: { url: string }[] } }>(`runs/${second.id}/report/report.json`);
   assert.equal(report.promotion.promote, false);
+  assert.ok(report.links.run.endsWith(encodeURIComponent(`${second.id}/pipeline`)));
+  assert.ok(report.links.children[0].url.endsWith(encodeURIComponent(`${second.id}/pipeline/capability/verify_preconditions`)));
 
   // `trace report <run>` rebuilds the report of a finished pipeline run from Temporal + the store.
   process.env.TEMPORAL_ADDRESS = temporal.address;

@@ -83,7 +83,7 @@ export async function traceRetrain(input: RetrainInput): Promise<RetrainResult> 
   upsertSearchAttributes([{ key: SA.TracePromotion, value: promotion.promote ? 'promoted' : 'not_promoted' }]);
 
   // The run's report, rebuilt with the promotion outcome.
-  await proxyActivities<ReportActivities>(shortActivity(timeouts)).buildReport({ config, runId, result: { ...result, promotion } });
+  await proxyActivities<ReportActivities>(shortActivity(timeouts)).buildReport({ config, runId, result: { ...result, promotion }, pipelineWorkflowId });
 
   const reusable = {
     environments: (previous?.artifacts.capabilities ?? []).filter((c) => c.environment).map((c) => c.name),
