@@ -89,7 +89,9 @@ const CurveSchema = z.array(CurvePointInputSchema).transform((ps) =>
   ps.flatMap((p) => (p.meanReward === undefined ? [] : [{ iteration: p.iteration, meanReward: p.meanReward, ...(p.informativeShare !== undefined ? { informativeShare: p.informativeShare } : {}) }])),
 );
 const TrainingSchema = z.object({
-  curve: CurveSchema.optional(),
+  /** trainAdapter reports the curve as mean reward per iteration (numbers), with informativeShare alongside. */
+  curve: z.union([CurveSchema, z.array(z.number())]).optional(),
+  informativeShare: z.array(z.number().min(0).max(1)).optional(),
   metrics: CurveSchema.optional(),
   history: CurveSchema.optional(),
   gpuSeconds: z.number().optional(),
@@ -118,9 +120,21 @@ function synthesisOf(c: z.infer<typeof RunResultSchema>['capabilities'][number])
   return { status: 'not_run', attempts };
 }
 
+function curvePoints(t: z.infer<typeof TrainingSchema> | undefined): { iteration: number; meanReward: number; informativeShare?: number }[] {
+  const c = t?.curve;
+  if (c && c.length > 0 && typeof c[0] === 'number') {
+    return (c as number[]).map((meanReward, i) => ({
+      iteration: i + 1,
+      meanReward,
+      ...(t?.informativeShare?.[i] !== undefined ? { informativeShare: t.informativeShare[i] } : {}),
+    }));
+  }
+  return (c as { iteration: number; meanReward: number }[] | undefined) ?? t?.metrics ?? t?.history ?? [];
+}
+
 function trainingOf(c: z.infer<typeof RunResultSchema>['capabilities'][number]): NonNullable<CapabilityRowInput['training']> {
   const t = TrainingSchema.safeParse(c.training ?? {}).data;
-  const curve = t?.curve ?? t?.metrics ?? t?.history ?? [];
+  const curve = curvePoints(t);
   if (c.adapter) return { status: 'ok', curve, adapterUri: c.adapter.uri };
   if (c.status === 'failed' && /train/i.test(c.detail ?? '')) return { status: 'failed', curve, message: c.detail };
   return { status: 'not_run', curve };

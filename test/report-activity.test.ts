@@ -110,6 +110,8 @@ test('buildReport gathers stage 1, children, gate and evaluation into JSON + HTM
           adapter,
           training: { history: [{ iteration: 1, mean_reward: 0.2, informative_share: 0.5 }, { iteration: 2, meanReward: 0.35 }, { iteration: 3, mean_reward: 0.5 }], device: 'cpu', durationSeconds: 42 },
         },
+        // As activities/training.ts trainAdapter returns it: mean reward per iteration as numbers.
+        { name: 'verify_identity', status: 'trained', detail: 'adapter trained', adapter, training: { curve: [0.1, 0.3], informativeShare: [1, 0.5] } },
       ],
       gate: { routing: { structured_data_reasoning: 1 } },
       evaluation,
@@ -128,7 +130,10 @@ test('buildReport gathers stage 1, children, gate and evaluation into JSON + HTM
     assert.equal(cap.meanDelta, 1);
     assert.deepEqual([cap.synthesis.status, cap.synthesis.attempts, cap.training.status, cap.training.curve.length, cap.routingShare], ['ok', 2, 'ok', 3, 1]);
     assert.deepEqual(cap.training.curve[0], { iteration: 1, meanReward: 0.2, informativeShare: 0.5 });
-    assert.equal(report.capabilities.find((c) => c.name === 'verify_identity')!.training.status, 'not_run');
+    assert.deepEqual(report.capabilities.find((c) => c.name === 'verify_identity')!.training.curve, [
+      { iteration: 1, meanReward: 0.1, informativeShare: 1 },
+      { iteration: 2, meanReward: 0.3, informativeShare: 0.5 },
+    ]);
     const roles = Object.fromEntries(report.cost.llm.map((u) => [u.role, u.calls]));
     assert.deepEqual(roles, { 'policy (rollouts)': 12, 'analyst (labeling)': 8, 'policy (evaluation)': prompt.usage.calls + report.variants[0].usage.calls });
     assert.equal(report.cost.cpuSeconds, 42);
