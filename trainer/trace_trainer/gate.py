@@ -209,9 +209,9 @@ def fit_gate(cfg: GateConfig, *, model=None, tokenizer=None, store: Store | None
         opt.zero_grad(set_to_none=True)
         (ce + lb).backward()
         opt.step()
-        history.append({"step": step, "ce": float(ce), "lb": float(lb)})
+        history.append({"step": step, "ce": ce.item(), "lb": lb.item()})
         if step % max(1, cfg.steps // 20) == 0 or step == cfg.steps:
-            emit("progress", step=step, steps=cfg.steps, ce=float(ce), lb=float(lb), routing=routing_share(layers, tok.pad_token_id))
+            emit("progress", step=step, steps=cfg.steps, ce=ce.item(), lb=lb.item(), routing=routing_share(layers, tok.pad_token_id))
     model.eval()
     manifest = {
         "kind": "trace-lora-moe-gate",
