@@ -1,6 +1,7 @@
 import {
   ApplicationFailure,
   defineQuery,
+  executeChild,
   isCancellation,
   proxyActivities,
   setHandler,
@@ -15,6 +16,7 @@ import type * as training from '../activities/training.js';
 import type { ArtifactRef } from '../store/artifact-store.js';
 import type { PlatformActivities, Stage1Activities } from './contracts.js';
 import { capabilityWorkflow, type CapabilityActivities } from './capability.js';
+import { evaluationWorkflow } from './evaluation.js';
 import { gpuActivity, longActivity, rolloutActivity, shortActivity } from './options.js';
 import { chunk, failureMessage, settlePool } from './pool.js';
 import * as SA from './search-attributes.js';
@@ -224,7 +226,10 @@ export async function tracePipeline(input: PipelineInput): Promise<PipelineResul
   let evaluation: Awaited<ReturnType<EvaluationActivities['evaluateRun']>> | undefined;
   if (later('evaluateRun', 'evaluation', config.stages.evaluation)) {
     enter('evaluation');
-    evaluation = await proxyActivities<EvaluationActivities>(rolloutActivity(config, timeouts)).evaluateRun({ runId, config, gate, capabilities });
+    // Fanned out as (variant × task batch) activities in a child when the workers have them.
+    evaluation = has('planEvaluation') && has('evaluateVariant')
+      ? await executeChild(evaluationWorkflow, { workflowId: `${parentId}/evaluation`, args: [{ runId, config, gate, capabilities, timeouts }] })
+      : await proxyActivities<EvaluationActivities>(rolloutActivity(config, timeouts)).evaluateRun({ runId, config, gate, capabilities });
     const rates = new Map(evaluation.variants.map((v) => [v.kind, v.passRate]));
     const base = rates.get('base');
     const final = rates.get('trace');

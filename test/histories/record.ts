@@ -29,7 +29,7 @@ const connection = await Connection.connect({ address: temporal.address });
 try {
   const client = new Client({ connection });
   const storeDir = path.join(tmp.dir, 'artifacts');
-  const runs: { file: string; input: PipelineInput; children: string[] }[] = [
+  const runs: { file: string; input: PipelineInput; children: Record<string, string> }[] = [
     {
       // Stage 1 + base evaluation; the capability child ends 'not_configured' (no stage-2 activities).
       file: 'pipeline-stage1',
@@ -38,7 +38,7 @@ try {
         config: pipelineConfig(llm.baseURL, storeDir, { stages: { synthesis: true, training: true, gate: true, evaluation: true } }),
         timeouts: FAST_TIMEOUTS,
       },
-      children: ['capability-not-configured'],
+      children: { 'capability-not-configured': 'replay-stage1/capability/verify_preconditions', 'evaluation-fanout': 'replay-stage1/evaluation' },
     },
   ];
   for (const run of runs) {
@@ -56,8 +56,7 @@ try {
       console.log(`recorded ${name}.json (${workflowId})`);
     };
     await write(run.file, id);
-    const progress = await handle.query<{ capabilities: { workflowId: string }[] }>('progress');
-    for (const [i, name] of run.children.entries()) await write(name, progress.capabilities[i].workflowId);
+    for (const [name, workflowId] of Object.entries(run.children)) await write(name, workflowId);
   }
 } finally {
   await connection.close();
