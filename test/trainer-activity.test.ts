@@ -14,7 +14,7 @@ import type { Message } from '../core/messages.js';
 import type { AgentAction, Environment, Episode } from '../envs/environment.js';
 import { serveEnvironment } from '../envs/protocol/server.js';
 import { PROJECT_ROOT } from '../infra/temporal.js';
-import { fitGate, trainAdapter, trainerFailure, type TrainingHeartbeat } from '../activities/training.js';
+import { fitGate, trainAdapter, trainerFailure, type FitGateResult, type TrainAdapterResult, type TrainingHeartbeat } from '../activities/training.js';
 
 const PYTHON = path.join(PROJECT_ROOT, '.venv', 'bin', 'python');
 const WORDS = ['say', 'bye', 'red', 'blue'];
@@ -87,7 +87,7 @@ test('trainAdapter heartbeats checkpoints, returns a PEFT adapter, and fitGate c
   const env = new MockActivityEnvironment();
   const beats: TrainingHeartbeat[] = [];
   env.on('heartbeat', (d: TrainingHeartbeat) => beats.push(d));
-  const result = await env.run(trainAdapter, { runId: 'r1', config, capability: { name: 'say_word' }, envUrl });
+  const result: TrainAdapterResult = await env.run(trainAdapter, { runId: 'r1', config, capability: { name: 'say_word' }, envUrl });
   assert.equal(result.iterations, 3);
   assert.equal(result.curve.length, 3);
   assert.ok(result.adapterUri.endsWith('runs/r1/adapters/say_word/checkpoints/iter-000003/adapter'), result.adapterUri);
@@ -100,8 +100,8 @@ test('trainAdapter heartbeats checkpoints, returns a PEFT adapter, and fitGate c
     [1, 2, 3],
   );
 
-  const second = await new MockActivityEnvironment().run(trainAdapter, { runId: 'r1', config, capability: { name: 'other' }, envUrl });
-  const gate = await new MockActivityEnvironment().run(fitGate, {
+  const second: TrainAdapterResult = await new MockActivityEnvironment().run(trainAdapter, { runId: 'r1', config, capability: { name: 'other' }, envUrl });
+  const gate: FitGateResult = await new MockActivityEnvironment().run(fitGate, {
     runId: 'r1',
     config,
     adapters: [
@@ -134,7 +134,7 @@ test('cancellation kills the trainer group after a checkpoint; the retry resumes
 
   const short = parseConfig({ ...config, training: { ...config.training, iterations: stoppedAt + 1 } });
   const retry = new MockActivityEnvironment({ heartbeatDetails: last, attempt: 2 });
-  const result = await retry.run(trainAdapter, { runId: 'r2', config: short, capability: { name: 'c' }, envUrl });
+  const result: TrainAdapterResult = await retry.run(trainAdapter, { runId: 'r2', config: short, capability: { name: 'c' }, envUrl });
   assert.equal(result.resumedFrom, last.checkpointUri);
   assert.equal(result.iterations, stoppedAt + 1);
   assert.equal(result.curve.length, stoppedAt + 1, 'metrics of the interrupted attempt are kept');
