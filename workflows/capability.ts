@@ -29,7 +29,7 @@ export async function capabilityWorkflow(input: CapabilityInput): Promise<Capabi
   if (!config.stages.synthesis) return done('not_configured', 'synthesis disabled by config (stages.synthesis: false)');
   if (!has('synthesizeEnvironment')) return done('not_configured', 'stages 2–4 not configured: no synthesizeEnvironment activity');
 
-  const cpu = proxyActivities<CapabilityActivities>(longActivity(input.timeouts));
+  const cpu = proxyActivities<CapabilityActivities>(longActivity(config, 'generator', input.timeouts));
   status = 'synthesizing';
   const synthesized = await cpu.synthesizeEnvironment({ runId, config, capability, analysis: input.analysis });
   const environment = synthesized.ref;

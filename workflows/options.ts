@@ -1,5 +1,5 @@
 import type { ActivityOptions } from '@temporalio/workflow';
-import type { Config } from '../core/config.js';
+import type { Config, LlmRoleName } from '../core/config.js';
 import { TASK_QUEUE_GPU, type TimeoutOverrides } from './types.js';
 
 /**
@@ -26,18 +26,21 @@ export function shortActivity(t?: TimeoutOverrides): ActivityOptions {
   return { startToCloseTimeout: t?.shortMs ?? 5 * MINUTE, retry: retry(t) };
 }
 
-/** LLM-heavy work on the CPU queue; these activities heartbeat between items. */
-export function longActivity(t?: TimeoutOverrides): ActivityOptions {
+/**
+ * LLM-heavy work on the CPU queue; these activities heartbeat between items, and one item may wait
+ * out a request timeout and a retry of the given role's endpoint.
+ */
+export function longActivity(config: Config, role: LlmRoleName, t?: TimeoutOverrides): ActivityOptions {
   return {
     startToCloseTimeout: t?.longMs ?? 120 * MINUTE,
-    heartbeatTimeout: t?.heartbeatMs ?? 10 * MINUTE,
+    heartbeatTimeout: t?.heartbeatMs ?? Math.max(10 * MINUTE, 2 * config.llm[role].timeoutMs + MINUTE),
     retry: retry(t),
   };
 }
 
 /** Rollout batches: a heartbeat follows every finished episode, so allow one full episode between them. */
 export function rolloutActivity(config: Config, t?: TimeoutOverrides): ActivityOptions {
-  const o = longActivity(t);
+  const o = longActivity(config, 'policy', t);
   return { ...o, heartbeatTimeout: t?.heartbeatMs ?? Math.max(10 * MINUTE, config.rollouts.episodeTimeoutMs + 2 * MINUTE) };
 }
 

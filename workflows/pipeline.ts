@@ -88,7 +88,7 @@ export async function tracePipeline(input: PipelineInput): Promise<PipelineResul
     throw ApplicationFailure.nonRetryable(`stage 1 not configured: workers lack ${missing.join(', ')}`, 'NotConfigured');
   }
   const short = proxyActivities<Stage1Activities>(shortActivity(timeouts));
-  const long = proxyActivities<Stage1Activities>(longActivity(timeouts));
+  const long = proxyActivities<Stage1Activities>(longActivity(config, 'analyst', timeouts));
 
   async function collectRollouts(): Promise<{ refs: ArtifactRef[]; failedBatches: number }> {
     const items = await short.listRolloutTasks({ config });
