@@ -19,6 +19,7 @@ import type { ArtifactRef, ArtifactStore } from '../store/artifact-store.js';
 import { openStore } from '../store/index.js';
 import { createLlm } from './llm.js';
 import { runEpisodes } from './rollout.js';
+import { startPolicyServer, type PolicyServer } from './serving.js';
 
 /**
  * Evaluation of agent variants on the target's held-out (test-split) tasks. One stored record per
@@ -29,11 +30,13 @@ import { runEpisodes } from './rollout.js';
 export interface EvaluationDeps {
   openStore(config: Config['store']): ArtifactStore | Promise<ArtifactStore>;
   openEnvironment(envConfig: Config['env'], deps: { config: Config }): Promise<Environment>;
+  startPolicyServer(config: Config, variant: { name: string; adapterUri?: string; gateUri?: string }): Promise<PolicyServer>;
 }
 
 const defaultDeps: EvaluationDeps = {
   openStore,
   openEnvironment,
+  startPolicyServer,
 };
 
 /** Bad input (a non-test task, an unknown variant field): Temporal must not retry it. */
@@ -59,6 +62,8 @@ export interface EvaluationPlan {
   tasks: EvalTask[];
   variants: VariantSpec[];
   notes: string[];
+  /** Trained agents (gate, adapters) that no configured endpoint serves; evaluateRun can serve them itself. */
+  unserved: { gateUri?: string; adapters: { capability: string; uri: string }[]; notes: string[] };
 }
 
 export interface EvaluationStageResult {
@@ -301,20 +306,26 @@ export function createEvaluationActivities(deps: EvaluationDeps = defaultDeps) {
     try {
       listed = await listEvaluationTasks({ config });
     } catch (e) {
-      if (e instanceof InvalidInput) return { split: config.env.testSplit, tasks: [], variants: [], notes: [`evaluation skipped: ${e.message}`] };
+      if (e instanceof InvalidInput) {
+        return { split: config.env.testSplit, tasks: [], variants: [], notes: [`evaluation skipped: ${e.message}`], unserved: { adapters: [], notes: [] } };
+      }
       throw e;
     }
     const { split, tasks, note } = listed;
     const { variants, notes } = await planVariants(config, runId, store);
     if (note) notes.push(note);
+    const unserved: EvaluationPlan['unserved'] = { adapters: [], notes: [] };
+    const gateUri = (input.gate as { gateUri?: unknown } | undefined)?.gateUri;
     if (input.gate && !variants.some((v) => v.kind === 'trace')) {
-      notes.push('TRACE agent (base + gate) not evaluated: no serving endpoint for it is configured (evaluation.variants)');
+      if (typeof gateUri === 'string') unserved.gateUri = gateUri;
+      unserved.notes.push('TRACE agent (base + gate) not evaluated: no serving endpoint for it is configured (evaluation.variants)');
     }
-    const trained = (input.capabilities ?? []).filter((c) => c.adapter);
+    const trained = (input.capabilities ?? []).flatMap((c) => (c.adapter ? [{ capability: c.name, uri: c.adapter.uri }] : []));
     if (config.evaluation.singleAdapters && trained.length > 0 && !variants.some((v) => v.kind === 'adapter')) {
-      notes.push(`single adapters (${trained.map((c) => c.name).join(', ')}) not evaluated: no serving endpoint for them is configured`);
+      unserved.adapters = trained;
+      unserved.notes.push(`single adapters (${trained.map((c) => c.capability).join(', ')}) not evaluated: no serving endpoint for them is configured`);
     }
-    return { split, tasks, variants, notes };
+    return { split, tasks, variants, notes, unserved };
   }
 
   /**
@@ -323,10 +334,37 @@ export function createEvaluationActivities(deps: EvaluationDeps = defaultDeps) {
    */
   async function evaluateRun(input: EvaluationStageInput): Promise<EvaluationStageResult> {
     const { runId, config } = input;
-    const { split, tasks, variants, notes } = await planEvaluation(input);
-    const results: VariantResult[] = [];
-    for (const variant of variants) results.push(await evaluateVariant({ config, runId, variant, tasks, split }));
-    return { split, tasks: tasks.length, variants: results, notes };
+    const plan = await planEvaluation(input);
+    const { split, tasks, unserved } = plan;
+    const servers: PolicyServer[] = [];
+    try {
+      let variants = plan.variants;
+      let notes = [...plan.notes, ...unserved.notes];
+      if (tasks.length > 0 && (unserved.gateUri || unserved.adapters.length > 0)) {
+        // The trained agents are served here by the trainer's server, and so is the base (and the
+        // prompt-only baseline on it) unless configured otherwise, so every variant shares one backend.
+        const serve = async (name: string, extra: { adapterUri?: string; gateUri?: string } = {}) => {
+          const s = await deps.startPolicyServer(config, { name, ...extra });
+          servers.push(s);
+          return { baseURL: s.baseURL, model: s.model };
+        };
+        const defaultBase = variants.find((v) => v.kind === 'base' && !v.baseURL);
+        const base = defaultBase ? await serve('base') : undefined;
+        variants = variants.map((v) => (base && !v.baseURL && (v.kind === 'base' || v.kind === 'prompt_only') ? { ...v, ...base } : v));
+        if (unserved.gateUri) variants.push({ name: 'trace', kind: 'trace', ...(await serve('trace', { gateUri: unserved.gateUri })) });
+        for (const a of unserved.adapters) {
+          // The adapter ref names a file of the PEFT directory; the server loads the directory.
+          const adapterUri = a.uri.slice(0, a.uri.lastIndexOf('/'));
+          variants.push({ name: `adapter-${a.capability}`, kind: 'adapter', capability: a.capability, ...(await serve(`adapter-${a.capability}`, { adapterUri })) });
+        }
+        notes = [...plan.notes, 'base, TRACE and single adapters served by python -m trace_trainer serve (one backend for every variant)'];
+      }
+      const results: VariantResult[] = [];
+      for (const variant of variants) results.push(await evaluateVariant({ config, runId, variant, tasks, split }));
+      return { split, tasks: tasks.length, variants: results, notes };
+    } finally {
+      for (const s of servers) await s.close();
+    }
   }
 
   return { listEvaluationTasks, planEvaluation, evaluateVariant, evaluateRun };

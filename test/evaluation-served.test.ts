@@ -6,7 +6,6 @@ import path from 'node:path';
 import { createEvaluationActivities } from '../activities/evaluation.js';
 import { startPolicyServer } from '../activities/serving.js';
 import { parseConfig } from '../core/config.js';
-import { openEnvironment } from '../envs/registry.js';
 import { PROJECT_ROOT } from '../infra/temporal.js';
 import { openStore } from '../store/index.js';
 import { tempDir } from './helpers/temporal.js';
@@ -44,7 +43,7 @@ test('a variant served by trace_trainer serve is evaluated on held-out tasks, an
     try {
       assert.match(server.baseURL, /^http:\/\/127\.0\.0\.1:\d+\/v1$/);
       assert.equal(server.model, 'base-served');
-      const acts = createEvaluationActivities({ openStore, openEnvironment });
+      const acts = createEvaluationActivities();
       const { tasks } = await acts.listEvaluationTasks({ config });
       const r = await acts.evaluateVariant({ config, runId: 'served', variant: { name: 'base', kind: 'base', baseURL: server.baseURL, model: server.model }, tasks });
       assert.equal(r.n, 2);
@@ -55,6 +54,26 @@ test('a variant served by trace_trainer serve is evaluated on held-out tasks, an
     } finally {
       if (!closed) await server.close();
     }
+
+    // A trained adapter with no configured endpoint: evaluateRun serves it and the base itself.
+    const adapterDir = path.join(tmp.dir, 'adapter');
+    const makeAdapter = `from transformers import AutoModelForCausalLM
+from peft import LoraConfig, get_peft_model
+m = AutoModelForCausalLM.from_pretrained(${JSON.stringify(model)})
+get_peft_model(m, LoraConfig(r=2, lora_alpha=2, target_modules="all-linear")).save_pretrained(${JSON.stringify(adapterDir)})`;
+    execFileSync(python, ['-c', makeAdapter], { stdio: 'ignore' });
+    const adapter = { uri: `file://${adapterDir}/adapter_model.safetensors`, sha256: '0'.repeat(64), bytes: 0 };
+    const run = await createEvaluationActivities().evaluateRun({
+      runId: 'served-run',
+      config: parseConfig({ ...config, evaluation: { singleAdapters: true } }),
+      capabilities: [{ name: 'cap_x', status: 'trained', adapter }],
+    });
+    assert.deepEqual(run.variants.map((v) => [v.name, v.kind, v.n]), [['base', 'base', 2], ['adapter-cap_x', 'adapter', 2]]);
+    assert.match(run.notes.join(' '), /served by python -m trace_trainer serve/);
+    const store = openStore(config.store);
+    const summary = await store.getJson<{ variant: { baseURL?: string; model?: string } }>(run.variants[1].ref);
+    assert.equal(summary.variant.model, 'adapter-cap_x');
+    assert.match(summary.variant.baseURL ?? '', /^http:\/\/127\.0\.0\.1:\d+\/v1$/);
   } finally {
     await tmp.cleanup();
   }

@@ -6,7 +6,6 @@ import path from 'node:path';
 import { createEvaluationActivities } from '../activities/evaluation.js';
 import { parseConfig } from '../core/config.js';
 import { EvaluationSummarySchema, promptOnlySuffix } from '../core/evaluation.js';
-import { openEnvironment } from '../envs/registry.js';
 import { openStore } from '../store/index.js';
 import { startScriptedLlm } from './helpers/scripted-llm.js';
 import { openingOf, pendingTotalTask, toyPolicy, toyTasks } from './helpers/toy-policy.js';
@@ -30,7 +29,7 @@ test('held-out tasks only: the test split, never a training task', async () => {
   const { dir, config } = await setup();
   const llm = await startScriptedLlm(toyPolicy);
   try {
-    const acts = createEvaluationActivities({ openStore, openEnvironment });
+    const acts = createEvaluationActivities();
     const c = config(llm.baseURL);
     const listed = await acts.listEvaluationTasks({ config: c });
     assert.equal(listed.split, 'test');
@@ -51,7 +50,7 @@ test('base vs prompt-only on held-out tasks: greedy, honest pass rates with inte
   const { dir, config } = await setup();
   const llm = await startScriptedLlm(toyPolicy);
   try {
-    const acts = createEvaluationActivities({ openStore, openEnvironment });
+    const acts = createEvaluationActivities();
     const c = config(llm.baseURL);
     const { tasks: held } = await acts.listEvaluationTasks({ config: c });
     const base = await acts.evaluateVariant({ config: c, runId: 'r1', variant: { name: 'base', kind: 'base' }, tasks: held });
@@ -77,7 +76,7 @@ test('a crash mid-evaluation redoes nothing that finished', async () => {
   // HTTP 400 is not retried by the client: the episode ends with an infrastructure error.
   const llm = await startScriptedLlm((req) => (failPendingTotal && openingOf(req) === pendingTotalTask.opening ? { status: 400 } : toyPolicy(req)));
   try {
-    const acts = createEvaluationActivities({ openStore, openEnvironment });
+    const acts = createEvaluationActivities();
     const c = config(llm.baseURL, { evaluation: { trials: 2, temperature: 1 } });
     const { tasks: held } = await acts.listEvaluationTasks({ config: c });
     const variant = { name: 'base', kind: 'base' as const };
@@ -106,7 +105,7 @@ test('a configured base variant replaces the default one, and the prompt-only ba
   const policyLlm = await startScriptedLlm(toyPolicy);
   const sameBackend = await startScriptedLlm(toyPolicy, 'served-base');
   try {
-    const acts = createEvaluationActivities({ openStore, openEnvironment });
+    const acts = createEvaluationActivities();
     const c = config(policyLlm.baseURL, {
       evaluation: { promptOnly: true, variants: [{ name: 'base_served', kind: 'base', baseURL: sameBackend.baseURL, model: 'served-base' }] },
     });

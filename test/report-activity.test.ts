@@ -11,7 +11,6 @@ import { capabilityStats } from '../core/capability-stats.js';
 import { parseConfig, type Config } from '../core/config.js';
 import { ReportSchema } from '../core/report.js';
 import type { Trajectory } from '../core/trajectory.js';
-import { openEnvironment } from '../envs/registry.js';
 import type { ArtifactStore } from '../store/artifact-store.js';
 import { openStore } from '../store/index.js';
 import { startScriptedLlm } from './helpers/scripted-llm.js';
@@ -89,7 +88,7 @@ test('buildReport gathers stage 1, children, gate and evaluation into JSON + HTM
     const runId = 'run-report-1';
     const s1 = await seedStage1(store, runId, config);
     assert.deepEqual(s1.selected, ['structured_data_reasoning']);
-    const evaluation = await createEvaluationActivities({ openStore, openEnvironment }).evaluateRun({ runId, config });
+    const evaluation = await createEvaluationActivities().evaluateRun({ runId, config });
     assert.deepEqual(evaluation.variants.map((v) => [v.name, v.passRate]), [['base', 0], ['prompt_only', 0.5]]);
 
     const adapter = await store.put(`runs/${runId}/adapters/structured_data_reasoning/final/adapter_model.safetensors`, 'weights');

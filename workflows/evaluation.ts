@@ -22,7 +22,8 @@ export async function evaluationWorkflow(input: EvaluationStageInput & { timeout
   const settled = await settlePool(jobs, config.rollouts.maxConcurrentBatches, (job) =>
     long.evaluateVariant({ config, runId, variant: job.variant, tasks: job.tasks, split: plan.split }),
   );
-  const notes = [...plan.notes];
+  // Agents without a configured endpoint cannot be served per activity across workers: named in the notes.
+  const notes = [...plan.notes, ...plan.unserved.notes];
   const variants: VariantResult[] = [];
   for (const variant of plan.variants) {
     const failed = jobs.flatMap((job, i) => (job.variant.name === variant.name && settled[i].status === 'rejected' ? [settled[i] as PromiseRejectedResult] : []));
