@@ -82,3 +82,38 @@ def test_sigterm_checkpoints_and_resume_finishes(tmp_path, say_model_dir, say_en
     assert rc == 0, events
     assert events[0]["event"] == "started" and events[0]["iteration"] == stopped_at
     assert [e["iteration"] for e in events if e["event"] == "progress"] == [stopped_at + 1]
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return "\nState:\tZ" not in f.read()
+    except FileNotFoundError:
+        return False
+
+
+def test_trainer_exits_when_its_parent_is_killed(tmp_path, say_model_dir, say_env):
+    import time
+
+    cfg = _config(tmp_path, say_model_dir, say_env.url, iterations=1000, checkpoint_every=1000)
+    # The parent stands in for the worker: it starts the trainer in its own session, as the activity does.
+    parent_code = (
+        "import os, subprocess, sys\n"
+        f"p = subprocess.Popen([sys.executable, '-m', 'trace_trainer', 'grpo', '--config', {cfg!r}], start_new_session=True,\n"
+        f"    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={{**os.environ, 'PYTHONPATH': {str(ROOT)!r}, 'TRACE_EXIT_WITH_PARENT': '1'}})\n"
+        "print(p.pid, flush=True)\n"
+        "p.wait()\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", parent_code], stdout=subprocess.PIPE, text=True)
+    trainer_pid = int(parent.stdout.readline())
+    time.sleep(3)
+    assert _alive(trainer_pid)
+    parent.kill()
+    parent.wait()
+    deadline = time.time() + 30
+    while _alive(trainer_pid) and time.time() < deadline:
+        time.sleep(0.2)
+    alive = _alive(trainer_pid)
+    if alive:
+        os.kill(trainer_pid, signal.SIGKILL)
+    assert not alive, "an orphaned trainer must stop on its own"
