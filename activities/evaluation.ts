@@ -338,26 +338,32 @@ export function createEvaluationActivities(deps: EvaluationDeps = defaultDeps) {
     const { split, tasks, unserved } = plan;
     const servers: PolicyServer[] = [];
     try {
-      let variants = plan.variants;
+      // Trained agents without an endpoint become variants this activity serves itself.
+      let variants: VariantSpec[] = [
+        ...plan.variants,
+        ...(unserved.gateUri ? [{ name: 'trace', kind: 'trace' as const, gateUri: unserved.gateUri }] : []),
+        // The adapter ref names a file of the PEFT directory; the server loads the directory.
+        ...unserved.adapters.map((a) => ({ name: `adapter-${a.capability}`, kind: 'adapter' as const, capability: a.capability, adapterUri: a.uri.slice(0, a.uri.lastIndexOf('/')) })),
+      ];
+      const needsServer = (v: VariantSpec) => !v.baseURL && (v.gateUri !== undefined || v.adapterUri !== undefined);
       let notes = [...plan.notes, ...unserved.notes];
-      if (tasks.length > 0 && (unserved.gateUri || unserved.adapters.length > 0)) {
-        // The trained agents are served here by the trainer's server, and so is the base (and the
-        // prompt-only baseline on it) unless configured otherwise, so every variant shares one backend.
-        const serve = async (name: string, extra: { adapterUri?: string; gateUri?: string } = {}) => {
-          const s = await deps.startPolicyServer(config, { name, ...extra });
+      if (tasks.length > 0 && variants.some(needsServer)) {
+        // The base (and the prompt-only baseline on it) is served by the same trainer server unless
+        // configured otherwise, so every variant is evaluated through one backend.
+        const serve = async (v: VariantSpec) => {
+          const s = await deps.startPolicyServer(config, { name: v.name, adapterUri: v.adapterUri, gateUri: v.gateUri });
           servers.push(s);
           return { baseURL: s.baseURL, model: s.model };
         };
-        const defaultBase = variants.find((v) => v.kind === 'base' && !v.baseURL);
-        const base = defaultBase ? await serve('base') : undefined;
-        variants = variants.map((v) => (base && !v.baseURL && (v.kind === 'base' || v.kind === 'prompt_only') ? { ...v, ...base } : v));
-        if (unserved.gateUri) variants.push({ name: 'trace', kind: 'trace', ...(await serve('trace', { gateUri: unserved.gateUri })) });
-        for (const a of unserved.adapters) {
-          // The adapter ref names a file of the PEFT directory; the server loads the directory.
-          const adapterUri = a.uri.slice(0, a.uri.lastIndexOf('/'));
-          variants.push({ name: `adapter-${a.capability}`, kind: 'adapter', capability: a.capability, ...(await serve(`adapter-${a.capability}`, { adapterUri })) });
+        const base = variants.some((v) => v.kind === 'base' && !v.baseURL) ? await serve({ name: 'base', kind: 'base' }) : undefined;
+        const served: VariantSpec[] = [];
+        for (const v of variants) {
+          if (needsServer(v)) served.push({ ...v, ...(await serve(v)) });
+          else if (base && !v.baseURL && (v.kind === 'base' || v.kind === 'prompt_only')) served.push({ ...v, ...base });
+          else served.push(v);
         }
-        notes = [...plan.notes, 'base, TRACE and single adapters served by python -m trace_trainer serve (one backend for every variant)'];
+        variants = served;
+        notes = [...plan.notes, 'trained agents and the base served by python -m trace_trainer serve (one backend for every variant)'];
       }
       const results: VariantResult[] = [];
       for (const variant of variants) results.push(await evaluateVariant({ config, runId, variant, tasks, split }));

@@ -20,6 +20,9 @@ export const VariantSpecSchema = z.object({
   systemPromptSuffix: z.string().optional(),
   /** For kind 'adapter': the capability whose adapter this is. */
   capability: z.string().optional(),
+  /** Without a baseURL: evaluateRun serves base + this gate (or this PEFT adapter directory) itself. */
+  gateUri: z.string().optional(),
+  adapterUri: z.string().optional(),
 });
 export type VariantSpec = z.infer<typeof VariantSpecSchema>;
 

@@ -18,14 +18,17 @@ export async function evaluationWorkflow(input: EvaluationStageInput & { timeout
   const long = proxyActivities<EvaluationActivities>(rolloutActivity(config, timeouts));
   const plan = await short.planEvaluation({ runId, config, gate: input.gate, capabilities: input.capabilities });
   const batches = chunk(plan.tasks, config.evaluation.batchSize);
-  const jobs = plan.variants.flatMap((variant) => batches.map((tasks) => ({ variant, tasks })));
+  // A variant given only as a gate/adapter artifact needs a server per process: evaluateRun's job.
+  const servable = plan.variants.filter((v) => v.baseURL || (!v.gateUri && !v.adapterUri));
+  const jobs = servable.flatMap((variant) => batches.map((tasks) => ({ variant, tasks })));
   const settled = await settlePool(jobs, config.rollouts.maxConcurrentBatches, (job) =>
     long.evaluateVariant({ config, runId, variant: job.variant, tasks: job.tasks, split: plan.split }),
   );
   // Agents without a configured endpoint cannot be served per activity across workers: named in the notes.
   const notes = [...plan.notes, ...plan.unserved.notes];
+  for (const v of plan.variants.filter((x) => !servable.includes(x))) notes.push(`${v.name} not evaluated: it has no endpoint (evaluation.variants[].baseURL)`);
   const variants: VariantResult[] = [];
-  for (const variant of plan.variants) {
+  for (const variant of servable) {
     const failed = jobs.flatMap((job, i) => (job.variant.name === variant.name && settled[i].status === 'rejected' ? [settled[i] as PromiseRejectedResult] : []));
     if (failed.length) notes.push(`${variant.name}: ${failed.length} of ${batches.length} evaluation batch(es) failed (${failureMessage(failed[0].reason)}); its numbers cover fewer tasks`);
     // With no tasks given, evaluateVariant only summarizes every episode stored for the variant.

@@ -45,8 +45,15 @@ export async function traceRetrain(input: RetrainInput): Promise<RetrainResult> 
   // The current agent is evaluated in this run, on the same held-out tasks, when it is served.
   let config = input.config;
   const current = previous?.current ?? null;
-  if (current && current.kind !== 'base' && current.baseURL && !config.evaluation.variants.some((v) => v.name === 'current')) {
-    const served = { name: 'current', kind: current.kind, baseURL: current.baseURL, ...(current.model ? { model: current.model } : {}) };
+  const servable = current && (current.baseURL || current.gateUri);
+  if (current && current.kind !== 'base' && servable && !config.evaluation.variants.some((v) => v.name === 'current')) {
+    // Served at its endpoint, or (gate only) by the evaluation activity itself.
+    const served = {
+      name: 'current',
+      kind: current.kind,
+      ...(current.baseURL ? { baseURL: current.baseURL } : { gateUri: current.gateUri }),
+      ...(current.model ? { model: current.model } : {}),
+    };
     config = { ...config, evaluation: { ...config.evaluation, variants: [...config.evaluation.variants, served] } };
   }
   const seeded = previous ? await acts.seedRetrainRun({ config, runId, previous: previous.artifacts }) : { reusedDictionary: false };
@@ -57,14 +64,14 @@ export async function traceRetrain(input: RetrainInput): Promise<RetrainResult> 
   const evaluation = result.evaluation as { variants?: (EvaluatedVariant & { name: string })[] } | undefined;
   const variants = evaluation?.variants ?? [];
   const traceVariant = config.evaluation.variants.find((v) => v.kind === 'trace' && v.name !== 'current');
-  const gate = result.gate as { ref?: { uri?: string } } | undefined;
+  const gate = result.gate as { gateUri?: string } | undefined;
   const candidate: AgentSpec = {
     id: `${runId}:trace`,
     kind: 'trace',
     ...(traceVariant?.baseURL ? { baseURL: traceVariant.baseURL } : {}),
     ...(traceVariant?.model ? { model: traceVariant.model } : {}),
     adapters: result.capabilities.flatMap((c) => (c.adapter ? [{ capability: c.name, uri: c.adapter.uri }] : [])),
-    ...(gate?.ref?.uri ? { gateUri: gate.ref.uri } : {}),
+    ...(gate?.gateUri ? { gateUri: gate.gateUri } : {}),
   };
   const pair = promotionPair(variants, current, candidate);
   const policy = { margin: config.evaluation.promotionMargin, requireSignificant: false };
