@@ -53,7 +53,7 @@ const RunResultSchema = z.object({
     })
     .partial()
     .optional(),
-  capabilities: z.array(z.object({ name: z.string(), status: z.string(), detail: z.string().optional(), environment: ArtifactRefSchema.optional(), validation: z.unknown().optional(), adapter: ArtifactRefSchema.optional(), training: z.unknown().optional() })).default([]),
+  capabilities: z.array(z.object({ name: z.string(), status: z.string(), detail: z.string().optional(), requestedByConfig: z.boolean().optional(), environment: ArtifactRefSchema.optional(), validation: z.unknown().optional(), adapter: ArtifactRefSchema.optional(), training: z.unknown().optional() })).default([]),
   gate: z.unknown().optional(),
   evaluation: z.unknown().optional(),
   notConfigured: z.array(z.string()).default([]),
@@ -170,6 +170,25 @@ export function createReportActivities(deps: ReportDeps = defaultDeps) {
         ...(child ? { synthesis: synthesisOf(child), training: trainingOf(child) } : {}),
       };
     });
+    // Capabilities the config requested: no stage-1 statistics of their own, never marked selected.
+    const requestedCaps = run.capabilities.filter((c) => c.requestedByConfig && !capabilities.some((r) => r.name === c.name));
+    const requestedDescription = new Map((config.analysis?.requestedCapabilities ?? []).map((c) => [c.name, c.description]));
+    for (const c of requestedCaps) {
+      capabilities.push({
+        name: c.name,
+        description: `[requested by config, not selected by stage 1] ${requestedDescription.get(c.name) ?? ''}`.trim(),
+        meanDelta: null,
+        stdDelta: null,
+        meanCoverage: null,
+        stdCoverage: null,
+        passesSelected: 0,
+        passes: stage1?.thresholds.passes ?? 0,
+        selected: false,
+        synthesis: synthesisOf(c),
+        training: trainingOf(c),
+      });
+      notes.push(`capability ${c.name} was trained because analysis.requestedCapabilities names it; stage 1 did not select it`);
+    }
 
     const evaluations: NonNullable<ReportInputs['evaluations']> = [];
     const evalResult = run.evaluation === undefined ? undefined : EvaluationResultSchema.safeParse(run.evaluation);

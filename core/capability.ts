@@ -15,6 +15,19 @@ export const CapabilitySchema = z.object({
 });
 export type Capability = z.infer<typeof CapabilitySchema>;
 
+/** A capability stages 2–4 work on, and whether it came from the config rather than stage 1. */
+export type CapabilityToTrain = Capability & { requestedByConfig: boolean };
+
+/**
+ * Stage 1's selection, then the config's requested capabilities it did not already select: a
+ * requested capability never counts as selected, and one stage 1 also selected is trained once.
+ */
+export function capabilitiesToTrain(selected: readonly Capability[], requested: readonly Capability[]): CapabilityToTrain[] {
+  const names = new Set(selected.map((c) => c.name));
+  const extra = requested.filter((c) => !names.has(c.name) && names.add(c.name));
+  return [...selected.map((c) => ({ ...c, requestedByConfig: false })), ...extra.map((c) => ({ ...c, requestedByConfig: true }))];
+}
+
 /** 'Verify Preconditions' → 'verify_preconditions': a spelling fix, not a judgement, so no re-ask for it. */
 export function snakeCase(name: unknown): unknown {
   if (typeof name !== 'string') return name;

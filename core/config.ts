@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { CapabilitySchema } from './capability.js';
 import { VariantSpecSchema } from './evaluation.js';
 import { SynthesisConfigSchema } from './synthesis.js';
 
@@ -77,6 +78,10 @@ export const ConfigSchema = z
         maxRepairAttempts: z.number().int().nonnegative().default(2),
         maxTrajectoryChars: z.number().int().positive().default(12_000),
         examplesPerCapability: z.number().int().positive().default(5),
+        requestedCapabilities: z
+          .array(CapabilitySchema.strict())
+          .default([])
+          .describe('capabilities to synthesize and train in addition to those stage 1 selects (a known weakness, a previous dictionary)'),
       })
       .strict()
       .prefault({}),

@@ -10,13 +10,16 @@ import { FAST_TIMEOUTS, VERIFY, pipelineConfig, pipelineReply, startHarness } fr
  * tracePipeline end to end on a real Temporal dev server with an in-process worker and the real
  * stage-1 activities; the scripted LLM plays policy and analyst over HTTP.
  */
-test('tracePipeline: stage 1 + base evaluation, progress query, search attributes, memo, report; stages 2–4 honestly not configured', async (t) => {
+test('tracePipeline: stage 1 + base evaluation, progress query, search attributes, memo, report; stages 2–4 honestly not configured; a requested capability runs but is never counted as selected', async (t) => {
   // Stage 2–4 activities are left out of this worker, whatever this checkout has.
   const exclude = ['synthesizeEnvironment', 'validateEnvironment', 'trainAdapter', 'fitGate'];
   const { dir, llm, client } = await startHarness(t, pipelineReply, { prefix: 'trace-wf-', exclude });
 
+  // One requested capability stage 1 also selects (trained once) and one it does not.
+  const requested = { name: 'tool_calling_precision', description: 'Calls the right tool with exactly the arguments the task needs.' };
   const config = pipelineConfig(llm.baseURL, `${dir}/artifacts`, {
     stages: { synthesis: true, training: true, gate: true, evaluation: true },
+    analysis: { passes: 3, minPassesSelected: 2, requestedCapabilities: [{ name: VERIFY, description: requested.description }, requested] },
   });
   const input: PipelineInput = { runId: 'wf-run-1', config, timeouts: FAST_TIMEOUTS };
   const handle = await client.workflow.start('tracePipeline', { taskQueue: TASK_QUEUE_CPU, workflowId: 'wf-run-1', args: [input] });
@@ -31,14 +34,19 @@ test('tracePipeline: stage 1 + base evaluation, progress query, search attribute
   assert.equal(result.analysis.failedLabels, 0);
   assert.equal(result.status, 'completed');
 
-  // One child per selected capability, ending honestly: its stage is not implemented by the workers.
-  assert.equal(result.capabilities.length, 1);
-  assert.equal(result.capabilities[0].status, 'not_configured');
+  // One child per selected capability, then one per requested capability stage 1 did not select,
+  // each ending honestly: its stage is not implemented by the workers.
+  assert.deepEqual(
+    result.capabilities.map((c) => [c.name, c.status, c.requestedByConfig ?? false]),
+    [[VERIFY, 'not_configured', false], [requested.name, 'not_configured', true]],
+  );
   assert.match(result.capabilities[0].detail, /stages 2–4 not configured/);
   assert.deepEqual(result.notConfigured, ['synthesis', 'training', 'gate']);
-  assert.match(result.summary, /stages 2–4 not configured/);
-  const child = await client.workflow.getHandle('wf-run-1/capability/verify_preconditions').describe();
-  assert.equal(child.status.name, 'COMPLETED');
+  assert.match(result.summary, /stage 1: 1 capability selected; requested by config: tool_calling_precision; stages 2–4 not configured/);
+  for (const name of [VERIFY, requested.name]) {
+    const child = await client.workflow.getHandle(`wf-run-1/capability/${name}`).describe();
+    assert.equal(child.status.name, 'COMPLETED');
+  }
 
   // The base agent was evaluated on the held-out split.
   const evaluation = result.evaluation as { split: string; tasks: number; variants: { kind: string; passRate: number | null }[] };
@@ -50,8 +58,11 @@ test('tracePipeline: stage 1 + base evaluation, progress query, search attribute
   const stage1 = Stage1ResultSchema.parse(await store.getJson(result.analysis.selection!));
   assert.deepEqual(stage1.selected.map((s) => s.name), [VERIFY]);
   assert.equal(stage1.counts.trajectories, 12);
-  const report = await store.getJson<{ runId: string }>(result.report);
+  const report = await store.getJson<{ runId: string; capabilities: { name: string; selected: boolean; description: string }[] }>(result.report);
   assert.equal(report.runId, 'wf-run-1');
+  const row = report.capabilities.find((c) => c.name === requested.name);
+  assert.equal(row?.selected, false);
+  assert.match(row?.description ?? '', /^\[requested by config, not selected by stage 1\]/);
 
   // Query, search attributes and memo as the UI and `trace status` see them.
   const progress = await handle.query<PipelineProgress>('progress');
@@ -60,7 +71,7 @@ test('tracePipeline: stage 1 + base evaluation, progress query, search attribute
     { done: progress.rollouts.batchesDone, total: progress.rollouts.batchesTotal, passes: progress.labeling.passesDone },
     { done: 4, total: 4, passes: 3 },
   );
-  assert.deepEqual(progress.capabilities.map((c) => [c.name, c.status]), [[VERIFY, 'not_configured']]);
+  assert.deepEqual(progress.capabilities.map((c) => [c.name, c.status, c.requestedByConfig ?? false]), [[VERIFY, 'not_configured', false], [requested.name, 'not_configured', true]]);
   const d = await handle.describe();
   const sa = d.searchAttributes as Record<string, unknown[]>;
   assert.deepEqual(sa.TraceStage, ['done']);

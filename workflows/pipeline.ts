@@ -10,6 +10,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
+import { capabilitiesToTrain } from '../core/capability.js';
 import type { createEvaluationActivities } from '../activities/evaluation.js';
 import type { createReportActivities } from '../activities/report.js';
 import type * as training from '../activities/training.js';
@@ -181,18 +182,26 @@ export async function tracePipeline(input: PipelineInput): Promise<PipelineResul
   }
   upsertSearchAttributes([{ key: SA.TraceCapabilities, value: selected.map((c) => c.name) }]);
 
-  // One child workflow per kept capability; a failed child is reported, the others continue.
+  // One child workflow per kept capability, and per capability the config requests on top of
+  // stage 1's selection; a failed child is reported, the others continue.
   enter('capabilities');
   const parentId = workflowInfo().workflowId;
-  progress.capabilities = selected.map((c) => ({ name: c.name, workflowId: `${parentId}/capability/${c.name}`, status: 'pending' }));
+  // `?? []`: inputs recorded before the option existed carry no such field.
+  const toTrain = capabilitiesToTrain(selected, config.analysis.requestedCapabilities ?? []);
+  progress.capabilities = toTrain.map((c) => ({
+    name: c.name,
+    workflowId: `${parentId}/capability/${c.name}`,
+    status: 'pending',
+    ...(c.requestedByConfig ? { requestedByConfig: true } : {}),
+  }));
   const childResults = await Promise.allSettled(
-    selected.map(async (capability, i) => {
+    toTrain.map(async ({ name, description }, i) => {
       const entry = progress.capabilities[i];
       const handle = await startChild(capabilityWorkflow, {
         workflowId: entry.workflowId,
-        args: [{ runId, config, capability, analysis: analysis.selection!, plan, timeouts }],
+        args: [{ runId, config, capability: { name, description }, analysis: analysis.selection, plan, timeouts }],
       });
-      progress.currentCapability = capability.name;
+      progress.currentCapability = name;
       const r = await handle.result();
       entry.status = r.status;
       if (r.status === 'failed') entry.error = r.detail;
@@ -200,11 +209,12 @@ export async function tracePipeline(input: PipelineInput): Promise<PipelineResul
     }),
   );
   const capabilities: CapabilityResult[] = childResults.map((r, i) => {
-    if (r.status === 'fulfilled') return r.value;
     const entry = progress.capabilities[i];
+    const requested = entry.requestedByConfig ? { requestedByConfig: true } : {};
+    if (r.status === 'fulfilled') return { ...r.value, ...requested };
     entry.status = 'failed';
     entry.error = failureMessage(r.reason);
-    return { name: entry.name, status: 'failed', detail: entry.error };
+    return { name: entry.name, status: 'failed', detail: entry.error, ...requested };
   });
   progress.currentCapability = undefined;
 
@@ -263,6 +273,8 @@ export async function tracePipeline(input: PipelineInput): Promise<PipelineResul
 function summarize(analysis: PipelineResult['analysis'], caps: CapabilityResult[], notConfigured: string[], failures: number): string {
   const n = analysis.selected.length;
   const parts = [analysis.error ? `stage 1 failed: ${analysis.error}` : `stage 1: ${n} capabilit${n === 1 ? 'y' : 'ies'} selected`];
+  const requested = caps.filter((c) => c.requestedByConfig).map((c) => c.name);
+  if (requested.length) parts.push(`requested by config: ${requested.join(', ')}`);
   const trained = caps.filter((c) => c.status === 'trained').length;
   if (trained) parts.push(`${trained} adapter(s) trained`);
   const stages24 = ['synthesis', 'training', 'gate'];

@@ -69,6 +69,8 @@ export interface CapabilityProgress {
   workflowId: string;
   status: CapabilityStatus;
   error?: string;
+  /** Trained because analysis.requestedCapabilities names it, not because stage 1 selected it. */
+  requestedByConfig?: boolean;
 }
 
 export interface PipelineProgress {
@@ -86,8 +88,8 @@ export interface CapabilityInput {
   runId: string;
   config: Config;
   capability: { name: string; description: string };
-  /** Stage-1 artifacts a synthesizer may read (dictionary, selection with example failures). */
-  analysis: ArtifactRef;
+  /** Stage-1 artifacts a synthesizer may read (dictionary, selection with example failures); absent when stage 1 failed. */
+  analysis?: ArtifactRef;
   plan: StagePlan;
   timeouts?: TimeoutOverrides;
 }
@@ -97,6 +99,8 @@ export interface CapabilityResult {
   status: CapabilityStatus;
   /** The stage the child reached or stopped at, and why, in one line. */
   detail: string;
+  /** Trained because analysis.requestedCapabilities names it, not because stage 1 selected it. */
+  requestedByConfig?: boolean;
   environment?: ArtifactRef;
   validation?: unknown;
   adapter?: ArtifactRef;

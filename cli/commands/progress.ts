@@ -38,7 +38,7 @@ export function progressReport(p: PipelineProgress): string {
   ];
   if (p.capabilities.length) {
     lines.push('capabilities:');
-    for (const c of p.capabilities) lines.push(`  ${c.name.padEnd(32)} ${c.status}${c.error ? ` — ${c.error}` : ''}`);
+    for (const c of p.capabilities) lines.push(`  ${c.name.padEnd(32)} ${c.status}${c.requestedByConfig ? ' (requested by config)' : ''}${c.error ? ` — ${c.error}` : ''}`);
   }
   if (p.notConfigured.length) lines.push(`not configured: ${p.notConfigured.join(', ')}`);
   return lines.join('\n');

@@ -109,7 +109,7 @@ export function printResult(r: PipelineResult): void {
   console.log(`rollouts: ${r.rollouts.trajectories} trajectories, pass rate ${formatRate(r.rollouts.passRate)}` +
     (r.rollouts.failedBatches ? `, ${r.rollouts.failedBatches} batch(es) failed` : ''));
   if (r.analysis.summary) console.log(r.analysis.summary);
-  for (const c of r.capabilities) console.log(`  ${c.name}: ${c.status} — ${c.detail}`);
+  for (const c of r.capabilities) console.log(`  ${c.name}${c.requestedByConfig ? ' (requested by config)' : ''}: ${c.status} — ${c.detail}`);
   const evaluation = r.evaluation as { split?: string; variants?: { name: string; passRate: number | null; n: number }[] } | undefined;
   for (const v of evaluation?.variants ?? []) console.log(`evaluation (${evaluation?.split}): ${v.name} pass rate ${formatRate(v.passRate)} over ${v.n} episode(s)`);
   console.log(`report: ${r.report.uri}`);
