@@ -4,6 +4,8 @@
  * verifiable from the final DB state and the values the agent must communicate.
  */
 
+import { seededRandom } from '../../core/stats.js';
+
 export type OrderStatus = 'pending' | 'shipped' | 'delivered' | 'cancelled';
 
 export interface Customer {
@@ -44,18 +46,6 @@ export interface ToyTask {
   communicate: string[];
 }
 
-/** mulberry32: a tiny deterministic PRNG so the DB is the same on every machine. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 const NAMES = ['Ada Park', 'Bo Chen', 'Cleo Diaz', 'Dev Patel'];
 const SKUS = ['lamp', 'mug', 'kettle', 'chair', 'rug', 'clock'];
 const STREETS = ['1 Oak Rd', '22 Pine Ave', '7 Birch Ln', '301 Cedar Ct'];
@@ -65,7 +55,7 @@ const STATUS_PLAN: OrderStatus[] = ['delivered', 'pending', 'shipped', 'pending'
 export const DB_SEED = 7;
 
 export function generateDb(seed = DB_SEED): Db {
-  const rand = prng(seed);
+  const rand = seededRandom(seed);
   const customers: Record<string, Customer> = {};
   NAMES.forEach((name, i) => {
     const id = `C-${100 + i}`;
