@@ -53,6 +53,7 @@ const RunResultSchema = z.object({
     })
     .partial()
     .optional(),
+  gateError: z.string().optional(),
   capabilities: z.array(z.object({ name: z.string(), status: z.string(), detail: z.string().optional(), requestedByConfig: z.boolean().optional(), environment: ArtifactRefSchema.optional(), validation: z.unknown().optional(), adapter: ArtifactRefSchema.optional(), training: z.unknown().optional() })).default([]),
   gate: z.unknown().optional(),
   evaluation: z.unknown().optional(),
@@ -144,6 +145,7 @@ export function createReportActivities(deps: ReportDeps = defaultDeps) {
   async function gather(store: ArtifactStore, config: Config, run: z.infer<typeof RunResultSchema>, pipelineWorkflowId?: string): Promise<ReportInputs> {
     const notes: string[] = [];
     if (run.summary) notes.push(run.summary);
+    if (run.gateError) notes.push(`the gate could not be fitted: ${run.gateError}`);
     if (run.notConfigured.length) notes.push(`not configured in this deployment: ${run.notConfigured.join(', ')}`);
 
     let stage1: Stage1Result | undefined;

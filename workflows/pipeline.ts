@@ -229,9 +229,17 @@ export async function tracePipeline(input: PipelineInput): Promise<PipelineResul
 
   const adapters = capabilities.flatMap((c) => (c.adapter ? [{ capability: c.name, adapter: c.adapter }] : []));
   let gate: Awaited<ReturnType<GateActivities['fitGate']>> | undefined;
+  let gateError: string | undefined;
   if (later('fitGate', 'gate', config.stages.gate) && adapters.length > 0) {
     enter('gate');
-    gate = await proxyActivities<GateActivities>(gpuActivity(timeouts)).fitGate({ runId, config, adapters });
+    // A gate that cannot be fitted (e.g. no successful trajectories) is reported; the adapters
+    // stay stored and the evaluation still runs.
+    try {
+      gate = await proxyActivities<GateActivities>(gpuActivity(timeouts)).fitGate({ runId, config, adapters });
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      gateError = failureMessage(err);
+    }
   }
   let evaluation: Awaited<ReturnType<EvaluationActivities['evaluateRun']>> | undefined;
   if (later('evaluateRun', 'evaluation', config.stages.evaluation)) {
@@ -249,16 +257,17 @@ export async function tracePipeline(input: PipelineInput): Promise<PipelineResul
   progress.notConfigured = notConfigured;
 
   enter('report');
-  const failed = capabilities.filter((c) => c.status === 'failed').length + failedBatches + progress.labeling.passesFailed + (analysis.error ? 1 : 0);
+  const failed = capabilities.filter((c) => c.status === 'failed').length + failedBatches + progress.labeling.passesFailed + (analysis.error ? 1 : 0) + (gateError ? 1 : 0);
   const result: Omit<PipelineResult, 'report'> = {
     runId,
     status: failed ? 'completed_with_failures' : 'completed',
-    summary: summarize(analysis, capabilities, notConfigured, failed),
+    summary: summarize(analysis, capabilities, notConfigured, failed, gateError),
     env: config.env.name,
     rollouts: { refs: rolloutRefs, trajectories, successes, passRate, failedBatches },
     analysis,
     capabilities,
     gate,
+    ...(gateError ? { gateError } : {}),
     evaluation,
     notConfigured,
     store: config.store,
@@ -270,13 +279,14 @@ export async function tracePipeline(input: PipelineInput): Promise<PipelineResul
   return { ...result, report };
 }
 
-function summarize(analysis: PipelineResult['analysis'], caps: CapabilityResult[], notConfigured: string[], failures: number): string {
+function summarize(analysis: PipelineResult['analysis'], caps: CapabilityResult[], notConfigured: string[], failures: number, gateError?: string): string {
   const n = analysis.selected.length;
   const parts = [analysis.error ? `stage 1 failed: ${analysis.error}` : `stage 1: ${n} capabilit${n === 1 ? 'y' : 'ies'} selected`];
   const requested = caps.filter((c) => c.requestedByConfig).map((c) => c.name);
   if (requested.length) parts.push(`requested by config: ${requested.join(', ')}`);
   const trained = caps.filter((c) => c.status === 'trained').length;
   if (trained) parts.push(`${trained} adapter(s) trained`);
+  if (gateError) parts.push(`gate failed: ${gateError}`);
   const stages24 = ['synthesis', 'training', 'gate'];
   if (stages24.every((s) => notConfigured.includes(s))) parts.push('stages 2–4 not configured');
   else if (notConfigured.length) parts.push(`not configured: ${notConfigured.join(', ')}`);

@@ -132,6 +132,8 @@ export interface PipelineResult {
   };
   capabilities: CapabilityResult[];
   gate?: unknown;
+  /** Why the gate could not be fitted; the run still evaluates and reports. */
+  gateError?: string;
   evaluation?: unknown;
   notConfigured: string[];
   /** Where the run's artifacts live, so readers can open `report` and the other refs. */
