@@ -100,7 +100,7 @@ const TrainingSchema = z.object({
   device: z.string().optional(),
   durationSeconds: z.number().optional(),
 });
-const ValidationSchema = z.object({ attempts: z.number().int().nonnegative().optional() });
+const ValidationSchema = z.object({ attempts: z.number().int().nonnegative().optional(), status: z.string().optional(), reference: z.string().optional(), lastFailure: z.string().optional() });
 const GateSchema = z.object({
   routing: z.union([z.array(z.object({ capability: z.string(), share: z.number() })), z.record(z.string(), z.number())]).optional(),
 });
@@ -114,9 +114,12 @@ function activityWorkflowId(fallback: string): string {
 }
 
 function synthesisOf(c: z.infer<typeof RunResultSchema>['capabilities'][number]): CapabilityRowInput['synthesis'] {
-  const attempts = ValidationSchema.safeParse(c.validation).data?.attempts ?? (c.environment ? 1 : 0);
+  const v = ValidationSchema.safeParse(c.validation).data;
+  const attempts = v?.attempts ?? (c.environment ? 1 : 0);
+  // The generator's attempts all failed and the reference-library env was used instead: say so.
+  const fallback = v?.status === 'reference_fallback' ? { message: `reference env ${v.reference} used after ${attempts} failed attempt(s): ${v.lastFailure ?? 'no reason recorded'}` } : {};
   if (c.status === 'not_configured') return { status: 'not_run', attempts: 0 };
-  if (c.environment || c.status === 'trained' || c.status === 'training') return { status: 'ok', attempts };
+  if (c.environment || c.status === 'trained' || c.status === 'training') return { status: 'ok', attempts, ...fallback };
   if (c.status === 'failed' && /synthes|validat/i.test(c.detail ?? '')) return { status: 'failed', attempts, message: c.detail };
   return { status: 'not_run', attempts };
 }

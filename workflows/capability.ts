@@ -60,5 +60,5 @@ export async function capabilityWorkflow(input: CapabilityInput): Promise<Capabi
   const gpu = proxyActivities<TrainingActivities>(gpuActivity(input.timeouts));
   status = 'training';
   const training = await gpu.trainAdapter({ runId, config, capability, environment });
-  return done('trained', 'adapter trained', { environment, validation, adapter: training.adapter, training });
+  return done('trained', `adapter trained (${how})`, { environment, validation, adapter: training.adapter, training });
 }
