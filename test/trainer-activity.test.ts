@@ -127,6 +127,9 @@ test('cancellation kills the trainer group after a checkpoint; the retry resumes
   });
   const started = Date.now();
   await assert.rejects(env.run(trainAdapter, { runId: 'r2', config, capability: { name: 'c' }, envUrl }), (e: unknown) => e instanceof CancelledFailure);
+  // The mock settles the run as soon as it is cancelled; the activity goes on until the trainer has
+  // checkpointed and exited, and its last heartbeat carries that checkpoint.
+  while (!last.checkpointUri && Date.now() - started < 120_000) await new Promise((r) => setTimeout(r, 200));
   assert.ok(Date.now() - started < 300_000);
   assert.ok(last.checkpointUri, 'SIGTERM must make the trainer write a checkpoint before it exits');
   const stoppedAt = Number(last.checkpointUri!.slice(-6));
