@@ -12,7 +12,10 @@ import { ArtifactRefSchema } from '../store/artifact-store.js';
 import { openStore } from '../store/index.js';
 import { serveEnvironment } from '../envs/protocol/server.js';
 import { startSandboxedEnv } from '../envs/sandbox/index.js';
+import type { Environment } from '../envs/environment.js';
+import { HttpEnvironment } from '../envs/protocol/client.js';
 import { PROJECT_ROOT } from '../infra/temporal.js';
+import { goldDemonstrations } from './gold-demonstrations.js';
 
 /**
  * Stages 3–4 on task queue trace-gpu: each activity runs `python -m trace_trainer` in its own
@@ -31,7 +34,14 @@ const TrainerEventSchema = z
   .passthrough();
 type TrainerEvent = z.infer<typeof TrainerEventSchema>;
 
-const HeartbeatSchema = z.object({ checkpointUri: z.string().optional(), iteration: z.number().optional() }).passthrough();
+const HeartbeatSchema = z
+  .object({
+    checkpointUri: z.string().optional(),
+    iteration: z.number().optional(),
+    /** Trainer wall-clock seconds of earlier attempts, so a resumed activity reports the total. */
+    trainerSeconds: z.number().optional(),
+  })
+  .passthrough();
 export type TrainingHeartbeat = z.infer<typeof HeartbeatSchema>;
 
 const DoneAdapterSchema = z.object({
@@ -41,7 +51,13 @@ const DoneAdapterSchema = z.object({
   iterations: z.number().int(),
   metrics: z.array(z.object({ mean_reward: z.number(), informative_share: z.number(), tokens_per_s: z.number() }).passthrough()),
 });
-const DoneGateSchema = z.object({ gate_uri: z.string(), manifest: ArtifactRefSchema, gates: ArtifactRefSchema });
+const DoneGateSchema = z.object({
+  gate_uri: z.string(),
+  manifest: ArtifactRefSchema,
+  gates: ArtifactRefSchema,
+  routing: z.record(z.string(), z.number()),
+  examples: z.object({ policy: z.number().int(), gold: z.number().int() }),
+});
 
 export interface TrainAdapterInput {
   runId: string;
@@ -66,6 +82,11 @@ export interface TrainAdapterResult {
   curve: number[];
   informativeShare: number[];
   tokensPerSecond: number;
+  /** Where the trainer ran ('cpu', 'cuda', …) and its wall-clock seconds over every attempt. */
+  device: string;
+  durationSeconds: number;
+  /** Gold demonstrations stored for the gate (gate.goldDemonstrations), and seeds whose replay failed. */
+  goldDemonstrations?: { stored: number; rejected: { seed: number; reason: string }[] };
 }
 
 export interface FitGateInput {
@@ -79,6 +100,12 @@ export interface FitGateResult {
   manifest: ArtifactRef;
   gates: ArtifactRef;
   adapters: string[];
+  /** Share of assistant tokens the fitted gate routes (top-1) to each adapter, by capability. */
+  routing: Record<string, number>;
+  /** Training examples by origin: the policy's successful trajectories and gold demonstrations. */
+  examples: { policy: number; gold: number };
+  device: string;
+  durationSeconds: number;
 }
 
 const keys = {
@@ -115,8 +142,9 @@ export async function trainAdapter(input: TrainAdapterInput): Promise<TrainAdapt
       device: t.device,
       ...s3Settings(config),
     };
-    const done = await runTrainer(config, 'grpo', trainerConfig, resume ? ['--resume', resume] : []);
-    const d = DoneAdapterSchema.parse(done);
+    const run = await runTrainer(config, 'grpo', trainerConfig, resume ? ['--resume', resume] : []);
+    const d = DoneAdapterSchema.parse(run.done);
+    const gold = config.stages.gate && config.gate.goldDemonstrations > 0 ? await storeGoldDemonstrations(config, store, prefixKey, env.env) : undefined;
     return {
       adapter: d.adapter,
       adapterUri: d.adapter_uri,
@@ -126,6 +154,9 @@ export async function trainAdapter(input: TrainAdapterInput): Promise<TrainAdapt
       curve: d.metrics.map((m) => m.mean_reward),
       informativeShare: d.metrics.map((m) => m.informative_share),
       tokensPerSecond: d.metrics.length ? d.metrics.reduce((s, m) => s + m.tokens_per_s, 0) / d.metrics.length : 0,
+      device: run.device,
+      durationSeconds: run.seconds,
+      ...(gold ? { goldDemonstrations: gold } : {}),
     };
   } finally {
     await env.close();
@@ -150,8 +181,31 @@ export async function fitGate(input: FitGateInput): Promise<FitGateResult> {
     device: config.training.device,
     ...s3Settings(config),
   };
-  const d = DoneGateSchema.parse(await runTrainer(config, 'gate', gateConfig, []));
-  return { gateUri: d.gate_uri, manifest: d.manifest, gates: d.gates, adapters: input.adapters.map((a) => a.capability) };
+  const run = await runTrainer(config, 'gate', gateConfig, []);
+  const d = DoneGateSchema.parse(run.done);
+  return {
+    gateUri: d.gate_uri,
+    manifest: d.manifest,
+    gates: d.gates,
+    adapters: input.adapters.map((a) => a.capability),
+    routing: d.routing,
+    examples: d.examples,
+    device: run.device,
+    durationSeconds: run.seconds,
+  };
+}
+
+/**
+ * Replays gold solutions of seeds 0..n-1 through the capability env and stores the accepted ones
+ * next to the trainer's trajectories, where fitGate reads them (same key on a retry: idempotent).
+ */
+async function storeGoldDemonstrations(config: Config, store: ReturnType<typeof openStore>, prefixKey: string, env: Environment) {
+  const seeds = Array.from({ length: config.gate.goldDemonstrations }, (_, i) => i);
+  const gold = await goldDemonstrations(env, seeds, 'gold-solution');
+  if (gold.trajectories.length > 0) {
+    await store.put(`${prefixKey}/trajectories/gold-demonstrations.jsonl`, gold.trajectories.map((t) => JSON.stringify(t)).join('\n') + '\n');
+  }
+  return { stored: gold.trajectories.length, rejected: gold.rejected };
 }
 
 /** The checkpoint to continue from: the last one a heartbeat reported, else any the prefix holds. */
@@ -161,8 +215,11 @@ async function resumePoint(prefixUri: string, prefixHasCheckpoint: () => Promise
   return (await prefixHasCheckpoint()) ? prefixUri : undefined;
 }
 
-async function openEnvServer(input: TrainAdapterInput, store: ReturnType<typeof openStore>): Promise<{ url: string; close(): Promise<void> }> {
-  if (input.envUrl) return { url: input.envUrl, close: async () => {} };
+async function openEnvServer(input: TrainAdapterInput, store: ReturnType<typeof openStore>): Promise<{ url: string; env: Environment; close(): Promise<void> }> {
+  if (input.envUrl) {
+    const remote = await HttpEnvironment.connect(input.envUrl);
+    return { url: input.envUrl, env: remote, close: () => remote.close() };
+  }
   if (!input.environment && !input.envModule) {
     throw ApplicationFailure.nonRetryable('trainAdapter: one of environment, envModule or envUrl is required', 'InvalidInput');
   }
@@ -173,6 +230,7 @@ async function openEnvServer(input: TrainAdapterInput, store: ReturnType<typeof 
     const served = await serveEnvironment(env);
     return {
       url: served.url,
+      env,
       async close() {
         await served.close();
         await env.close();
@@ -214,8 +272,14 @@ const freeGpus = (process.env.TRACE_GPU_IDS ?? '').split(',').filter(Boolean);
 const KILL_GRACE_MS = Number(process.env.TRACE_TRAINER_KILL_GRACE_MS ?? 30_000);
 const KEEPALIVE_MS = 5_000;
 
-async function runTrainer(config: Config, command: 'grpo' | 'gate', trainerConfig: object, extraArgs: string[]): Promise<TrainerEvent> {
+async function runTrainer(
+  config: Config,
+  command: 'grpo' | 'gate',
+  trainerConfig: object,
+  extraArgs: string[],
+): Promise<{ done: TrainerEvent; device: string; seconds: number }> {
   const ctx = activityContext();
+  const started = Date.now();
   const dir = await mkdtemp(path.join(os.tmpdir(), 'trace-trainer-'));
   const configPath = path.join(dir, `${command}.json`);
   await writeFile(configPath, JSON.stringify(trainerConfig, null, 2));
@@ -241,6 +305,9 @@ async function runTrainer(config: Config, command: 'grpo' | 'gate', trainerConfi
   });
 
   let lastDetails: TrainingHeartbeat = HeartbeatSchema.safeParse(ctx?.info.heartbeatDetails).data ?? {};
+  const earlierSeconds = lastDetails.trainerSeconds ?? 0;
+  const seconds = () => earlierSeconds + (Date.now() - started) / 1000;
+  let device = String(trainerConfig && (trainerConfig as { device?: unknown }).device);
   let terminal: TrainerEvent | undefined;
   const killGroup = (signal: NodeJS.Signals) => {
     if (pid === undefined) return;
@@ -256,13 +323,14 @@ async function runTrainer(config: Config, command: 'grpo' | 'gate', trainerConfi
     killTimer = setTimeout(() => killGroup('SIGKILL'), KILL_GRACE_MS);
   };
   ctx?.cancellationSignal.addEventListener('abort', onAbort);
-  const keepalive = ctx && setInterval(() => ctx.heartbeat(lastDetails), KEEPALIVE_MS);
+  const keepalive = ctx && setInterval(() => ctx.heartbeat({ ...lastDetails, trainerSeconds: seconds() }), KEEPALIVE_MS);
   try {
     const lines = readline.createInterface({ input: child.stdout! });
     for await (const line of lines) {
       const parsed = TrainerEventSchema.safeParse(safeJson(line));
       if (!parsed.success) continue;
       const e = parsed.data;
+      if (e.event === 'started' && typeof e.device === 'string') device = e.device;
       if (e.event === 'progress' || e.event === 'checkpoint') {
         lastDetails = {
           ...lastDetails,
@@ -270,14 +338,14 @@ async function runTrainer(config: Config, command: 'grpo' | 'gate', trainerConfi
           ...(e.checkpoint_uri ? { checkpointUri: e.checkpoint_uri } : {}),
           ...(typeof e.mean_reward === 'number' ? { meanReward: e.mean_reward } : {}),
         };
-        ctx?.heartbeat(lastDetails);
+        ctx?.heartbeat({ ...lastDetails, trainerSeconds: seconds() });
       } else if (e.event === 'done' || e.event === 'error') {
         terminal = e;
       }
     }
     const result = await child;
     if (ctx?.cancellationSignal.aborted) throw ctx.cancellationSignal.reason;
-    if (terminal?.event === 'done') return terminal;
+    if (terminal?.event === 'done') return { done: terminal, device, seconds: Math.round(seconds() * 10) / 10 };
     if (terminal?.event === 'error') throw trainerFailure(terminal);
     throw ApplicationFailure.retryable(
       `trainer ${command} exited with ${result.exitCode ?? result.signal} and no result line; stderr: ${stderrTail.slice(-5).join(' | ')}`,

@@ -129,6 +129,14 @@ export const ConfigSchema = z
         steps: z.number().int().positive().default(100),
         lr: z.number().positive().default(1e-3),
         batchSize: z.number().int().positive().default(4),
+        goldDemonstrations: z
+          .number()
+          .int()
+          .min(0)
+          .default(0)
+          .describe(
+            'per capability, gold solutions replayed through its env (verified by its verifier) added to the gate data; 0 = only the policy\'s successful trajectories, as in the paper',
+          ),
       })
       .strict()
       .prefault({}),

@@ -7,7 +7,7 @@ import torch
 from peft import LoraConfig, PeftModel, get_peft_model
 
 from trace_trainer.config import GateConfig, from_dict
-from trace_trainer.gate import attach_moe, fit_gate, gate_losses, load_balance_loss, load_gate, read_adapter, set_top1
+from trace_trainer.gate import attach_moe, fit_gate, gate_losses, load_balance_loss, load_gate, read_adapter, routing_on, set_top1
 from trace_trainer.storage import Store
 from trace_trainer.tiny import build_model
 
@@ -105,13 +105,17 @@ def test_fit_gate_lowers_ce_and_saves_a_loadable_gate(two_adapters, tool_tok, tm
     data = tmp_path / "traj.jsonl"
     data.write_text("\n".join(json.dumps(_trajectory(t)) for t in (1, 2, 3)) + "\n")
     failed = dict(_trajectory(1), success=False, id="f")
+    gold = dict(_trajectory(4), id="gold-4", source="gold")
     with data.open("a") as f:
-        f.write(json.dumps(failed) + "\n")
+        f.write(json.dumps(failed) + "\n" + json.dumps(gold) + "\n")
     cfg = from_dict(GateConfig, {"model": "unused", "adapters": [{"name": "a", "uri": dirs[0]}, {"name": "b", "uri": dirs[1]}],
                                  "trajectories": [str(data)], "output_uri": str(tmp_path / "out"), "steps": 30, "lr": 5e-2, "batch_size": 3})
     result = fit_gate(cfg, model=copy.deepcopy(base), tokenizer=tool_tok, store=Store())
     manifest = json.loads((tmp_path / "out/gate/gate_manifest.json").read_text())
-    assert manifest["examples"] == 3, "failed trajectories are not gate data"
+    assert manifest["examples"] == 4, "failed trajectories are not gate data"
+    assert manifest["examples_by_source"] == {"policy": 3, "gold": 1} == result["examples"]
+    assert set(result["routing"]) == {"a", "b"} and sum(result["routing"].values()) == pytest.approx(1.0, abs=1e-3)
+    assert manifest["routing_share"] == result["routing"]
     assert [a["name"] for a in manifest["adapters"]] == ["a", "b"] and all(len(a["sha256"]) == 64 for a in manifest["adapters"])
     h = manifest["history"]
     assert h[-1]["ce"] < h[0]["ce"] - 0.05, (h[0], h[-1])
@@ -120,3 +124,15 @@ def test_fit_gate_lowers_ce_and_saves_a_loadable_gate(two_adapters, tool_tok, tm
     layers = load_gate(loaded, Store(), result["gate_uri"])
     assert all(layer.top1 for layer in layers.values())
     assert any(float(layer.gate.weight.abs().sum()) > 0 for layer in layers.values())
+
+
+def test_routing_share_counts_top1_assistant_tokens(two_adapters, tool_tok):
+    base, dirs = two_adapters
+    layers = attach_moe(base, [read_adapter(x)[0] for x in dirs])
+    ids = _ids(tool_tok)[0].tolist()
+    example = (ids, [0] * 10 + [1] * (len(ids) - 10), "policy")
+    for layer in layers.values():
+        with torch.no_grad():
+            layer.gate.bias[1] = 1.0
+    assert routing_on(base, layers, [example], tool_tok.pad_token_id, 2) == [0.0, 1.0]
+    assert not any(layer.top1 for layer in layers.values()), "routing_on restores soft routing for training"

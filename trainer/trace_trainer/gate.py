@@ -150,7 +150,9 @@ def load_trajectories(store: Store, entries: list, only_successful: bool) -> lis
     return out
 
 
-def encode_examples(fmt: ChatFormat, data, max_seq_len: int) -> list[tuple[list, list]]:
+def encode_examples(fmt: ChatFormat, data, max_seq_len: int) -> list[tuple[list, list, str]]:
+    """(token ids, assistant mask, source) per usable trajectory; source is "gold" for gold
+    demonstrations, "policy" for the policy's own trajectories."""
     examples = []
     for env, trajs in data:
         for t in trajs:
@@ -159,17 +161,17 @@ def encode_examples(fmt: ChatFormat, data, max_seq_len: int) -> list[tuple[list,
             body = msgs[1:] if msgs and msgs[0]["role"] == "system" else msgs
             ids, mask = fmt.conversation_ids(system, env["tools"], body)
             if sum(mask) and len(ids) <= max_seq_len:
-                examples.append((ids, mask))
+                examples.append((ids, mask, t.get("source", "policy")))
     return examples
 
 
 def gate_losses(model, layers, batch, pad: int, lambda_lb: float) -> tuple[torch.Tensor, torch.Tensor]:
     device = next(model.parameters()).device
-    width = max(len(ids) for ids, _ in batch)
+    width = max(len(ex[0]) for ex in batch)
     ids = torch.full((len(batch), width), pad, dtype=torch.long)
     attn = torch.zeros_like(ids)
     amask = torch.zeros((len(batch), width), dtype=torch.float32)
-    for i, (x, m) in enumerate(batch):
+    for i, (x, m, *_) in enumerate(batch):
         ids[i, : len(x)] = torch.tensor(x)
         attn[i, : len(x)] = 1
         amask[i, : len(m)] = torch.tensor(m, dtype=torch.float32)
@@ -188,6 +190,7 @@ def fit_gate(cfg: GateConfig, *, model=None, tokenizer=None, store: Store | None
     np.random.seed(cfg.seed)
     torch.manual_seed(cfg.seed)
     device = pick_device(cfg.device)
+    emit("started", steps=cfg.steps, device=str(device))
     tok = tokenizer or load_tokenizer(cfg.tokenizer or cfg.model)
     model = model if model is not None else load_base(cfg.model, device, pick_dtype(cfg.dtype, device))
     fmt = ChatFormat(tok)
@@ -213,6 +216,8 @@ def fit_gate(cfg: GateConfig, *, model=None, tokenizer=None, store: Store | None
         if step % max(1, cfg.steps // 20) == 0 or step == cfg.steps:
             emit("progress", step=step, steps=cfg.steps, ce=ce.item(), lb=lb.item(), routing=routing_share(layers, tok.pad_token_id))
     model.eval()
+    routing = dict(zip([a["name"] for a in adapters], routing_on(model, layers, examples, tok.pad_token_id, cfg.batch_size)))
+    by_source = {src: sum(1 for e in examples if e[2] == src) for src in ("policy", "gold")}
     manifest = {
         "kind": "trace-lora-moe-gate",
         "base_model": cfg.model,
@@ -222,10 +227,12 @@ def fit_gate(cfg: GateConfig, *, model=None, tokenizer=None, store: Store | None
         "lambda_lb": cfg.lambda_lb,
         "steps": cfg.steps,
         "examples": len(examples),
+        "examples_by_source": by_source,
         "routing": "top1",
+        "routing_share": routing,
         "history": history,
     }
-    return save_gate(store, cfg.output_uri, layers, manifest)
+    return {**save_gate(store, cfg.output_uri, layers, manifest), "routing": routing, "examples": by_source}
 
 
 def routing_share(layers: dict, _pad: int) -> list[float]:
@@ -236,6 +243,31 @@ def routing_share(layers: dict, _pad: int) -> list[float]:
         s = nn.functional.one_hot(p.argmax(-1), p.shape[-1]).float().mean(dim=(0, 1))
         shares = s if shares is None else shares + s
     return [round(float(x), 4) for x in shares / len(layers)]
+
+
+@torch.no_grad()
+def routing_on(model, layers: dict, examples: list, pad: int, batch_size: int) -> list[float]:
+    """Share of assistant tokens each adapter receives under top-1 routing (as served), averaged
+    over the adapted layers, on every training example."""
+    counts = None
+    set_top1(layers, True)
+    try:
+        for s in range(0, len(examples), batch_size):
+            batch = examples[s: s + batch_size]
+            gate_losses(model, layers, batch, pad, 0.0)
+            width = max(len(ex[0]) for ex in batch)
+            mask = torch.zeros((len(batch), width))
+            for i, ex in enumerate(batch):
+                mask[i, : len(ex[1])] = torch.tensor(ex[1], dtype=torch.float32)
+            for layer in layers.values():
+                p = layer.last_probs
+                hits = nn.functional.one_hot(p.argmax(-1), p.shape[-1]).float() * mask.to(p.device).unsqueeze(-1)
+                c = hits.sum(dim=(0, 1)).cpu()
+                counts = c if counts is None else counts + c
+    finally:
+        set_top1(layers, False)
+    total = float(counts.sum())
+    return [round(float(x) / total, 4) for x in counts] if total else [0.0] * len(counts)
 
 
 def save_gate(store: Store, output_uri: str, layers: dict, manifest: dict) -> dict:
