@@ -34,6 +34,9 @@ class GrpoConfig:
     output_uri: str
     tokenizer: typing.Optional[str] = None
     lora: LoraConfig = field(default_factory=LoraConfig)
+    # A PEFT adapter directory (local path or s3://) the LoRA weights start from: scheduled
+    # retraining continues the previous run's adapter (fresh optimizer, iteration 0). --resume wins.
+    init_adapter_uri: typing.Optional[str] = None
     iterations: int = 40
     groups: int = 4
     rollouts_per_group: int = 16

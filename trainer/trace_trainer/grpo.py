@@ -7,6 +7,7 @@ import math
 import random
 import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -15,7 +16,7 @@ from . import checkpoint
 from .chat import ChatFormat
 from .config import GrpoConfig
 from .envclient import EnvClient
-from .events import Interrupted, emit
+from .events import ConfigError, Interrupted, emit
 from .model import add_lora, load_base, load_tokenizer, pick_device, pick_dtype, trainable_parameters
 from .rollout import Rollout, collect
 from .storage import Store, join
@@ -27,6 +28,11 @@ def group_advantages(rewards: list[float], eps: float) -> list[float] | None:
     if r.max() - r.min() < 1e-12:
         return None
     return list((r - r.mean()) / (r.std() + eps))
+
+
+def _module_names(v) -> list[str]:
+    """PEFT target_modules as saved (list) or resolved (set), or a single name/pattern."""
+    return sorted(v) if isinstance(v, (list, set, tuple)) else [str(v)]
 
 
 def _pad(seqs: list[list[int]], pad: int, device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -107,6 +113,7 @@ class GrpoTrainer:
         self.iteration = 0
         self.metrics: list[dict] = []
         self.checkpoint_uri: str | None = None
+        self.init_adapter: str | None = None
         self.stop_requested = False
         self.env_name = "env"
 
@@ -124,6 +131,32 @@ class GrpoTrainer:
         checkpoint.set_rng_state(state["rng"], self.draw)
         self.iteration, self.metrics, self.checkpoint_uri = state["iteration"], state["metrics"], ckpt
 
+    def init_from_adapter(self, uri: str) -> None:
+        """The LoRA weights start from an earlier adapter (PEFT layout); optimizer, scheduler and
+        iteration stay fresh, so this run trains its own budget on top of it."""
+        from peft import set_peft_model_state_dict
+        from safetensors.torch import load_file
+
+        ours = self.model.peft_config["default"]
+        with tempfile.TemporaryDirectory() as tmp:
+            try:
+                local = Path(self.store.get_dir(uri, tmp))
+                saved = json.loads((local / "adapter_config.json").read_text())
+                weights = load_file(str(local / "adapter_model.safetensors"), device=str(self.device))
+            except FileNotFoundError as e:
+                raise ConfigError(f"init_adapter_uri: no PEFT adapter at {uri} ({e})") from e
+        # Same rank, scale and adapted layers, or the loaded weights would not be the same adapter.
+        for name, theirs, mine in (("r", saved.get("r"), ours.r), ("alpha", saved.get("lora_alpha"), ours.lora_alpha)):
+            if theirs != mine:
+                raise ConfigError(f"init_adapter_uri: the adapter at {uri} has {name}={theirs}, the configured lora.{name} is {mine}")
+        theirs_t, mine_t = _module_names(saved.get("target_modules")), _module_names(ours.target_modules)
+        if theirs_t != mine_t:
+            raise ConfigError(f"init_adapter_uri: the adapter at {uri} adapts {theirs_t}, the configured lora.target_modules resolve to {mine_t}")
+        loaded = set_peft_model_state_dict(self.model, weights)
+        if loaded.unexpected_keys:
+            raise ConfigError(f"init_adapter_uri: the adapter at {uri} has weights this model lacks, e.g. {loaded.unexpected_keys[0]}")
+        self.init_adapter = uri
+
     def _starts(self, tasks: list) -> list[dict]:
         if tasks:
             return [{"taskId": self.draw.choice(tasks)["id"]} for _ in range(self.cfg.groups)]
@@ -139,9 +172,13 @@ class GrpoTrainer:
         info = self.env.info()
         tasks = self.env.tasks()
         self.env_name = info["info"]["name"]
+        # A resumed run already holds its weights (and they descend from the init adapter).
+        if cfg.init_adapter_uri and self.checkpoint_uri is None and self.init_adapter is None:
+            self.init_from_adapter(cfg.init_adapter_uri)
         if cfg.save_trajectories:
             self.store.put_json(join(cfg.output_uri, "trajectories/env.json"), {"systemPrompt": info["systemPrompt"], "tools": info["tools"], "info": info["info"]})
-        emit("started", iteration=self.iteration, iterations=cfg.iterations, device=str(self.device), resumed_from=self.checkpoint_uri)
+        emit("started", iteration=self.iteration, iterations=cfg.iterations, device=str(self.device), resumed_from=self.checkpoint_uri,
+             init_adapter=self.init_adapter)
         while self.iteration < cfg.iterations:
             rng_at_start = checkpoint.rng_state(self.draw)
             try:
