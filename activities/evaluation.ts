@@ -351,9 +351,15 @@ export function createEvaluationActivities(deps: EvaluationDeps = defaultDeps) {
         // The base (and the prompt-only baseline on it) is served by the same trainer server unless
         // configured otherwise, so every variant is evaluated through one backend.
         const serve = async (v: VariantSpec) => {
-          const s = await deps.startPolicyServer(config, { name: v.name, adapterUri: v.adapterUri, gateUri: v.gateUri });
-          servers.push(s);
-          return { baseURL: s.baseURL, model: s.model };
+          // Loading a model can outlast a heartbeat timeout: keep the activity alive meanwhile.
+          const keepalive = setInterval(() => heartbeat({ starting: v.name }), 2_000);
+          try {
+            const s = await deps.startPolicyServer(config, { name: v.name, adapterUri: v.adapterUri, gateUri: v.gateUri });
+            servers.push(s);
+            return { baseURL: s.baseURL, model: s.model };
+          } finally {
+            clearInterval(keepalive);
+          }
         };
         const base = variants.some((v) => v.kind === 'base' && !v.baseURL) ? await serve({ name: 'base', kind: 'base' }) : undefined;
         const served: VariantSpec[] = [];
@@ -378,3 +384,8 @@ export function createEvaluationActivities(deps: EvaluationDeps = defaultDeps) {
 
 const defaults = createEvaluationActivities();
 export const { listEvaluationTasks, planEvaluation, evaluateVariant, evaluateRun } = defaults;
+/**
+ * evaluateRun as registered on the GPU queue (trace-gpu): trained agents that no endpoint serves
+ * (gate, single adapters) are served by the trainer on the machine that has the accelerator.
+ */
+export const evaluateServed = evaluateRun;

@@ -27,6 +27,7 @@ export const ACTIVITY_MODULES: { path: string; queue: Queue; names: string[] }[]
   { path: 'activities/report.ts', queue: 'cpu', names: ['writeReport', 'buildReport'] },
   { path: 'activities/retrain.ts', queue: 'cpu', names: ['loadLineage', 'seedRetrainRun', 'recordRetrainOutcome'] },
   { path: 'activities/training.ts', queue: 'gpu', names: ['trainAdapter', 'fitGate'] },
+  { path: 'activities/evaluation.ts', queue: 'gpu', names: ['evaluateServed'] },
 ];
 
 function isPlainFunction(v: unknown): v is ActivityFn {

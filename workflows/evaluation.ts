@@ -2,9 +2,16 @@ import { proxyActivities } from '@temporalio/workflow';
 import type { createEvaluationActivities, EvaluationStageInput, EvaluationStageResult, VariantResult } from '../activities/evaluation.js';
 import { rolloutActivity, shortActivity } from './options.js';
 import { chunk, failureMessage, settlePool } from './pool.js';
-import type { TimeoutOverrides } from './types.js';
+import { TASK_QUEUE_GPU, type TimeoutOverrides } from './types.js';
 
 type EvaluationActivities = ReturnType<typeof createEvaluationActivities>;
+type ServedEvaluation = { evaluateServed: EvaluationActivities['evaluateRun'] };
+
+export interface EvaluationWorkflowInput extends EvaluationStageInput {
+  timeouts?: TimeoutOverrides;
+  /** The GPU workers implement evaluateServed: trained agents without an endpoint are served there. */
+  serveOnGpu?: boolean;
+}
 
 /**
  * The evaluation stage fanned out: every (variant, batch of held-out tasks) is one activity, at
@@ -12,11 +19,19 @@ type EvaluationActivities = ReturnType<typeof createEvaluationActivities>;
  * record is stored as it ends, so a retried batch redoes only unfinished episodes; a batch that
  * still fails leaves its variant's numbers over fewer episodes, and the notes say so.
  */
-export async function evaluationWorkflow(input: EvaluationStageInput & { timeouts?: TimeoutOverrides }): Promise<EvaluationStageResult> {
+export async function evaluationWorkflow(input: EvaluationWorkflowInput): Promise<EvaluationStageResult> {
   const { runId, config, timeouts } = input;
   const short = proxyActivities<EvaluationActivities>(shortActivity(timeouts));
   const long = proxyActivities<EvaluationActivities>(rolloutActivity(config, timeouts));
   const plan = await short.planEvaluation({ runId, config, gate: input.gate, capabilities: input.capabilities });
+  // A gate or adapters with no endpoint: the whole stage runs on a GPU worker, which serves them
+  // and the base through one backend (a like-for-like comparison); per-episode records keep it
+  // resumable. Configure evaluation.variants[].baseURL (e.g. vLLM) to fan out across CPU workers.
+  const unserved = plan.unserved.gateUri !== undefined || plan.unserved.adapters.length > 0;
+  if (input.serveOnGpu && unserved && plan.tasks.length > 0) {
+    const gpu = proxyActivities<ServedEvaluation>({ ...rolloutActivity(config, timeouts), taskQueue: TASK_QUEUE_GPU });
+    return gpu.evaluateServed({ runId, config, gate: input.gate, capabilities: input.capabilities });
+  }
   const batches = chunk(plan.tasks, config.evaluation.batchSize);
   // A variant given only as a gate/adapter artifact needs a server per process: evaluateRun's job.
   const servable = plan.variants.filter((v) => v.baseURL || (!v.gateUri && !v.adapterUri));

@@ -246,7 +246,10 @@ export async function tracePipeline(input: PipelineInput): Promise<PipelineResul
     enter('evaluation');
     // Fanned out as (variant × task batch) activities in a child when the workers have them.
     evaluation = has('planEvaluation') && has('evaluateVariant')
-      ? await executeChild(evaluationWorkflow, { workflowId: `${parentId}/evaluation`, args: [{ runId, config, gate, capabilities, timeouts }] })
+      ? await executeChild(evaluationWorkflow, {
+          workflowId: `${parentId}/evaluation`,
+          args: [{ runId, config, gate, capabilities, timeouts, serveOnGpu: has('evaluateServed') }],
+        })
       : await proxyActivities<EvaluationActivities>(rolloutActivity(config, timeouts)).evaluateRun({ runId, config, gate, capabilities });
     const rates = new Map(evaluation.variants.map((v) => [v.kind, v.passRate]));
     const base = rates.get('base');
