@@ -103,6 +103,7 @@ const TrainingSchema = z.object({
 const ValidationSchema = z.object({ attempts: z.number().int().nonnegative().optional(), status: z.string().optional(), reference: z.string().optional(), lastFailure: z.string().optional() });
 const GateSchema = z.object({
   routing: z.union([z.array(z.object({ capability: z.string(), share: z.number() })), z.record(z.string(), z.number())]).optional(),
+  examples: z.object({ policy: z.number(), gold: z.number() }).optional(),
 });
 
 function activityWorkflowId(fallback: string): string {
@@ -208,9 +209,14 @@ export function createReportActivities(deps: ReportDeps = defaultDeps) {
       notes.push('the evaluation result has an unfamiliar shape and is not shown');
     }
 
-    const gateParsed = GateSchema.safeParse(run.gate ?? {}).data?.routing;
+    const gateInfo = GateSchema.safeParse(run.gate ?? {}).data;
+    const gateParsed = gateInfo?.routing;
     const routing = Array.isArray(gateParsed) ? gateParsed : Object.entries(gateParsed ?? {}).map(([capability, share]) => ({ capability, share }));
     if (run.gate !== undefined && routing.length === 0) notes.push('the gate did not report routing shares');
+    // Gold demonstrations are a departure from the paper (policy successes only): always said.
+    if (gateInfo?.examples?.gold) {
+      notes.push(`the gate was fitted on ${gateInfo.examples.policy} successful policy trajectories and ${gateInfo.examples.gold} gold demonstrations (gate.goldDemonstrations: reference solutions replayed through each capability env)`);
+    }
 
     // Cost: policy tokens of rollouts and evaluation, analyst tokens of the labeling passes.
     let rolloutUsage = { calls: 0, promptTokens: 0, completionTokens: 0 };
