@@ -44,6 +44,9 @@ const HeartbeatSchema = z
   .passthrough();
 export type TrainingHeartbeat = z.infer<typeof HeartbeatSchema>;
 
+/** checkpoints/latest.json, written by the trainer after each checkpoint is complete. */
+const LatestCheckpointSchema = z.object({ uri: z.string(), iteration: z.number().int() });
+
 const DoneAdapterSchema = z.object({
   adapter_uri: z.string(),
   adapter: ArtifactRefSchema,
@@ -119,7 +122,8 @@ export async function trainAdapter(input: TrainAdapterInput): Promise<TrainAdapt
   const store = openStore(config.store);
   const prefixKey = keys.adapterPrefix(runId, capability.name);
   const prefixUri = store.uri(prefixKey);
-  const resume = await resumePoint(prefixUri, async () => (await store.stat(`${prefixKey}/checkpoints/latest.json`)) !== undefined);
+  const latestKey = `${prefixKey}/checkpoints/latest.json`;
+  const resume = await resumePoint(async () => ((await store.stat(latestKey)) ? LatestCheckpointSchema.parse(await store.getJson(latestKey)).uri : undefined));
   const env = await openEnvServer(input, store);
   try {
     const trainerConfig = {
@@ -208,11 +212,15 @@ async function storeGoldDemonstrations(config: Config, store: ReturnType<typeof 
   return { stored: gold.trajectories.length, rejected: gold.rejected };
 }
 
-/** The checkpoint to continue from: the last one a heartbeat reported, else any the prefix holds. */
-async function resumePoint(prefixUri: string, prefixHasCheckpoint: () => Promise<boolean>): Promise<string | undefined> {
-  const details = HeartbeatSchema.safeParse(activityContext()?.info.heartbeatDetails);
-  if (details.success && details.data.checkpointUri) return details.data.checkpointUri;
-  return (await prefixHasCheckpoint()) ? prefixUri : undefined;
+/**
+ * The checkpoint to continue from: the newest, which the prefix's latest.json names (the server
+ * holds only the heartbeats the SDK's throttle let through, which may name an older one), else the
+ * last one a heartbeat reported.
+ */
+async function resumePoint(latestInPrefix: () => Promise<string | undefined>): Promise<string | undefined> {
+  const latest = await latestInPrefix();
+  if (latest) return latest;
+  return HeartbeatSchema.safeParse(activityContext()?.info.heartbeatDetails).data?.checkpointUri;
 }
 
 async function openEnvServer(input: TrainAdapterInput, store: ReturnType<typeof openStore>): Promise<{ url: string; env: Environment; close(): Promise<void> }> {
