@@ -54,7 +54,7 @@ const RunResultSchema = z.object({
     .partial()
     .optional(),
   gateError: z.string().optional(),
-  capabilities: z.array(z.object({ name: z.string(), status: z.string(), detail: z.string().optional(), requestedByConfig: z.boolean().optional(), environment: ArtifactRefSchema.optional(), validation: z.unknown().optional(), adapter: ArtifactRefSchema.optional(), training: z.unknown().optional() })).default([]),
+  capabilities: z.array(z.object({ name: z.string(), status: z.string(), detail: z.string().optional(), requestedByConfig: z.boolean().optional(), environment: ArtifactRefSchema.optional(), validation: z.unknown().optional(), adapter: ArtifactRefSchema.optional(), training: z.unknown().optional(), reusedFrom: z.object({ environment: z.string().optional(), adapter: z.string().optional() }).optional() })).default([]),
   gate: z.unknown().optional(),
   evaluation: z.unknown().optional(),
   notConfigured: z.array(z.string()).default([]),
@@ -119,6 +119,7 @@ function synthesisOf(c: z.infer<typeof RunResultSchema>['capabilities'][number])
   const attempts = v?.attempts ?? (c.environment ? 1 : 0);
   // The generator's attempts all failed and the reference-library env was used instead: say so.
   const fallback = v?.status === 'reference_fallback' ? { message: `reference env ${v.reference} used after ${attempts} failed attempt(s): ${v.lastFailure ?? 'no reason recorded'}` } : {};
+  if (c.reusedFrom?.environment) return { status: 'ok', attempts: 0, message: `environment reused from run ${c.reusedFrom.environment}` };
   if (c.status === 'not_configured') return { status: 'not_run', attempts: 0 };
   if (c.environment || c.status === 'trained' || c.status === 'training') return { status: 'ok', attempts, ...fallback };
   if (c.status === 'failed' && /synthes|validat/i.test(c.detail ?? '')) return { status: 'failed', attempts, message: c.detail };
@@ -140,7 +141,7 @@ function curvePoints(t: z.infer<typeof TrainingSchema> | undefined): { iteration
 function trainingOf(c: z.infer<typeof RunResultSchema>['capabilities'][number]): NonNullable<CapabilityRowInput['training']> {
   const t = TrainingSchema.safeParse(c.training ?? {}).data;
   const curve = curvePoints(t);
-  if (c.adapter) return { status: 'ok', curve, adapterUri: c.adapter.uri };
+  if (c.adapter) return { status: 'ok', curve, adapterUri: c.adapter.uri, ...(c.reusedFrom?.adapter ? { message: `adapter continued from run ${c.reusedFrom.adapter}` } : {}) };
   if (c.status === 'failed' && /train/i.test(c.detail ?? '')) return { status: 'failed', curve, message: c.detail };
   return { status: 'not_run', curve };
 }

@@ -3,6 +3,7 @@ import { emptyLineage, LineageRecordSchema, LineageSchema, recordOutcome, type L
 import { RunArtifactsSchema, type RunArtifacts } from '../core/schedule.js';
 import type { ArtifactStore } from '../store/artifact-store.js';
 import { openStore } from '../store/index.js';
+import { manifestKey } from './synthesis/synthesize.js';
 import { z } from 'zod';
 
 /**
@@ -39,12 +40,19 @@ export function createRetrainActivities(deps: RetrainDeps = defaultDeps) {
 
   /**
    * Starts a run from the previous one: its capability dictionary is copied into the new run, so
-   * stage 1 labels the fresh rollouts against the same capabilities (idempotent: an existing
-   * dictionary of the new run is kept).
+   * stage 1 labels the fresh rollouts against the same capabilities, and so are the manifests of
+   * its environments, so the new run can validate them under its own config before reusing them
+   * (idempotent: what the new run already has is kept).
    */
   async function seedRetrainRun(input: { config: Config; runId: string; previous: RunArtifacts }): Promise<{ reusedDictionary: boolean; from: string }> {
     const store = await deps.openStore(input.config.store);
     const { previous, runId } = input;
+    for (const c of previous.capabilities) {
+      if (!c.environment) continue;
+      const source = await store.getText(c.environment);
+      const [from, to] = [manifestKey(previous.runId, c.name, source), manifestKey(runId, c.name, source)];
+      if (!(await store.stat(to)) && (await store.stat(from))) await store.put(to, await store.get(from));
+    }
     if (!previous.dictionary) return { reusedDictionary: false, from: previous.runId };
     if (!(await store.stat(dictionaryKey(runId)))) await store.put(dictionaryKey(runId), await store.get(previous.dictionary));
     return { reusedDictionary: true, from: previous.runId };

@@ -72,6 +72,11 @@ export interface TrainAdapterInput {
   envModule?: string;
   /** Or an environment already served over the env protocol. */
   envUrl?: string;
+  /**
+   * A previous run's adapter (its adapter_model.safetensors) the LoRA weights start from:
+   * scheduled retraining continues it for this run's iteration budget.
+   */
+  initAdapter?: ArtifactRef;
 }
 
 export interface TrainAdapterResult {
@@ -81,6 +86,8 @@ export interface TrainAdapterResult {
   checkpointUri: string;
   iterations: number;
   resumedFrom?: string;
+  /** The previous adapter (input.initAdapter) this one continued from. */
+  continuedFrom?: ArtifactRef;
   /** Mean reward per iteration: the learning curve. */
   curve: number[];
   informativeShare: number[];
@@ -144,6 +151,7 @@ export async function trainAdapter(input: TrainAdapterInput): Promise<TrainAdapt
       checkpoint_every: t.checkpointEvery,
       seed: t.seed,
       device: t.device,
+      ...(input.initAdapter ? { init_adapter_uri: parentUri(input.initAdapter.uri) } : {}),
       ...s3Settings(config),
     };
     const run = await runTrainer(config, 'grpo', trainerConfig, resume ? ['--resume', resume] : []);
@@ -155,6 +163,7 @@ export async function trainAdapter(input: TrainAdapterInput): Promise<TrainAdapt
       checkpointUri: d.checkpoint_uri,
       iterations: d.iterations,
       ...(resume ? { resumedFrom: resume } : {}),
+      ...(input.initAdapter ? { continuedFrom: input.initAdapter } : {}),
       curve: d.metrics.map((m) => m.mean_reward),
       informativeShare: d.metrics.map((m) => m.informative_share),
       tokensPerSecond: d.metrics.length ? d.metrics.reduce((s, m) => s + m.tokens_per_s, 0) / d.metrics.length : 0,

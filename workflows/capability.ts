@@ -1,13 +1,17 @@
-import { proxyActivities, setHandler, defineQuery } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, defineQuery, isCancellation, proxyActivities, setHandler } from '@temporalio/workflow';
 import type * as synthesis from '../activities/synthesis/index.js';
 import type * as training from '../activities/training.js';
+import type { ArtifactRef } from '../store/artifact-store.js';
 import type { CapabilityInput, CapabilityResult, CapabilityStatus } from './types.js';
 import { gpuActivity, longActivity } from './options.js';
+import { failureMessage } from './pool.js';
 
 /**
  * One kept capability: synthesize its environment → validate it → train its LoRA adapter. Each
  * stage runs only when the workers implement it; otherwise the child ends honestly with
- * 'not_configured' and says which stage is missing.
+ * 'not_configured' and says which stage is missing. In scheduled retraining the previous run's
+ * environment is reused (validated under this run's config; synthesized anew if it fails) and its
+ * adapter is continued (this run's iterations start from its weights).
  */
 /** Stage 2 as activities/synthesis implements it (types only). */
 export type CapabilityActivities = typeof synthesis;
@@ -30,35 +34,91 @@ export async function capabilityWorkflow(input: CapabilityInput): Promise<Capabi
   if (!has('synthesizeEnvironment')) return done('not_configured', 'stages 2–4 not configured: no synthesizeEnvironment activity');
 
   const cpu = proxyActivities<CapabilityActivities>(longActivity(config, 'generator', input.timeouts));
-  status = 'synthesizing';
-  const synthesized = await cpu.synthesizeEnvironment({ runId, config, capability, analysis: input.analysis });
-  const environment = synthesized.ref;
-  if (synthesized.status === 'synthesis_failed' || !environment) {
-    return done('failed', `synthesis failed after ${synthesized.attempts} attempt(s): ${synthesized.lastFailure ?? 'no accepted environment'}`, {
-      validation: synthesized,
-    });
+  const from = input.previousRunId ?? '(unnamed)';
+  const reusedFrom: NonNullable<CapabilityResult['reusedFrom']> = {};
+  let environment: ArtifactRef | undefined;
+  let validation: unknown;
+  let how: string;
+  // The previous run's environment, checked again: this run's config (calibration band, seeds) may differ.
+  let notReused = '';
+  if (input.previousEnvironment) {
+    if (has('validateEnvironment')) {
+      status = 'validating';
+      try {
+        const v = await cpu.validateEnvironment({ runId, config, capability, environment: input.previousEnvironment });
+        if (v.ok) {
+          environment = input.previousEnvironment;
+          validation = { reusedFrom: from, ...v };
+        } else notReused = `; the environment of run ${from} failed validation: ${v.reason ?? 'no reason given'}`;
+      } catch (err) {
+        if (isCancellation(err)) throw err;
+        notReused = `; the environment of run ${from} could not be validated: ${failureMessage(err)}`;
+      }
+    } else {
+      environment = input.previousEnvironment;
+      validation = { reusedFrom: from, validated: false };
+    }
   }
-  const how = synthesized.status === 'reference_fallback' ? `reference env ${synthesized.reference}` : `synthesized in ${synthesized.attempts} attempt(s)`;
 
-  let validation: unknown = synthesized;
-  if (has('validateEnvironment')) {
-    status = 'validating';
-    const v = await cpu.validateEnvironment({ runId, config, capability, environment });
-    validation = { ...synthesized, ...v };
-    if (!v.ok) return done('failed', `environment failed validation: ${v.reason ?? 'no reason given'}`, { environment, validation });
+  if (environment) {
+    reusedFrom.environment = from;
+    how = `environment reused from run ${from}`;
+  } else {
+    status = 'synthesizing';
+    const synthesized = await cpu.synthesizeEnvironment({ runId, config, capability, analysis: input.analysis });
+    environment = synthesized.ref;
+    if (synthesized.status === 'synthesis_failed' || !environment) {
+      return done('failed', `synthesis failed after ${synthesized.attempts} attempt(s): ${synthesized.lastFailure ?? 'no accepted environment'}${notReused}`, {
+        validation: synthesized,
+      });
+    }
+    how = `${synthesized.status === 'reference_fallback' ? `reference env ${synthesized.reference}` : `synthesized in ${synthesized.attempts} attempt(s)`}${notReused}`;
+    validation = synthesized;
+    if (has('validateEnvironment')) {
+      status = 'validating';
+      const v = await cpu.validateEnvironment({ runId, config, capability, environment });
+      validation = { ...synthesized, ...v };
+      if (!v.ok) return done('failed', `environment failed validation: ${v.reason ?? 'no reason given'}`, { environment, validation });
+    }
   }
+  const reused = () => (Object.keys(reusedFrom).length ? { reusedFrom } : {});
 
   if (!config.stages.training) {
-    return done('not_configured', `environment ready (${how}); training disabled by config (stages.training: false)`, { environment, validation });
+    return done('not_configured', `environment ready (${how}); training disabled by config (stages.training: false)`, { environment, validation, ...reused() });
   }
   if (!has('trainAdapter')) {
     return done('not_configured', `environment ready (${how}); stages 3–4 not configured: no trainAdapter activity`, {
       environment,
       validation,
+      ...reused(),
     });
   }
   const gpu = proxyActivities<TrainingActivities>(gpuActivity(input.timeouts));
   status = 'training';
-  const training = await gpu.trainAdapter({ runId, config, capability, environment });
-  return done('trained', `adapter trained (${how})`, { environment, validation, adapter: training.adapter, training });
+  const env = environment;
+  const train = (initAdapter?: ArtifactRef) => gpu.trainAdapter({ runId, config, capability, environment: env, ...(initAdapter ? { initAdapter } : {}) });
+  let training: Awaited<ReturnType<typeof train>>;
+  let notContinued = '';
+  if (input.previousAdapter) {
+    try {
+      training = await train(input.previousAdapter);
+      reusedFrom.adapter = from;
+    } catch (err) {
+      // The trainer refuses an adapter this run's LoRA config cannot continue (rank, scale,
+      // layers changed) or cannot find: this run trains a fresh one and says why.
+      if (!refusedInitAdapter(err)) throw err;
+      notContinued = `; the adapter of run ${from} could not be continued: ${failureMessage(err)}`;
+      training = await train();
+    }
+  } else {
+    training = await train();
+  }
+  const what = reusedFrom.adapter ? `adapter continued from run ${from}` : 'adapter trained';
+  return done('trained', `${what} (${how})${notContinued}`, { environment, validation, adapter: training.adapter, training, ...reused() });
+}
+
+/** The trainer's non-retryable `init_adapter_uri: …` ConfigError (see trainer/trace_trainer/grpo.py). */
+function refusedInitAdapter(err: unknown): boolean {
+  const cause = err instanceof ActivityFailure ? err.cause : undefined;
+  return cause instanceof ApplicationFailure && cause.type === 'ConfigError' && cause.message.startsWith('init_adapter_uri:');
 }

@@ -11,6 +11,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { capabilitiesToTrain } from '../core/capability.js';
+import { reusePlan } from '../core/schedule.js';
 import type { createEvaluationActivities } from '../activities/evaluation.js';
 import type { createReportActivities } from '../activities/report.js';
 import type * as training from '../activities/training.js';
@@ -194,12 +195,23 @@ export async function tracePipeline(input: PipelineInput): Promise<PipelineResul
     status: 'pending',
     ...(c.requestedByConfig ? { requestedByConfig: true } : {}),
   }));
+  // Scheduled retraining: what each capability takes over from the previous run (none for new ones).
+  const reuse = input.previous ? reusePlan(input.previous, toTrain.map((c) => c.name)) : [];
+  const previousOf = (i: number) => {
+    const r = reuse[i];
+    if (!r || (!r.environment && !r.adapter)) return {};
+    return {
+      previousRunId: input.previous!.runId,
+      ...(r.environment ? { previousEnvironment: r.environment } : {}),
+      ...(r.adapter ? { previousAdapter: r.adapter } : {}),
+    };
+  };
   const childResults = await Promise.allSettled(
     toTrain.map(async ({ name, description }, i) => {
       const entry = progress.capabilities[i];
       const handle = await startChild(capabilityWorkflow, {
         workflowId: entry.workflowId,
-        args: [{ runId, config, capability: { name, description }, analysis: analysis.selection, plan, timeouts }],
+        args: [{ runId, config, capability: { name, description }, analysis: analysis.selection, plan, timeouts, ...previousOf(i) }],
       });
       progress.currentCapability = name;
       const r = await handle.result();

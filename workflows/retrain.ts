@@ -23,6 +23,7 @@ export interface RetrainResult {
   /** Which earlier run this one started from, and what it took over. */
   startedFrom: string | null;
   reusedDictionary: boolean;
+  /** What this run actually took over from startedFrom: capabilities whose environment it reused / whose adapter it continued. */
   reusable: { environments: string[]; adapters: string[] };
   promotion: PromotionDecision;
   currentAgent: string | null;
@@ -59,7 +60,11 @@ export async function traceRetrain(input: RetrainInput): Promise<RetrainResult> 
   const seeded = previous ? await acts.seedRetrainRun({ config, runId, previous: previous.artifacts }) : { reusedDictionary: false };
 
   const pipelineWorkflowId = `${runId}/pipeline`;
-  const result: PipelineResult = await executeChild(tracePipeline, { workflowId: pipelineWorkflowId, args: [{ runId, config, timeouts }] });
+  // The pipeline reuses the previous run's environments and continues its adapters.
+  const result: PipelineResult = await executeChild(tracePipeline, {
+    workflowId: pipelineWorkflowId,
+    args: [{ runId, config, timeouts, ...(previous ? { previous: previous.artifacts } : {}) }],
+  });
 
   const evaluation = result.evaluation as { variants?: (EvaluatedVariant & { name: string })[] } | undefined;
   const variants = evaluation?.variants ?? [];
@@ -93,8 +98,8 @@ export async function traceRetrain(input: RetrainInput): Promise<RetrainResult> 
   await proxyActivities<ReportActivities>(shortActivity(timeouts)).buildReport({ config, runId, result: { ...result, promotion }, pipelineWorkflowId });
 
   const reusable = {
-    environments: (previous?.artifacts.capabilities ?? []).filter((c) => c.environment).map((c) => c.name),
-    adapters: (previous?.artifacts.capabilities ?? []).filter((c) => c.adapter).map((c) => c.name),
+    environments: result.capabilities.filter((c) => c.reusedFrom?.environment).map((c) => c.name),
+    adapters: result.capabilities.filter((c) => c.reusedFrom?.adapter).map((c) => c.name),
   };
   return {
     runId,

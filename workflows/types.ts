@@ -1,4 +1,5 @@
 import type { Config } from '../core/config.js';
+import type { RunArtifacts } from '../core/schedule.js';
 import type { ArtifactRef } from '../store/artifact-store.js';
 
 /**
@@ -36,6 +37,11 @@ export interface PipelineInput {
   config: Config;
   rollouts?: ImportedRollouts;
   timeouts?: TimeoutOverrides;
+  /**
+   * The previous run's artifacts (scheduled retraining): capabilities selected again reuse its
+   * environment and continue its adapter; new ones start fresh.
+   */
+  previous?: RunArtifacts;
 }
 
 /** Which activities the workers of this deployment implement, decided once per run (recorded in history). */
@@ -92,6 +98,12 @@ export interface CapabilityInput {
   analysis?: ArtifactRef;
   plan: StagePlan;
   timeouts?: TimeoutOverrides;
+  /** The run the previous artifacts below come from (scheduled retraining). */
+  previousRunId?: string;
+  /** Its environment of this capability: validated under this run's config and reused instead of synthesizing. */
+  previousEnvironment?: ArtifactRef;
+  /** Its adapter of this capability: this run's training starts from its weights. */
+  previousAdapter?: ArtifactRef;
 }
 
 export interface CapabilityResult {
@@ -105,6 +117,8 @@ export interface CapabilityResult {
   validation?: unknown;
   adapter?: ArtifactRef;
   training?: unknown;
+  /** What this capability took over from a previous run: the run ids its environment and adapter came from. */
+  reusedFrom?: { environment?: string; adapter?: string };
 }
 
 export type PipelineStatus = 'completed' | 'completed_with_failures';
