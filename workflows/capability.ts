@@ -33,7 +33,9 @@ export async function capabilityWorkflow(input: CapabilityInput): Promise<Capabi
   if (!config.stages.synthesis) return done('not_configured', 'synthesis disabled by config (stages.synthesis: false)');
   if (!has('synthesizeEnvironment')) return done('not_configured', 'stages 2–4 not configured: no synthesizeEnvironment activity');
 
-  const cpu = proxyActivities<CapabilityActivities>(longActivity(config, 'generator', input.timeouts));
+  // Each call carries a one-line summary the Temporal UI shows next to the activity.
+  const cpuOptions = longActivity(config, 'generator', input.timeouts);
+  const cpu = (summary: string) => proxyActivities<CapabilityActivities>({ ...cpuOptions, summary });
   const from = input.previousRunId ?? '(unnamed)';
   const reusedFrom: NonNullable<CapabilityResult['reusedFrom']> = {};
   let environment: ArtifactRef | undefined;
@@ -45,7 +47,12 @@ export async function capabilityWorkflow(input: CapabilityInput): Promise<Capabi
     if (has('validateEnvironment')) {
       status = 'validating';
       try {
-        const v = await cpu.validateEnvironment({ runId, config, capability, environment: input.previousEnvironment });
+        const v = await cpu(`validate ${capability.name} env of run ${from} under this config (gates 1–5)`).validateEnvironment({
+          runId,
+          config,
+          capability,
+          environment: input.previousEnvironment,
+        });
         if (v.ok) {
           environment = input.previousEnvironment;
           validation = { reusedFrom: from, ...v };
@@ -65,7 +72,12 @@ export async function capabilityWorkflow(input: CapabilityInput): Promise<Capabi
     how = `environment reused from run ${from}`;
   } else {
     status = 'synthesizing';
-    const synthesized = await cpu.synthesizeEnvironment({ runId, config, capability, analysis: input.analysis });
+    const synthesized = await cpu(`synthesize ${capability.name} env (≤ ${config.synthesis.maxAttempts} attempt(s))`).synthesizeEnvironment({
+      runId,
+      config,
+      capability,
+      analysis: input.analysis,
+    });
     environment = synthesized.ref;
     if (synthesized.status === 'synthesis_failed' || !environment) {
       return done('failed', `synthesis failed after ${synthesized.attempts} attempt(s): ${synthesized.lastFailure ?? 'no accepted environment'}${notReused}`, {
@@ -76,7 +88,7 @@ export async function capabilityWorkflow(input: CapabilityInput): Promise<Capabi
     validation = synthesized;
     if (has('validateEnvironment')) {
       status = 'validating';
-      const v = await cpu.validateEnvironment({ runId, config, capability, environment });
+      const v = await cpu(`validate ${capability.name} env (gates 1–5)`).validateEnvironment({ runId, config, capability, environment });
       validation = { ...synthesized, ...v };
       if (!v.ok) return done('failed', `environment failed validation: ${v.reason ?? 'no reason given'}`, { environment, validation });
     }
@@ -93,10 +105,19 @@ export async function capabilityWorkflow(input: CapabilityInput): Promise<Capabi
       ...reused(),
     });
   }
-  const gpu = proxyActivities<TrainingActivities>(gpuActivity(input.timeouts));
   status = 'training';
   const env = environment;
-  const train = (initAdapter?: ArtifactRef) => gpu.trainAdapter({ runId, config, capability, environment: env, ...(initAdapter ? { initAdapter } : {}) });
+  const t = config.training;
+  const train = (initAdapter?: ArtifactRef) => {
+    const summary = `GRPO ${capability.name}: ${t.iterations} iterations × ${t.groupsPerIteration} groups × ${t.rolloutsPerGroup} rollouts${initAdapter ? `, continuing run ${from}'s adapter` : ''}`;
+    return proxyActivities<TrainingActivities>({ ...gpuActivity(input.timeouts), summary }).trainAdapter({
+      runId,
+      config,
+      capability,
+      environment: env,
+      ...(initAdapter ? { initAdapter } : {}),
+    });
+  };
   let training: Awaited<ReturnType<typeof train>>;
   let notContinued = '';
   if (input.previousAdapter) {

@@ -29,7 +29,9 @@ export async function evaluationWorkflow(input: EvaluationWorkflowInput): Promis
   // resumable. Configure evaluation.variants[].baseURL (e.g. vLLM) to fan out across CPU workers.
   const unserved = plan.unserved.gateUri !== undefined || plan.unserved.adapters.length > 0;
   if (input.serveOnGpu && unserved && plan.tasks.length > 0) {
-    const gpu = proxyActivities<ServedEvaluation>({ ...rolloutActivity(config, timeouts), taskQueue: TASK_QUEUE_GPU });
+    const agents = [...(plan.unserved.gateUri ? ['TRACE (base + gate)'] : []), ...plan.unserved.adapters.map((a) => `adapter ${a.capability}`)];
+    const summary = `serve and evaluate base, ${agents.join(', ')} on ${plan.tasks.length} held-out task(s)`;
+    const gpu = proxyActivities<ServedEvaluation>({ ...rolloutActivity(config, timeouts), taskQueue: TASK_QUEUE_GPU, summary });
     return gpu.evaluateServed({ runId, config, gate: input.gate, capabilities: input.capabilities });
   }
   const batches = chunk(plan.tasks, config.evaluation.batchSize);

@@ -4,6 +4,7 @@ import {
   executeChild,
   isCancellation,
   proxyActivities,
+  setCurrentDetails,
   setHandler,
   startChild,
   upsertMemo,
@@ -61,6 +62,8 @@ export async function tracePipeline(input: PipelineInput): Promise<PipelineResul
     progress.stage = stage;
     progress.message = message;
     upsertSearchAttributes([{ key: SA.TraceStage, value: stage }]);
+    // The run's "current details" in the Temporal UI.
+    setCurrentDetails(`**${stage}**${message ? `: ${message}` : ''}`);
   };
 
   upsertMemo({
@@ -247,7 +250,8 @@ export async function tracePipeline(input: PipelineInput): Promise<PipelineResul
     // A gate that cannot be fitted (e.g. no successful trajectories) is reported; the adapters
     // stay stored and the evaluation still runs.
     try {
-      gate = await proxyActivities<GateActivities>(gpuActivity(timeouts)).fitGate({ runId, config, adapters });
+      const summary = `fit the gate over ${adapters.length} adapter(s): ${adapters.map((a) => a.capability).join(', ')} (${config.gate.steps} steps)`;
+      gate = await proxyActivities<GateActivities>({ ...gpuActivity(timeouts), summary }).fitGate({ runId, config, adapters });
     } catch (err) {
       if (isCancellation(err)) throw err;
       gateError = failureMessage(err);
