@@ -151,6 +151,8 @@ export async function trainAdapter(input: TrainAdapterInput): Promise<TrainAdapt
       checkpoint_every: t.checkpointEvery,
       seed: t.seed,
       device: t.device,
+      resample_groups: t.resampleGroups,
+      ...(t.policyServer ? { policy_server: policyServerSettings(t.policyServer) } : {}),
       ...(input.initAdapter ? { init_adapter_uri: parentUri(input.initAdapter.uri) } : {}),
       ...s3Settings(config),
     };
@@ -262,6 +264,16 @@ async function openEnvServer(input: TrainAdapterInput, store: ReturnType<typeof 
 function s3Settings(config: Config) {
   const s = config.store;
   return s.kind === 's3' ? { s3: { endpoint: s.endpoint ?? null, region: s.region, force_path_style: s.forcePathStyle } } : {};
+}
+
+/** The trainer's policy_server object (trainer/trace_trainer/config.py PolicyServerConfig). */
+function policyServerSettings(p: NonNullable<Config['training']['policyServer']>) {
+  return {
+    base_url: p.baseURL,
+    lora_dir: path.resolve(PROJECT_ROOT, p.loraDir),
+    ...(p.serverLoraDir ? { server_lora_dir: p.serverLoraDir } : {}),
+    ...(p.apiKeyEnv ? { api_key_env: p.apiKeyEnv } : {}),
+  };
 }
 
 /** Relative paths that exist under the project are made absolute; anything else is an HF model id. */

@@ -120,6 +120,22 @@ export const ConfigSchema = z
         checkpointEvery: z.number().int().positive().default(5),
         seed: z.number().int().default(0),
         device: z.string().default('auto').describe("'auto' = CUDA when present, else CPU"),
+        resampleGroups: z
+          .number()
+          .int()
+          .min(0)
+          .default(0)
+          .describe('DAPO dynamic sampling: up to this many extra groups per iteration, from fresh seeds, replace zero-variance groups (0 = off, as the official code)'),
+        policyServer: z
+          .object({
+            baseURL: z.string().url().describe('vLLM with --enable-lora and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True, or `python -m trace_trainer serve --enable-lora`'),
+            loraDir: z.string().min(1).describe('where the trainer writes each adapter version; the server must be able to read it'),
+            serverLoraDir: z.string().min(1).optional().describe('loraDir as the server sees it, when mounted elsewhere there'),
+            apiKeyEnv: z.string().optional().describe('name of the env var holding the server API key'),
+          })
+          .strict()
+          .optional()
+          .describe('roll out through this OpenAI-compatible server (the adapter hot-loaded after every update) instead of in the trainer process'),
       })
       .strict()
       .prefault({}),

@@ -29,12 +29,12 @@ def _adapter(store, uri):
     return load_file(str(Path(local) / "adapter_model.safetensors")), store.get_json(ckpt + "/adapter/adapter_config.json")
 
 
-def _resume_equivalence(model_dir, env_url, out_a, out_b, store):
-    full = GrpoTrainer(_cfg(model_dir, env_url, out_a, 4), store=store)
+def _resume_equivalence(model_dir, env_url, out_a, out_b, store, **kw):
+    full = GrpoTrainer(_cfg(model_dir, env_url, out_a, 4, **kw), store=store)
     full.run()
-    first = GrpoTrainer(_cfg(model_dir, env_url, out_b, 2), store=store)
+    first = GrpoTrainer(_cfg(model_dir, env_url, out_b, 2, **kw), store=store)
     first.run()
-    second = GrpoTrainer(_cfg(model_dir, env_url, out_b, 4), store=store)
+    second = GrpoTrainer(_cfg(model_dir, env_url, out_b, 4, **kw), store=store)
     second.resume(out_b)
     assert second.iteration == 2
     second.run()
@@ -45,6 +45,7 @@ def _resume_equivalence(model_dir, env_url, out_a, out_b, store):
         assert torch.equal(wa[k], wb[k]), k
     assert any(float(v.abs().sum()) > 0 for k, v in wa.items() if "lora_B" in k), "training must have moved the adapter"
     assert [m["mean_reward"] for m in full.metrics] == [m["mean_reward"] for m in second.metrics]
+    assert [m["resampled_groups"] for m in full.metrics] == [m["resampled_groups"] for m in second.metrics]
     assert ca["r"] == 16 and ca["lora_alpha"] == 16
     return full
 
@@ -59,6 +60,11 @@ def test_resume_is_bit_for_bit_locally(say_model_dir, say_env, tmp_path):
     lines = (tmp_path / "a/trajectories/iter-000004.jsonl").read_text().splitlines()
     assert len(lines) == 8 and json.loads(lines[0])["messages"][0]["role"] == "user"
     assert full.metrics[-1]["sampled_tokens"] > 0
+
+
+def test_resume_with_dynamic_sampling_is_bit_for_bit(say_model_dir, say_env, tmp_path):
+    full = _resume_equivalence(say_model_dir, say_env.url, str(tmp_path / "a"), str(tmp_path / "b"), Store(), resample_groups=3)
+    assert any(m["resampled_groups"] for m in full.metrics), "the case must exercise resampling"
 
 
 def _free_port():

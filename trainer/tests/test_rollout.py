@@ -6,13 +6,15 @@ from trace_trainer.chat import ChatFormat, parse_assistant
 from trace_trainer.envclient import EnvClient
 from trace_trainer.events import TrainerError
 from trace_trainer.rollout import collect
+from trace_trainer.sampler import in_process
 
 
 def _collect(model, tok, served, **kw):
     env = EnvClient(served.url)
-    args = dict(rollouts_per_start=3, temperature=1.0, max_new_tokens=12, max_turns=4, max_errors=4, max_seq_len=1024)
+    args = dict(rollouts_per_start=3, max_new_tokens=12, max_turns=4, max_errors=4, max_seq_len=1024)
     args.update(kw)
-    return collect(model, ChatFormat(tok), env, env.info(), [{"seed": 1}, {"seed": 2}], **args)
+    fmt = ChatFormat(tok)
+    return collect(in_process(model, fmt, 1.0), fmt, env, env.info(), [{"seed": 1}, {"seed": 2}], **args)
 
 
 def test_mask_covers_exactly_the_sampled_tokens(tool_model, tool_tok, counter_env):

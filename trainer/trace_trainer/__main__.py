@@ -39,7 +39,7 @@ def _serve(args) -> None:
     from .serve import serve
 
     serve(model=args.model, tokenizer=args.tokenizer, adapter=args.adapter, gate=args.gate, host=args.host, port=args.port,
-          name=args.name, device=args.device)
+          name=args.name, device=args.device, enable_lora=args.enable_lora)
 
 
 def _tiny(args) -> None:
@@ -78,7 +78,7 @@ def main(argv=None) -> int:
     g.add_argument("--resume", help="checkpoint URI, or the artifact prefix of an earlier attempt (uses its latest checkpoint)")
     m = sub.add_parser("gate", help="fit the LoRA-MoE gate over frozen adapters")
     m.add_argument("--config", required=True)
-    s = sub.add_parser("serve", help="OpenAI-compatible chat completions for base, base+adapter or base+gate")
+    s = sub.add_parser("serve", help="OpenAI-compatible chat and token-id completions for base, base+adapter or base+gate (runtime LoRA adapters with --enable-lora)")
     s.add_argument("--model", required=True)
     s.add_argument("--tokenizer")
     s.add_argument("--adapter", help="PEFT adapter directory or URI")
@@ -87,6 +87,8 @@ def main(argv=None) -> int:
     s.add_argument("--port", type=int, default=0)
     s.add_argument("--name", help="model id reported by /v1/models (default: derived from the variant)")
     s.add_argument("--device", default="auto")
+    s.add_argument("--enable-lora", dest="enable_lora", action="store_true",
+                   help="load/unload LoRA adapters at runtime by name (vLLM's /v1/load_lora_adapter) and serve them over the base")
     t = sub.add_parser("tiny", help="write a tiny randomly initialised model + tokenizer directory")
     t.add_argument("--out", required=True)
     t.add_argument("--words", help="comma-separated extra vocabulary (default: the tool-call vocabulary)")

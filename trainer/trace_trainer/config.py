@@ -28,6 +28,20 @@ class S3Config:
 
 
 @dataclass
+class PolicyServerConfig:
+    """An OpenAI-compatible vLLM server started with --enable-lora (and
+    VLLM_ALLOW_RUNTIME_LORA_UPDATING=True), or `python -m trace_trainer serve --enable-lora`."""
+    base_url: str
+    # Where the trainer writes each adapter version (PEFT layout); the server must be able to read it.
+    lora_dir: str
+    # The same directory as the server sees it, when it is mounted elsewhere there (default: lora_dir).
+    server_lora_dir: typing.Optional[str] = None
+    # Name of the environment variable holding the API key, so no secret sits in a config file.
+    api_key_env: typing.Optional[str] = None
+    timeout_s: float = 600.0
+
+
+@dataclass
 class GrpoConfig:
     model: str
     env_url: str
@@ -54,6 +68,11 @@ class GrpoConfig:
     max_turns: int = 8
     max_errors: int = 4
     max_seq_len: int = 4096
+    # DAPO dynamic sampling: up to this many extra groups per iteration, from fresh seeds/tasks, replace
+    # zero-variance groups until the update has `groups` informative ones (0 = off, as the official code).
+    resample_groups: int = 0
+    # Rollouts through this server instead of in-process generation (None = in-process).
+    policy_server: typing.Optional[PolicyServerConfig] = None
     checkpoint_every: int = 5
     seed: int = 0
     device: str = "auto"
@@ -95,6 +114,8 @@ def _coerce(tp, value, path: str):
         args = [a for a in typing.get_args(tp) if a is not type(None)]
         if value is None and len(args) < len(typing.get_args(tp)):
             return None
+        if len(args) == 1:  # Optional[X]: X's own error names the bad field
+            return _coerce(args[0], value, path)
         for a in args:
             try:
                 return _coerce(a, value, path)
@@ -142,6 +163,15 @@ def _check_ranges(obj, path: str) -> None:
             raise ConfigError(f"{path}.{name}: must be > 0, got {v}")
     if isinstance(obj, GrpoConfig) and obj.rollouts_per_group < 2:
         raise ConfigError(f"{path}.rollouts_per_group: GRPO needs at least 2 rollouts per group, got {obj.rollouts_per_group}")
+    if isinstance(obj, GrpoConfig) and obj.resample_groups < 0:
+        raise ConfigError(f"{path}.resample_groups: must be >= 0, got {obj.resample_groups}")
+    if isinstance(obj, PolicyServerConfig):
+        if not obj.base_url.startswith(("http://", "https://")):
+            raise ConfigError(f"{path}.base_url: expected an http(s) URL, got {obj.base_url!r}")
+        if not obj.lora_dir:
+            raise ConfigError(f"{path}.lora_dir: required")
+        if obj.timeout_s <= 0:
+            raise ConfigError(f"{path}.timeout_s: must be > 0, got {obj.timeout_s}")
     if isinstance(obj, GateConfig):
         if not obj.adapters:
             raise ConfigError(f"{path}.adapters: at least one adapter is required")

@@ -17,6 +17,7 @@ from .gate import attach_moe, fit_gate, read_adapter, set_top1
 from .grpo import GrpoTrainer, accumulate_gradients, group_advantages
 from .model import add_lora, trainable_parameters
 from .rollout import collect
+from .sampler import in_process
 from .storage import Store
 from .chat import ChatFormat
 from .envclient import EnvClient
@@ -81,8 +82,9 @@ def main() -> int:
                 cmodel = add_lora(build_model(len(ctok), **big, pad_id=ctok.pad_token_id, eos_id=ctok.eos_token_id).to(dev), LoraConfig())
                 cenv = EnvClient(counter.url)
                 t0 = time.perf_counter()
-                rs = collect(cmodel, ChatFormat(ctok), cenv, cenv.info(), [{"seed": s} for s in range(args.groups)], rollouts_per_start=args.k,
-                             temperature=1.0, max_new_tokens=args.max_new_tokens, max_turns=3, max_errors=3, max_seq_len=4096)
+                cfmt = ChatFormat(ctok)
+                rs = collect(in_process(cmodel, cfmt, 1.0), cfmt, cenv, cenv.info(), [{"seed": s} for s in range(args.groups)],
+                             rollouts_per_start=args.k, max_new_tokens=args.max_new_tokens, max_turns=3, max_errors=3, max_seq_len=4096)
                 if cuda:
                     torch.cuda.synchronize()
                 t_gen = time.perf_counter() - t0
@@ -106,8 +108,9 @@ def main() -> int:
                         prm.normal_(0, 0.02)
             env = EnvClient(served.url)
             torch.manual_seed(1)
-            rollouts = collect(cpu_model, ChatFormat(tok), env, env.info(), [{"seed": s} for s in range(8)], rollouts_per_start=8,
-                               temperature=1.0, max_new_tokens=4, max_turns=1, max_errors=1, max_seq_len=512)
+            fmt = ChatFormat(tok)
+            rollouts = collect(in_process(cpu_model, fmt, 1.0), fmt, env, env.info(), [{"seed": s} for s in range(8)], rollouts_per_start=8,
+                               max_new_tokens=4, max_turns=1, max_errors=1, max_seq_len=512)
             chosen, advs = [], []
             for g in range(8):
                 grp = [r for r in rollouts if r.group == g]

@@ -1,7 +1,9 @@
 """Multi-turn GRPO for one LoRA adapter: group advantages, the clipped surrogate on exactly the
-sampled assistant tokens (token-level normalisation, no KL), AdamW, checkpoints and resume."""
+sampled assistant tokens (token-level normalisation, no KL), optional DAPO dynamic sampling of
+informative groups, AdamW, checkpoints and resume; rollouts in-process or on a policy server."""
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import random
@@ -18,7 +20,9 @@ from .config import GrpoConfig
 from .envclient import EnvClient
 from .events import ConfigError, Interrupted, emit
 from .model import add_lora, load_base, load_tokenizer, pick_device, pick_dtype, trainable_parameters
-from .rollout import Rollout, collect
+from .policy_server import PolicyServer
+from .rollout import Generate, Rollout, collect
+from .sampler import in_process
 from .storage import Store, join
 
 
@@ -106,6 +110,9 @@ class GrpoTrainer:
         self.fmt = ChatFormat(self.tok)
         self.store = store or Store(cfg.s3)
         self.env = EnvClient(cfg.env_url)
+        # Adapter names are per run (output URI), so trainers sharing one server never collide.
+        self.server = PolicyServer(cfg.policy_server, "trace-" + hashlib.sha256(cfg.output_uri.encode()).hexdigest()[:10]) \
+            if cfg.policy_server else None
         self.draw = random.Random(cfg.seed)
         self.optimizer = torch.optim.AdamW(trainable_parameters(self.model), lr=cfg.lr, weight_decay=cfg.weight_decay)
         warm = cfg.warmup_steps
@@ -157,10 +164,10 @@ class GrpoTrainer:
             raise ConfigError(f"init_adapter_uri: the adapter at {uri} has weights this model lacks, e.g. {loaded.unexpected_keys[0]}")
         self.init_adapter = uri
 
-    def _starts(self, tasks: list) -> list[dict]:
+    def _starts(self, tasks: list, n: int) -> list[dict]:
         if tasks:
-            return [{"taskId": self.draw.choice(tasks)["id"]} for _ in range(self.cfg.groups)]
-        return [{"seed": self.draw.randrange(2**31)} for _ in range(self.cfg.groups)]
+            return [{"taskId": self.draw.choice(tasks)["id"]} for _ in range(n)]
+        return [{"seed": self.draw.randrange(2**31)} for _ in range(n)]
 
     def _save(self, rng: dict) -> str:
         self.checkpoint_uri = checkpoint.save(self.store, self.cfg.output_uri, self.iteration, self.model, self.optimizer,
@@ -179,6 +186,18 @@ class GrpoTrainer:
             self.store.put_json(join(cfg.output_uri, "trajectories/env.json"), {"systemPrompt": info["systemPrompt"], "tools": info["tools"], "info": info["info"]})
         emit("started", iteration=self.iteration, iterations=cfg.iterations, device=str(self.device), resumed_from=self.checkpoint_uri,
              init_adapter=self.init_adapter)
+        try:
+            self._loop(info, tasks)
+        finally:
+            if self.server:
+                self.server.close()
+        adapter = join(self.checkpoint_uri, "adapter")
+        files = {n: checkpoint.file_ref(self.store, join(adapter, n)) for n in ("adapter_config.json", "adapter_model.safetensors")}
+        return {"adapter_uri": adapter, "adapter": files["adapter_model.safetensors"], "adapter_files": files,
+                "checkpoint_uri": self.checkpoint_uri, "iterations": self.iteration, "metrics": self.metrics}
+
+    def _loop(self, info: dict, tasks: list) -> None:
+        cfg = self.cfg
         while self.iteration < cfg.iterations:
             rng_at_start = checkpoint.rng_state(self.draw)
             try:
@@ -192,41 +211,64 @@ class GrpoTrainer:
                 raise
             self.iteration += 1
             self.metrics.append(m)
-            if self.iteration % cfg.checkpoint_every == 0 or self.iteration == cfg.iterations or self.stop_requested:
+            stop = self.stop_requested  # read once: a signal between the save and the exit must not skip the save
+            if self.iteration % cfg.checkpoint_every == 0 or self.iteration == cfg.iterations or stop:
                 self._save(checkpoint.rng_state(self.draw))
             emit("progress", iteration=self.iteration, **m, checkpoint_uri=self.checkpoint_uri)
-            if self.stop_requested and self.iteration < cfg.iterations:
+            if stop and self.iteration < cfg.iterations:
                 raise Interrupted()
-        adapter = join(self.checkpoint_uri, "adapter")
-        files = {n: checkpoint.file_ref(self.store, join(adapter, n)) for n in ("adapter_config.json", "adapter_model.safetensors")}
-        return {"adapter_uri": adapter, "adapter": files["adapter_model.safetensors"], "adapter_files": files,
-                "checkpoint_uri": self.checkpoint_uri, "iterations": self.iteration, "metrics": self.metrics}
+
+    def _generator(self) -> Generate:
+        """In-process sampling, or the policy server once it serves this iteration's weights (on-policy)."""
+        if self.server is None:
+            return in_process(self.model, self.fmt, self.cfg.temperature)
+        self.server.publish(self.model, self.iteration)
+        return self.server.sampler(self.fmt, self.cfg.temperature, self.draw)
+
+    def _informative(self, rollouts: list[Rollout]) -> tuple[list[Rollout], list[float], int]:
+        """The rollouts of groups with reward variance, their advantages, and how many such groups."""
+        chosen, advs, n = [], [], 0
+        for g in sorted({r.group for r in rollouts}):
+            group = [r for r in rollouts if r.group == g]
+            a = group_advantages([r.reward for r in group], self.cfg.adv_eps)
+            if a is not None:
+                chosen, advs, n = chosen + group, advs + a, n + 1
+        return chosen, advs, n
 
     def step(self, info: dict, tasks: list) -> dict:
         cfg = self.cfg
         t0 = time.perf_counter()
         self.model.eval()
-        rollouts = collect(self.model, self.fmt, self.env, info, self._starts(tasks), rollouts_per_start=cfg.rollouts_per_group,
-                           temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens, max_turns=cfg.max_turns,
-                           max_errors=cfg.max_errors, max_seq_len=cfg.max_seq_len, should_stop=lambda: self.stop_requested)
+        generate = self._generator()
+
+        def roll(n: int, first_group: int) -> list[Rollout]:
+            return collect(generate, self.fmt, self.env, info, self._starts(tasks, n), rollouts_per_start=cfg.rollouts_per_group,
+                           max_new_tokens=cfg.max_new_tokens, max_turns=cfg.max_turns, max_errors=cfg.max_errors,
+                           max_seq_len=cfg.max_seq_len, should_stop=lambda: self.stop_requested, first_group=first_group)
+
+        drawn = roll(cfg.groups, 0)
+        chosen, advs, informative = self._informative(drawn)
+        first_informative, rollouts, resampled = informative, list(drawn), 0
+        # DAPO dynamic sampling: groups from fresh seeds/tasks stand in for the zero-variance ones.
+        while informative < cfg.groups and resampled < cfg.resample_groups:
+            n = min(cfg.groups - informative, cfg.resample_groups - resampled)
+            more = roll(n, cfg.groups + resampled)
+            c, a, k = self._informative(more)
+            rollouts, chosen, advs, informative, resampled = rollouts + more, chosen + c, advs + a, informative + k, resampled + n
         t_roll = time.perf_counter() - t0
-        chosen, advs = [], []
-        for g in range(cfg.groups):
-            group = [r for r in rollouts if r.group == g]
-            a = group_advantages([r.reward for r in group], cfg.adv_eps)
-            if a is not None:
-                chosen += group
-                advs += a
         loss = self.update(chosen, advs) if chosen else None
         sampled = sum(r.sampled_tokens for r in rollouts)
         if cfg.save_trajectories:
             self._write_trajectories(rollouts)
         elapsed = time.perf_counter() - t0
-        rewards = [r.reward for r in rollouts]
+        # Reward, success and informative share describe the iteration's regular draw of `groups`
+        # groups, so curves compare across resample settings; resampled groups count separately.
         return {
-            "mean_reward": float(np.mean(rewards)),
-            "success_rate": float(np.mean([r.success for r in rollouts])),
-            "informative_share": sum(1 for g in range(cfg.groups) if any(r.group == g for r in chosen)) / cfg.groups,
+            "mean_reward": float(np.mean([r.reward for r in drawn])),
+            "success_rate": float(np.mean([r.success for r in drawn])),
+            "informative_share": first_informative / cfg.groups,
+            "informative_groups": informative,
+            "resampled_groups": resampled,
             "loss": loss,
             "sampled_tokens": sampled,
             "tokens_per_s": sampled / elapsed if elapsed > 0 else 0.0,

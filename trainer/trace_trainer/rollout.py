@@ -1,14 +1,19 @@
 """Multi-turn rollouts against an environment served over the env protocol. Every episode's token
 sequence is built from the prompt ids, exactly the sampled ids (mask 1) and the ids of the
-environment's turns (mask 0); the transcript is kept alongside for the environment and the logs."""
+environment's turns (mask 0); the transcript is kept alongside for the environment and the logs.
+Generation is pluggable (in-process or a policy server), the loop and the masks are not."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 from .chat import ChatFormat, parse_assistant
 from .envclient import EnvClient
 from .events import Interrupted
-from .sampler import sample
+
+# (prompt ids per live episode, max new tokens) -> the sampled ids per episode, a stop id included
+# when the sample ended on one.
+Generate = Callable[[list[list[int]], int], list[list[int]]]
 
 
 @dataclass
@@ -34,14 +39,14 @@ class _Live:
         self.r, self.episode_id, self.max_errors, self.errors, self.done = rollout, episode_id, max_errors, 0, False
 
 
-def collect(model, fmt: ChatFormat, env: EnvClient, env_info: dict, starts: list[dict], *, rollouts_per_start: int,
-            temperature: float, max_new_tokens: int, max_turns: int, max_errors: int, max_seq_len: int,
-            should_stop=lambda: False) -> list[Rollout]:
+def collect(generate: Generate, fmt: ChatFormat, env: EnvClient, env_info: dict, starts: list[dict], *, rollouts_per_start: int,
+            max_new_tokens: int, max_turns: int, max_errors: int, max_seq_len: int, should_stop=lambda: False,
+            first_group: int = 0) -> list[Rollout]:
     """Runs `rollouts_per_start` episodes from each start ({seed} or {taskId}) in lockstep turns,
-    batching generation across all live episodes."""
+    batching generation across all live episodes; start i's rollouts form group first_group + i."""
     system, tools = env_info["systemPrompt"], env_info["tools"]
     live: list[_Live] = []
-    for g, start in enumerate(starts):
+    for g, start in enumerate(starts, first_group):
         for _ in range(rollouts_per_start):
             ep = env.create(task_id=start.get("taskId"), seed=start.get("seed"))
             msgs = list(ep["initialMessages"])
@@ -61,8 +66,7 @@ def collect(model, fmt: ChatFormat, env: EnvClient, env_info: dict, starts: list
             active = [x for x in active if not x.done]
             if not active:
                 break
-            new = sample(model, [x.r.ids for x in active], max_new_tokens=min(max_new_tokens, max(min(budget), 1)),
-                         temperature=temperature, stop_ids=fmt.stop_ids, pad_id=fmt.tok.pad_token_id)
+            new = generate([x.r.ids for x in active], min(max_new_tokens, max(min(budget), 1)))
             for x, toks in zip(active, new):
                 _advance(x, toks, turn, fmt, env)
         for x in live:

@@ -1,8 +1,14 @@
 """An OpenAI-compatible chat-completions server (with tools) for the base model, base + one LoRA
-adapter, or base + the LoRA-MoE gate, so evaluation uses one backend for every variant."""
+adapter, or base + the LoRA-MoE gate, so evaluation uses one backend for every variant. It also
+speaks the part of vLLM's API the GRPO trainer's policy_server uses: /v1/completions on token-id
+prompts, with logprobs whose tokens can be given as "token_id:<n>", and, with --enable-lora,
+runtime LoRA loading by name (/v1/load_lora_adapter, /v1/unload_lora_adapter), the request's
+`model` naming the base or a loaded adapter."""
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import signal
 import tempfile
 import threading
@@ -17,14 +23,69 @@ from .sampler import sample
 from .storage import Store
 
 
-class Policy:
-    """A loaded model variant that answers chat-completion requests one at a time."""
+class NotFound(Exception):
+    """A model or adapter name the server does not hold (HTTP 404, as vLLM answers)."""
 
-    def __init__(self, model, tokenizer, name: str):
+
+class Policy:
+    """A loaded model variant that answers requests one at a time; with `enable_lora`, LoRA adapters
+    loaded at runtime are served beside it under their own names."""
+
+    def __init__(self, model, tokenizer, name: str, *, enable_lora: bool = False):
         self.model, self.tok, self.name = model.eval(), tokenizer, name
         self.fmt = ChatFormat(tokenizer)
         self.lock = threading.Lock()
         self.calls = 0
+        self.enable_lora = enable_lora
+        self.adapters: dict[str, str] = {}  # runtime-loaded adapter name -> path
+
+    # ---- runtime LoRA adapters (vLLM's /v1/load_lora_adapter and /v1/unload_lora_adapter) --------
+    def load_adapter(self, body: dict) -> str:
+        from peft import PeftModel
+
+        if not self.enable_lora:
+            raise ValueError("runtime LoRA loading is off: start serve with --enable-lora")
+        name, path = body.get("lora_name"), body.get("lora_path")
+        if not isinstance(name, str) or not name:
+            raise ValueError("lora_name: expected a non-empty string")
+        if not isinstance(path, str) or not os.path.isfile(os.path.join(path, "adapter_config.json")):
+            raise ValueError(f"lora_path: no PEFT adapter (adapter_config.json) at {path!r}")
+        with self.lock:
+            if name == self.name or name in self.adapters:
+                raise ValueError(f"lora_name: the lora adapter '{name}' has already been loaded")
+            device = next(self.model.parameters()).device
+            if self.adapters:
+                self.model.load_adapter(path, adapter_name=name)
+            else:
+                self.model = PeftModel.from_pretrained(self.model, path, adapter_name=name)
+            self.model.to(device).eval()
+            self.adapters[name] = path
+        return f"Success: LoRA adapter '{name}' added successfully."
+
+    def unload_adapter(self, body: dict) -> str:
+        name = body.get("lora_name")
+        with self.lock:
+            if name not in self.adapters:
+                raise NotFound(f"the lora adapter '{name}' cannot be found")
+            if len(self.adapters) == 1:
+                # PEFT cannot delete a model's last adapter; unwrapping restores the plain base.
+                self.model = self.model.unload().eval()
+            else:
+                self.model.delete_adapter(name)
+            del self.adapters[name]
+        return f"Success: LoRA adapter '{name}' removed successfully."
+
+    def models(self) -> list[dict]:
+        base = {"id": self.name, "object": "model", "owned_by": "trace"}
+        return [base] + [{"id": n, "object": "model", "owned_by": "trace", "root": p, "parent": self.name} for n, p in self.adapters.items()]
+
+    def _use(self, model_name):
+        """The weights a request names (caller holds the lock): a runtime-loaded adapter, else the
+        served variant, with any runtime adapters switched off."""
+        if model_name in self.adapters:
+            self.model.set_adapter(model_name)
+            return contextlib.nullcontext()
+        return self.model.disable_adapter() if self.adapters else contextlib.nullcontext()
 
     def complete(self, body: dict) -> dict:
         msgs = body.get("messages")
@@ -40,7 +101,7 @@ class Policy:
         prompt = self.fmt.prompt_ids(system, tools, rest)
         temperature = float(body.get("temperature", 1.0))
         max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 512)
-        with self.lock:
+        with self.lock, self._use(body.get("model")):
             if body.get("seed") is not None:
                 torch.manual_seed(int(body["seed"]))
             [out] = sample(self.model, [prompt], max_new_tokens=max_tokens, temperature=temperature,
@@ -57,13 +118,94 @@ class Policy:
                 "choices": [{"index": 0, "message": message, "finish_reason": finish}],
                 "usage": {"prompt_tokens": len(prompt), "completion_tokens": len(out), "total_tokens": len(prompt) + len(out)}}
 
+    # ---- /v1/completions on token ids -----------------------------------------------------------
+    def completion(self, body: dict) -> dict:
+        """Samples softmax(logits / T) as the trainer does (no top-k/top-p); stops at the tokenizer's
+        EOS or any of `stop_token_ids` (the stop token is part of the sample). Logprobs are the
+        model's own log-softmax (before temperature), as vLLM reports them by default."""
+        prompts = _token_prompts(body.get("prompt"), len(self.tok))
+        for key, allowed in _NEUTRAL.items():
+            if body.get(key) not in allowed:
+                raise ValueError(f"{key}: {body[key]!r} is not supported (allowed: {', '.join(map(repr, allowed))})")
+        max_tokens = body.get("max_tokens", 16)
+        if not isinstance(max_tokens, int) or max_tokens < 1:
+            raise ValueError(f"max_tokens: expected a positive integer, got {max_tokens!r}")
+        temperature = float(body.get("temperature", 1.0))
+        k = body.get("logprobs")
+        if k is not None and (not isinstance(k, int) or k < 0):
+            raise ValueError(f"logprobs: expected a non-negative integer, got {k!r}")
+        as_ids = bool(body.get("return_tokens_as_token_ids"))
+        extra_stop = body.get("stop_token_ids") or []
+        if not isinstance(extra_stop, list) or not all(isinstance(t, int) for t in extra_stop):
+            raise ValueError("stop_token_ids: expected a list of integers")
+        stop = set(extra_stop) | ({self.tok.eos_token_id} if self.tok.eos_token_id is not None else set())
+        model_name = body.get("model") or self.name
+        with self.lock:
+            if model_name != self.name and model_name not in self.adapters:
+                raise NotFound(f"the model `{model_name}` does not exist")
+            generator = None
+            if body.get("seed") is not None:
+                generator = torch.Generator(device=next(self.model.parameters()).device).manual_seed(int(body["seed"]))
+            with self._use(model_name), torch.no_grad():
+                outs = sample(self.model, prompts, max_new_tokens=max_tokens, temperature=temperature, stop_ids=stop,
+                              pad_id=self.tok.pad_token_id, generator=generator)
+                lps = [self._logprobs(p, o, k, as_ids) for p, o in zip(prompts, outs)] if k is not None else [None] * len(outs)
+            self.calls += 1
+            n = self.calls
+        choices = []
+        for i, (out, lp) in enumerate(zip(outs, lps)):
+            stopped = bool(out) and out[-1] in stop
+            choices.append({"index": i, "text": self.tok.decode(out, skip_special_tokens=True), "logprobs": lp,
+                            "finish_reason": "stop" if stopped else "length",
+                            "stop_reason": out[-1] if stopped and out[-1] in extra_stop else None})
+        used = sum(len(o) for o in outs)
+        return {"id": f"cmpl-{n}", "object": "text_completion", "created": int(time.time()), "model": model_name, "choices": choices,
+                "usage": {"prompt_tokens": sum(map(len, prompts)), "completion_tokens": used, "total_tokens": sum(map(len, prompts)) + used}}
+
+    def _logprobs(self, prompt: list[int], out: list[int], k: int, as_ids: bool) -> dict:
+        device = next(self.model.parameters()).device
+        logits = self.model(input_ids=torch.tensor([prompt + out], device=device)).logits[0, len(prompt) - 1: -1].float()
+        lp = torch.log_softmax(logits, dim=-1)
+        name = (lambda t: f"token_id:{t}") if as_ids else (lambda t: self.tok.decode([t]))
+        tokens = [name(t) for t in out]
+        chosen = [float(lp[i, t]) for i, t in enumerate(out)]
+        top = []
+        for i, t in enumerate(out):
+            entry = {name(int(j)): float(v) for v, j in zip(*lp[i].topk(k))} if k else {}
+            entry[tokens[i]] = chosen[i]
+            top.append(entry)
+        offsets, at = [], 0
+        for t in out:
+            offsets.append(at)
+            at += len(self.tok.decode([t]))
+        return {"tokens": tokens, "token_logprobs": chosen, "top_logprobs": top, "text_offset": offsets}
+
+
+# Completion options this server does not implement, and the values that mean "off": sampling is
+# always one softmax(logits / temperature) draw per prompt, as in the trainer.
+_NEUTRAL = {"stream": (None, False), "echo": (None, False), "suffix": (None,), "n": (None, 1), "best_of": (None, 1),
+            "top_p": (None, 1), "top_k": (None, -1, 0), "min_p": (None, 0), "repetition_penalty": (None, 1)}
+
+
+def _token_prompts(prompt, vocab: int) -> list[list[int]]:
+    """A token-id prompt (list of ints) or a batch of them; the trainer never sends text."""
+    batch = [prompt] if isinstance(prompt, list) and prompt and all(isinstance(t, int) for t in prompt) else prompt
+    if not isinstance(batch, list) or not batch or not all(isinstance(p, list) and p and all(isinstance(t, int) for t in p) for p in batch):
+        raise ValueError("prompt: expected token ids (a non-empty list of integers, or a list of such lists)")
+    bad = next((t for p in batch for t in p if not 0 <= t < vocab), None)
+    if bad is not None:
+        raise ValueError(f"prompt: token id {bad} is outside the vocabulary (size {vocab})")
+    return batch
+
 
 def load_policy(model: str, *, tokenizer: str | None = None, adapter: str | None = None, gate: str | None = None,
-                name: str | None = None, device: str = "auto", store: Store | None = None) -> Policy:
+                name: str | None = None, device: str = "auto", store: Store | None = None, enable_lora: bool = False) -> Policy:
     from .model import load_base, load_tokenizer, pick_device, pick_dtype
 
     if adapter and gate:
         raise ValueError("serve: give --adapter or --gate, not both")
+    if enable_lora and (adapter or gate):
+        raise ValueError("serve: --enable-lora serves runtime adapters over the base model; give no --adapter or --gate")
     store = store or Store()
     dev = pick_device(device)
     tok = load_tokenizer(tokenizer or model)
@@ -78,7 +220,7 @@ def load_policy(model: str, *, tokenizer: str | None = None, adapter: str | None
 
         load_gate(base, store, gate)
     variant = "adapter" if adapter else "gate" if gate else "base"
-    return Policy(base, tok, name or f"trace-{variant}")
+    return Policy(base, tok, name or f"trace-{variant}", enable_lora=enable_lora)
 
 
 def make_server(policy: Policy, host: str = "127.0.0.1", port: int = 0) -> ThreadingHTTPServer:
@@ -86,25 +228,35 @@ def make_server(policy: Policy, host: str = "127.0.0.1", port: int = 0) -> Threa
         def log_message(self, *args):
             pass
 
-        def _send(self, status: int, body: dict):
-            data = json.dumps(body).encode()
+        def _send(self, status: int, body):
+            text = isinstance(body, str)  # vLLM answers the LoRA endpoints with plain text
+            data = body.encode() if text else json.dumps(body).encode()
             self.send_response(status)
-            self.send_header("content-type", "application/json")
+            self.send_header("content-type", "text/plain; charset=utf-8" if text else "application/json")
             self.send_header("content-length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
 
         def do_GET(self):
             if self.path.rstrip("/") == "/v1/models":
-                return self._send(200, {"object": "list", "data": [{"id": policy.name, "object": "model", "owned_by": "trace"}]})
+                with policy.lock:
+                    data = policy.models()
+                return self._send(200, {"object": "list", "data": data})
             self._send(404, {"error": {"type": "not_found", "message": f"no endpoint {self.path}"}})
 
         def do_POST(self):
-            if self.path.rstrip("/") != "/v1/chat/completions":
+            routes = {"/v1/chat/completions": policy.complete, "/v1/completions": policy.completion,
+                      "/v1/load_lora_adapter": policy.load_adapter, "/v1/unload_lora_adapter": policy.unload_adapter}
+            route = routes.get(self.path.rstrip("/"))
+            if route is None:
                 return self._send(404, {"error": {"type": "not_found", "message": f"no endpoint {self.path}"}})
             try:
                 body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)))
-                self._send(200, policy.complete(body))
+                if not isinstance(body, dict):
+                    raise ValueError("body: expected a JSON object")
+                self._send(200, route(body))
+            except NotFound as e:
+                self._send(404, {"error": {"type": "NotFoundError", "message": str(e)}})
             except (ValueError, KeyError, TypeError) as e:
                 self._send(400, {"error": {"type": "invalid_request_error", "message": str(e)}})
             except Exception as e:  # noqa: BLE001 — a failed generation is a 500, the server stays up
@@ -114,8 +266,8 @@ def make_server(policy: Policy, host: str = "127.0.0.1", port: int = 0) -> Threa
 
 
 def serve(*, model: str, tokenizer: str | None, adapter: str | None, gate: str | None, host: str, port: int, name: str | None,
-          device: str) -> None:
-    policy = load_policy(model, tokenizer=tokenizer, adapter=adapter, gate=gate, name=name, device=device)
+          device: str, enable_lora: bool = False) -> None:
+    policy = load_policy(model, tokenizer=tokenizer, adapter=adapter, gate=gate, name=name, device=device, enable_lora=enable_lora)
     server = make_server(policy, host, port)
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown, daemon=True).start())
     emit("listening", url=f"http://{host}:{server.server_address[1]}/v1", model=policy.name)
