@@ -103,6 +103,7 @@ class GateConfig:
     device: str = "auto"
     dtype: str = "auto"
     only_successful: bool = True
+    gradient_checkpointing: bool = True
     s3: S3Config = field(default_factory=S3Config)
 
 

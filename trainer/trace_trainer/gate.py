@@ -176,10 +176,13 @@ def gate_losses(model, layers, batch, pad: int, lambda_lb: float) -> tuple[torch
         attn[i, : len(x)] = 1
         amask[i, : len(m)] = torch.tensor(m, dtype=torch.float32)
     ids, attn, amask = ids.to(device), attn.to(device), amask.to(device)
-    logits = model(input_ids=ids, attention_mask=attn).logits[:, :-1].float()
-    ce = nn.functional.cross_entropy(logits.transpose(1, 2), ids[:, 1:], reduction="none")
-    m = amask[:, 1:]
-    return (ce * m).sum() / m.sum(), load_balance_loss(layers, attn, lambda_lb)
+    # The output head runs only where the loss is taken (assistant tokens): full [B, T, vocab]
+    # logits of long tool-use transcripts would need gigabytes for nothing.
+    hidden = model.base_model(input_ids=ids, attention_mask=attn).last_hidden_state[:, :-1]
+    where = amask[:, 1:] > 0
+    logits = model.get_output_embeddings()(hidden[where]).float()
+    ce = nn.functional.cross_entropy(logits, ids[:, 1:][where])
+    return ce, load_balance_loss(layers, attn, lambda_lb)
 
 
 def fit_gate(cfg: GateConfig, *, model=None, tokenizer=None, store: Store | None = None) -> dict:
@@ -201,6 +204,11 @@ def fit_gate(cfg: GateConfig, *, model=None, tokenizer=None, store: Store | None
     examples = encode_examples(fmt, load_trajectories(store, cfg.trajectories, cfg.only_successful), cfg.max_seq_len)
     if not examples:
         raise TrainerError("NoTrainingData", "gate: no successful trajectories with assistant tokens in config.trajectories", retryable=False)
+    if cfg.gradient_checkpointing and hasattr(model, "gradient_checkpointing_enable"):
+        # Only the gates train, but backward still needs every layer's activations (attention
+        # included) over the whole transcript; recomputing them per layer bounds the memory.
+        model.config.use_cache = False
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     params = [p for layer in layers.values() for p in layer.gate.parameters()]
     opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=0.0)
     draw = random.Random(cfg.seed)
