@@ -237,7 +237,8 @@ export function createReportActivities(deps: ReportDeps = defaultDeps) {
       (u, e) => ({ calls: u.calls + e.usage.calls, promptTokens: u.promptTokens + e.usage.promptTokens, completionTokens: u.completionTokens + e.usage.completionTokens }),
       { calls: 0, promptTokens: 0, completionTokens: 0 },
     );
-    const trainings = run.capabilities.map((c) => TrainingSchema.safeParse(c.training ?? {}).data ?? {});
+    // Adapter training and gate fitting both count as training seconds.
+    const trainings = [...run.capabilities.map((c) => c.training), run.gate].map((t) => TrainingSchema.safeParse(t ?? {}).data ?? {});
     const seconds = (kind: 'gpu' | 'cpu') =>
       trainings.reduce((s, t) => s + (kind === 'gpu' ? (t.gpuSeconds ?? (t.device?.startsWith('cuda') ? t.durationSeconds ?? 0 : 0)) : (t.cpuSeconds ?? (t.device === 'cpu' ? t.durationSeconds ?? 0 : 0))), 0);
 

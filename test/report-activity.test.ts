@@ -112,7 +112,7 @@ test('buildReport gathers stage 1, children, gate and evaluation into JSON + HTM
         // As activities/training.ts trainAdapter returns it: mean reward per iteration as numbers.
         { name: 'verify_identity', status: 'trained', detail: 'adapter trained', adapter, training: { curve: [0.1, 0.3], informativeShare: [1, 0.5] } },
       ],
-      gate: { routing: { structured_data_reasoning: 1 }, examples: { policy: 3, gold: 8 } },
+      gate: { routing: { structured_data_reasoning: 1 }, examples: { policy: 3, gold: 8 }, device: 'cpu', durationSeconds: 8 },
       evaluation,
       notConfigured: [],
     };
@@ -135,7 +135,7 @@ test('buildReport gathers stage 1, children, gate and evaluation into JSON + HTM
     ]);
     const roles = Object.fromEntries(report.cost.llm.map((u) => [u.role, u.calls]));
     assert.deepEqual(roles, { 'policy (rollouts)': 12, 'analyst (labeling)': 8, 'policy (evaluation)': prompt.usage.calls + report.variants[0].usage.calls });
-    assert.equal(report.cost.cpuSeconds, 42);
+    assert.equal(report.cost.cpuSeconds, 42 + 8, 'adapter training and gate fitting');
     assert.ok(report.notes.some((n) => /gate was fitted on 3 successful policy trajectories and 8 gold demonstrations/.test(n)), report.notes.join(' | '));
     assert.equal(report.cost.evaluationEpisodes, 4);
     assert.match(report.links.run!, /workflows\/run-report-1$/);

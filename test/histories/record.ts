@@ -3,45 +3,96 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
 import { execFileSync } from 'node:child_process';
-import { TEMPORAL_BINARY } from '../../infra/temporal.js';
+import { PROJECT_ROOT, TEMPORAL_BINARY } from '../../infra/temporal.js';
 import { startWorkers } from '../../workers/run.js';
 import { TASK_QUEUE_CPU, type PipelineInput } from '../../workflows/types.js';
-import { startScriptedLlm } from '../helpers/scripted-llm.js';
+import { startScriptedLlm, type ChatRequest } from '../helpers/scripted-llm.js';
 import { FAST_TIMEOUTS, pipelineConfig, pipelineReply, startTestTemporal, tempDir } from '../helpers/temporal.js';
 
 /**
  * Re-records the workflow histories test/replay.test.ts replays: real runs on a dev server with
- * the scripted policy/analyst. Run after an intentional workflow change (with a patch or a new
- * workflow type for in-flight runs):  node --import tsx test/histories/record.ts
+ * the scripted policy/analyst (and, for stages 2–4, the real trainer on a tiny model). Run after an
+ * intentional workflow change (with a patch or a new workflow type for in-flight runs):
+ *   node --import tsx test/histories/record.ts [run file names…]   (default: every run)
+ * Recording only new runs keeps the older histories, so runs started by older code stay covered.
  */
 const HERE = path.dirname(fileURLToPath(import.meta.url));
+const only = process.argv.slice(2);
 
 const tmp = await tempDir('trace-record-');
-const llm = await startScriptedLlm(pipelineReply);
+const isGenerator = (req: ChatRequest) => req.response_format?.json_schema?.name === 'capability_environment';
+// The generator never writes a valid module, so stage 2 falls back to the reference env.
+const llm = await startScriptedLlm((req) => (isGenerator(req) ? { content: '{"not": "an environment"}' } : pipelineReply(req)));
 const temporal = await startTestTemporal({ dbFile: path.join(tmp.dir, 'temporal.db') });
-const workers = await startWorkers({
+const connection = await Connection.connect({ address: temporal.address });
+const storeDir = path.join(tmp.dir, 'artifacts');
+const model = path.join(tmp.dir, 'model');
+const role = { baseURL: llm.baseURL, model: 'scripted-model', timeoutMs: 3_000, concurrency: 2 };
+interface RecordedRun {
+  file: string;
+  input: PipelineInput;
+  children: Record<string, string>;
+  stages24: boolean;
+}
+const allRuns: RecordedRun[] = [
+  {
+    // Stage 1 + base evaluation; the capability child ends 'not_configured' (no stage-2 activities).
+    file: 'pipeline-stage1',
+    stages24: false,
+    input: {
+      runId: 'replay-stage1',
+      config: pipelineConfig(llm.baseURL, storeDir, { stages: { synthesis: true, training: true, gate: true, evaluation: true } }),
+      timeouts: FAST_TIMEOUTS,
+    },
+    children: { 'capability-not-configured': 'replay-stage1/capability/verify_preconditions', 'evaluation-fanout': 'replay-stage1/evaluation' },
+  },
+  {
+    // Stages 1–4: reference-env fallback, GRPO on a tiny model, a gate on gold demonstrations,
+    // base vs TRACE served and evaluated on the GPU queue.
+    file: 'pipeline-gate',
+    stages24: true,
+    input: {
+      runId: 'replay-gate',
+      config: pipelineConfig(llm.baseURL, storeDir, {
+        llm: { policy: { ...role, timeoutMs: 120_000, maxTokens: 8 }, analyst: role, generator: role },
+        rollouts: { trialsPerTask: 2, batchSize: 3, maxConcurrentBatches: 2, maxSteps: 2 },
+        stages: { synthesis: true, training: true, gate: true, evaluation: true },
+        synthesis: {
+          maxAttempts: 1,
+          references: 0,
+          allowReferenceFallback: true,
+          typecheck: false,
+          seeds: { determinism: 4, solvability: 3, triviality: 3 },
+          calibration: { low: 0, high: 1, minInformative: 0, groups: 1, rolloutsPerGroup: 2, concurrency: 2, maxSteps: 3 },
+        },
+        training: { model, device: 'cpu', iterations: 1, groupsPerIteration: 1, rolloutsPerGroup: 2, maxNewTokens: 4, maxTurns: 1, checkpointEvery: 1, lora: { r: 4, alpha: 8 } },
+        gate: { steps: 2, batchSize: 2, goldDemonstrations: 2 },
+        evaluation: { maxTasks: 1 },
+      }),
+      timeouts: { ...FAST_TIMEOUTS, heartbeatMs: 60_000 },
+    },
+    children: { 'capability-trained': 'replay-gate/capability/verify_preconditions', 'evaluation-served': 'replay-gate/evaluation' },
+  },
+];
+const runs = allRuns.filter((r) => only.length === 0 || only.includes(r.file));
+
+if (runs.some((r) => r.stages24)) {
+  execFileSync(path.join(PROJECT_ROOT, '.venv/bin/python'), ['-m', 'trace_trainer', 'tiny', '--out', model], { cwd: PROJECT_ROOT, env: { ...process.env, PYTHONPATH: path.join(PROJECT_ROOT, 'trainer') } });
+}
+const stage1Workers = await startWorkers({
   queues: ['cpu'],
   settings: temporal.settings,
   exclude: ['synthesizeEnvironment', 'validateEnvironment', 'trainAdapter', 'fitGate'],
   shutdownGraceMs: 2000,
 });
-const connection = await Connection.connect({ address: temporal.address });
+let workers = stage1Workers;
 try {
   const client = new Client({ connection });
-  const storeDir = path.join(tmp.dir, 'artifacts');
-  const runs: { file: string; input: PipelineInput; children: Record<string, string> }[] = [
-    {
-      // Stage 1 + base evaluation; the capability child ends 'not_configured' (no stage-2 activities).
-      file: 'pipeline-stage1',
-      input: {
-        runId: 'replay-stage1',
-        config: pipelineConfig(llm.baseURL, storeDir, { stages: { synthesis: true, training: true, gate: true, evaluation: true } }),
-        timeouts: FAST_TIMEOUTS,
-      },
-      children: { 'capability-not-configured': 'replay-stage1/capability/verify_preconditions', 'evaluation-fanout': 'replay-stage1/evaluation' },
-    },
-  ];
   for (const run of runs) {
+    if (run.stages24 && workers === stage1Workers) {
+      await stage1Workers.shutdown();
+      workers = await startWorkers({ queues: ['cpu', 'gpu'], settings: temporal.settings, shutdownGraceMs: 2000 });
+    }
     const id = run.input.runId!;
     const handle = await client.workflow.start('tracePipeline', { taskQueue: TASK_QUEUE_CPU, workflowId: id, args: [run.input] });
     await handle.result();
