@@ -29,6 +29,10 @@ test('capability gap chart: two bars per capability, threshold lines, selected m
   assert.match(svg, /n\/a/);
   // Ranked by mean Δ: a_cap is drawn first (top).
   assert.ok(svg.indexOf('a_cap') < svg.indexOf('b&lt;cap'));
+  // No data beyond the thresholds: δ is the axis maximum and its label stays inside the frame.
+  const edge = capabilityGapChart([data[2]], { delta: 0.2, coverage: 0.1 });
+  assert.match(edge, /text-anchor="end" y="[\d.]+" fill="[^"]+">δ=0\.2</);
+  assert.doesNotMatch(edge, /text-anchor="end" y="[\d.]+" fill="[^"]+">ρ=0\.1</);
 });
 
 test('reward curves: one polyline per trained capability, points inside the frame', () => {

@@ -55,8 +55,12 @@ export function capabilityGapChart(data: readonly CapabilityGapDatum[], threshol
     out.push(bar(r.meanDelta, r.stdDelta, y + 12, PALETTE[1], `${r.name} contrastive gap`));
   });
   out.push(`<line x1="${n2(x(0))}" x2="${n2(x(0))}" y1="${f.top}" y2="${plotBottom}" stroke="#111827"/>`);
-  const threshold = (v: number, color: string, label: string) =>
-    `<line x1="${n2(x(v))}" x2="${n2(x(v))}" y1="${f.top - 4}" y2="${plotBottom}" stroke="${color}" stroke-dasharray="4 3"/><text x="${n2(x(v) + 3)}" y="${f.top - 6}" fill="${color}">${esc(label)}</text>`;
+  // A label at the right edge (a threshold that is the axis maximum) is drawn to the left of its line.
+  const threshold = (v: number, color: string, label: string) => {
+    const atEdge = x(v) > f.width - f.right - 40;
+    const text = atEdge ? `x="${n2(x(v) - 3)}" text-anchor="end"` : `x="${n2(x(v) + 3)}"`;
+    return `<line x1="${n2(x(v))}" x2="${n2(x(v))}" y1="${f.top - 4}" y2="${plotBottom}" stroke="${color}" stroke-dasharray="4 3"/><text ${text} y="${f.top - 6}" fill="${color}">${esc(label)}</text>`;
+  };
   out.push(threshold(thresholds.coverage, PALETTE[0], `ρ=${thresholds.coverage}`));
   out.push(threshold(thresholds.delta, PALETTE[1], `δ=${thresholds.delta}`));
   out.push(
