@@ -117,7 +117,7 @@ test('trainAdapter heartbeats checkpoints, returns a PEFT adapter, and fitGate c
   assert.equal(manifest.adapters[0].sha256, result.adapter.sha256);
 });
 
-test('cancellation kills the trainer group after a checkpoint; the retry resumes from the heartbeat', { timeout: 600_000 }, async (t) => {
+test('cancellation kills the trainer group after a checkpoint; the retry resumes from that checkpoint', { timeout: 600_000 }, async (t) => {
   const { config, envUrl } = await setup(t, { iterations: 400, checkpointEvery: 1000 });
   const env = new MockActivityEnvironment();
   let last: TrainingHeartbeat = {};
