@@ -136,3 +136,49 @@ def test_routing_share_counts_top1_assistant_tokens(two_adapters, tool_tok):
             layer.gate.bias[1] = 1.0
     assert routing_on(base, layers, [example], tool_tok.pad_token_id, 2) == [0.0, 1.0]
     assert not any(layer.top1 for layer in layers.values()), "routing_on restores soft routing for training"
+
+
+def _grads(layers):
+    return [p.grad.clone() for layer in layers.values() for p in layer.gate.parameters()]
+
+
+def test_balance_gradient_inside_the_layers_equals_the_loss_formula_with_and_without_checkpointing(two_adapters, tool_tok):
+    base, dirs = two_adapters
+    layers = attach_moe(base, [read_adapter(x)[0] for x in dirs])
+    torch.manual_seed(3)
+    for layer in layers.values():
+        with torch.no_grad():
+            layer.gate.weight.normal_(0, 0.5)  # uneven routing, so f and P are not trivial
+    ids = _ids(tool_tok)[0].tolist()
+    batch = [(ids, [0] * 10 + [1] * (len(ids) - 10))]
+    pad = tool_tok.pad_token_id
+    base.train()
+    # The formula: CE + λ·C·Σ f_c P_c over layers, built after the forward pass.
+    ce, _ = gate_losses(base, layers, batch, pad, 0.0)
+    want_lb = load_balance_loss(layers, torch.ones(1, len(ids)), 0.5)
+    (ce + want_lb).backward()
+    want = _grads(layers)
+    base.zero_grad(set_to_none=True)
+    ce2, lb = gate_losses(base, layers, batch, pad, 0.5)
+    ce2.backward()
+    assert float(lb) == pytest.approx(float(want_lb.detach()), rel=1e-6) and not lb.requires_grad
+    for g, w in zip(_grads(layers), want):
+        torch.testing.assert_close(g, w, atol=1e-6, rtol=1e-5)
+    assert any(float((g - w0).abs().max()) > 1e-4 for g, w0 in zip(want, _grads_without_balance(base, layers, batch, pad))), \
+        "the balance term must change the gradients for this comparison to mean anything"
+    # Recomputed per layer (reentrant checkpointing): the same gradients.
+    base.zero_grad(set_to_none=True)
+    base.config.use_cache = False
+    base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": True})
+    base.enable_input_require_grads()
+    ce3, _ = gate_losses(base, layers, batch, pad, 0.5)
+    ce3.backward()
+    for g, w in zip(_grads(layers), want):
+        torch.testing.assert_close(g, w, atol=1e-6, rtol=1e-5)
+
+
+def _grads_without_balance(base, layers, batch, pad):
+    base.zero_grad(set_to_none=True)
+    ce, _ = gate_losses(base, layers, batch, pad, 0.0)
+    ce.backward()
+    return _grads(layers)
