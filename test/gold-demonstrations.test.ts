@@ -6,7 +6,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { execa } from 'execa';
 import { parseConfig } from '../core/config.js';
 import { TrajectorySchema } from '../core/trajectory.js';
 import type { Environment } from '../envs/environment.js';
@@ -15,6 +14,7 @@ import { loadReferenceEnv, referencePath } from '../envs/reference/index.js';
 import { PROJECT_ROOT } from '../infra/temporal.js';
 import { goldDemonstrations } from '../activities/gold-demonstrations.js';
 import { fitGate, trainAdapter, type FitGateResult, type TrainAdapterResult } from '../activities/training.js';
+import { buildTinyModel } from './helpers/stages24.js';
 
 test('gold demonstrations replay each seed\'s gold solution and keep only what the verifier accepts', async () => {
   const env = await loadReferenceEnv('tool_calling_precision');
@@ -66,8 +66,7 @@ test('gold demonstrations replay each seed\'s gold solution and keep only what t
 test('trainAdapter stores gold demonstrations when configured; fitGate trains on them and reports routing', { timeout: 600_000 }, async (t) => {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'trace-gold-'));
   t.after(() => rm(dir, { recursive: true, force: true }));
-  const python = path.join(PROJECT_ROOT, '.venv', 'bin', 'python');
-  await execa(python, ['-m', 'trace_trainer', 'tiny', '--out', path.join(dir, 'model')], { cwd: PROJECT_ROOT, env: { PYTHONPATH: path.join(PROJECT_ROOT, 'trainer') } });
+  await buildTinyModel(path.join(dir, 'model'));
   const config = parseConfig({
     env: { name: 'toy-orders' },
     store: { kind: 'local', dir: path.join(dir, 'artifacts') },

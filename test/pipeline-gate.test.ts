@@ -3,15 +3,14 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
-import { execa } from 'execa';
-import { PROJECT_ROOT } from '../infra/temporal.js';
 import { openStore } from '../store/index.js';
 import { startWorkers } from '../workers/run.js';
 import type { FitGateResult } from '../activities/training.js';
 import type { EvaluationStageResult } from '../activities/evaluation.js';
 import { TASK_QUEUE_CPU, type PipelineResult } from '../workflows/types.js';
-import { startScriptedLlm, type ChatRequest } from './helpers/scripted-llm.js';
-import { FAST_TIMEOUTS, pipelineConfig, pipelineReply, startTestTemporal, tempDir, VERIFY } from './helpers/temporal.js';
+import { startScriptedLlm } from './helpers/scripted-llm.js';
+import { buildTinyModel, scriptedRole, servedPolicyRole, stages24Config, stages24Reply } from './helpers/stages24.js';
+import { FAST_TIMEOUTS, startTestTemporal, tempDir, VERIFY } from './helpers/temporal.js';
 
 /**
  * Stages 3–4 and the evaluation through the whole pipeline on a real dev server, with the real
@@ -20,17 +19,11 @@ import { FAST_TIMEOUTS, pipelineConfig, pipelineReply, startTestTemporal, tempDi
  * fitted and the TRACE agent (base + gate) is evaluated next to the base on the held-out tasks,
  * both served by the trainer's server.
  */
-const isGenerator = (req: ChatRequest) => req.response_format?.json_schema?.name === 'capability_environment';
-
 test('the pipeline reports a gate it cannot fit, and with gold demonstrations fits one and evaluates base vs TRACE', { timeout: 900_000 }, async (t) => {
   const tmp = await tempDir('trace-pipeline-gate-');
   // The generator never writes a valid module: the reference env is used (allowed by config).
-  const llm = await startScriptedLlm((req) => (isGenerator(req) ? { content: '{"not": "an environment"}' } : pipelineReply(req)));
-  const model = path.join(tmp.dir, 'model');
-  await execa(path.join(PROJECT_ROOT, '.venv/bin/python'), ['-m', 'trace_trainer', 'tiny', '--out', model], {
-    cwd: PROJECT_ROOT,
-    env: { PYTHONPATH: path.join(PROJECT_ROOT, 'trainer') },
-  });
+  const llm = await startScriptedLlm(stages24Reply);
+  const model = await buildTinyModel(path.join(tmp.dir, 'model'));
   const temporal = await startTestTemporal({ dbFile: `${tmp.dir}/temporal.db` });
   const workers = await startWorkers({ queues: ['cpu', 'gpu'], settings: temporal.settings, shutdownGraceMs: 2000 });
   const connection = await Connection.connect({ address: temporal.address });
@@ -42,23 +35,13 @@ test('the pipeline reports a gate it cannot fit, and with gold demonstrations fi
     await tmp.cleanup();
   });
   const client = new Client({ connection });
-  const role = { baseURL: llm.baseURL, model: 'scripted-model', timeoutMs: 3_000, concurrency: 2 };
+  const role = scriptedRole(llm.baseURL);
   const config = (goldDemonstrations: number) =>
-    pipelineConfig(llm.baseURL, `${tmp.dir}/artifacts`, {
+    stages24Config(llm.baseURL, `${tmp.dir}/artifacts`, model, {
       name: 'pipeline-gate-test',
-      // The served tiny model answers slowly on a busy 2-core box: its role gets long timeouts.
-      llm: { policy: { ...role, timeoutMs: 120_000, maxTokens: 8 }, analyst: role, generator: role },
+      llm: { policy: servedPolicyRole(llm.baseURL), analyst: role, generator: role },
       rollouts: { trialsPerTask: 2, batchSize: 3, maxConcurrentBatches: 2, maxSteps: 2 },
       stages: { synthesis: true, training: true, gate: true, evaluation: true },
-      synthesis: {
-        maxAttempts: 1,
-        references: 0,
-        allowReferenceFallback: true,
-        typecheck: false,
-        seeds: { determinism: 4, solvability: 3, triviality: 3 },
-        calibration: { low: 0, high: 1, minInformative: 0, groups: 1, rolloutsPerGroup: 2, concurrency: 2, maxSteps: 3 },
-      },
-      training: { model, device: 'cpu', iterations: 1, groupsPerIteration: 1, rolloutsPerGroup: 2, maxNewTokens: 4, maxTurns: 1, checkpointEvery: 1, lora: { r: 4, alpha: 8 } },
       gate: { steps: 3, batchSize: 2, goldDemonstrations },
       evaluation: { maxTasks: 1 },
     });

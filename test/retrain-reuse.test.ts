@@ -3,15 +3,14 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { Client, Connection, ScheduleOverlapPolicy } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
-import { execa } from 'execa';
-import { PROJECT_ROOT } from '../infra/temporal.js';
 import { openStore } from '../store/index.js';
 import type { ArtifactRef } from '../store/artifact-store.js';
 import { startWorkers } from '../workers/run.js';
 import type { RetrainResult } from '../workflows/retrain.js';
 import { TASK_QUEUE_CPU, type CapabilityResult, type PipelineResult } from '../workflows/types.js';
-import { startScriptedLlm, type ChatRequest } from './helpers/scripted-llm.js';
-import { FAST_TIMEOUTS, pipelineConfig, pipelineReply, startTestTemporal, tempDir, VERIFY } from './helpers/temporal.js';
+import { startScriptedLlm } from './helpers/scripted-llm.js';
+import { buildTinyModel, isGenerator, stages24Config, stages24Reply } from './helpers/stages24.js';
+import { FAST_TIMEOUTS, startTestTemporal, tempDir, VERIFY } from './helpers/temporal.js';
 
 /**
  * Scheduled retraining starts from the previous run's artifacts, on a real Temporal dev server with
@@ -20,17 +19,11 @@ import { FAST_TIMEOUTS, pipelineConfig, pipelineReply, startTestTemporal, tempDi
  * trainAdapter continues the first run's adapter (the real trainer, a tiny model on CPU). A third
  * round with a changed LoRA config falls back to a fresh adapter.
  */
-const isGenerator = (req: ChatRequest) => req.response_format?.json_schema?.name === 'capability_environment';
-
 test('a retraining schedule reuses the previous run\'s environment and continues its adapter', { timeout: 600_000 }, async (t) => {
   const tmp = await tempDir('trace-retrain-reuse-');
   // The generator never writes a valid module, so the first run falls back to the reference env.
-  const llm = await startScriptedLlm((req) => (isGenerator(req) ? { content: '{"not": "an environment"}' } : pipelineReply(req)));
-  const model = path.join(tmp.dir, 'model');
-  await execa(path.join(PROJECT_ROOT, '.venv/bin/python'), ['-m', 'trace_trainer', 'tiny', '--out', model], {
-    cwd: PROJECT_ROOT,
-    env: { PYTHONPATH: path.join(PROJECT_ROOT, 'trainer') },
-  });
+  const llm = await startScriptedLlm(stages24Reply);
+  const model = await buildTinyModel(path.join(tmp.dir, 'model'));
   const temporal = await startTestTemporal({ dbFile: `${tmp.dir}/temporal.db` });
   const workers = await startWorkers({ queues: ['cpu', 'gpu'], settings: temporal.settings, exclude: ['fitGate'], shutdownGraceMs: 2000 });
   const connection = await Connection.connect({ address: temporal.address });
@@ -42,20 +35,9 @@ test('a retraining schedule reuses the previous run\'s environment and continues
     await tmp.cleanup();
   });
   const client = new Client({ connection });
-  const role = { baseURL: llm.baseURL, model: 'scripted-model', timeoutMs: 3_000, concurrency: 2 };
-  const config = pipelineConfig(llm.baseURL, `${tmp.dir}/artifacts`, {
+  const config = stages24Config(llm.baseURL, `${tmp.dir}/artifacts`, model, {
     name: 'retrain-reuse-test',
-    llm: { policy: role, analyst: role, generator: role },
     stages: { synthesis: true, training: true, gate: false, evaluation: false },
-    synthesis: {
-      maxAttempts: 1,
-      references: 0,
-      allowReferenceFallback: true,
-      typecheck: false,
-      seeds: { determinism: 4, solvability: 3, triviality: 3 },
-      calibration: { low: 0, high: 1, minInformative: 0, groups: 1, rolloutsPerGroup: 2, concurrency: 2, maxSteps: 3 },
-    },
-    training: { model, iterations: 1, groupsPerIteration: 1, rolloutsPerGroup: 2, maxNewTokens: 4, maxTurns: 1, checkpointEvery: 1, lora: { r: 4, alpha: 8 } },
   });
   // The trainer process starts in seconds but prints nothing while it imports torch.
   const timeouts = { ...FAST_TIMEOUTS, heartbeatMs: 60_000 };

@@ -3,11 +3,12 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
 import { execFileSync } from 'node:child_process';
-import { PROJECT_ROOT, TEMPORAL_BINARY } from '../../infra/temporal.js';
+import { TEMPORAL_BINARY } from '../../infra/temporal.js';
 import { startWorkers } from '../../workers/run.js';
 import { TASK_QUEUE_CPU, type PipelineInput } from '../../workflows/types.js';
-import { startScriptedLlm, type ChatRequest } from '../helpers/scripted-llm.js';
-import { FAST_TIMEOUTS, pipelineConfig, pipelineReply, startTestTemporal, tempDir } from '../helpers/temporal.js';
+import { startScriptedLlm } from '../helpers/scripted-llm.js';
+import { buildTinyModel, scriptedRole, servedPolicyRole, stages24Config, stages24Reply } from '../helpers/stages24.js';
+import { FAST_TIMEOUTS, pipelineConfig, startTestTemporal, tempDir } from '../helpers/temporal.js';
 
 /**
  * Re-records the workflow histories test/replay.test.ts replays: real runs on a dev server with
@@ -20,14 +21,12 @@ const HERE = path.dirname(fileURLToPath(import.meta.url));
 const only = process.argv.slice(2);
 
 const tmp = await tempDir('trace-record-');
-const isGenerator = (req: ChatRequest) => req.response_format?.json_schema?.name === 'capability_environment';
-// The generator never writes a valid module, so stage 2 falls back to the reference env.
-const llm = await startScriptedLlm((req) => (isGenerator(req) ? { content: '{"not": "an environment"}' } : pipelineReply(req)));
+const llm = await startScriptedLlm(stages24Reply);
 const temporal = await startTestTemporal({ dbFile: path.join(tmp.dir, 'temporal.db') });
 const connection = await Connection.connect({ address: temporal.address });
 const storeDir = path.join(tmp.dir, 'artifacts');
 const model = path.join(tmp.dir, 'model');
-const role = { baseURL: llm.baseURL, model: 'scripted-model', timeoutMs: 3_000, concurrency: 2 };
+const role = scriptedRole(llm.baseURL);
 interface RecordedRun {
   file: string;
   input: PipelineInput;
@@ -53,19 +52,10 @@ const allRuns: RecordedRun[] = [
     stages24: true,
     input: {
       runId: 'replay-gate',
-      config: pipelineConfig(llm.baseURL, storeDir, {
-        llm: { policy: { ...role, timeoutMs: 120_000, maxTokens: 8 }, analyst: role, generator: role },
+      config: stages24Config(llm.baseURL, storeDir, model, {
+        llm: { policy: servedPolicyRole(llm.baseURL), analyst: role, generator: role },
         rollouts: { trialsPerTask: 2, batchSize: 3, maxConcurrentBatches: 2, maxSteps: 2 },
         stages: { synthesis: true, training: true, gate: true, evaluation: true },
-        synthesis: {
-          maxAttempts: 1,
-          references: 0,
-          allowReferenceFallback: true,
-          typecheck: false,
-          seeds: { determinism: 4, solvability: 3, triviality: 3 },
-          calibration: { low: 0, high: 1, minInformative: 0, groups: 1, rolloutsPerGroup: 2, concurrency: 2, maxSteps: 3 },
-        },
-        training: { model, device: 'cpu', iterations: 1, groupsPerIteration: 1, rolloutsPerGroup: 2, maxNewTokens: 4, maxTurns: 1, checkpointEvery: 1, lora: { r: 4, alpha: 8 } },
         gate: { steps: 2, batchSize: 2, goldDemonstrations: 2 },
         evaluation: { maxTasks: 1 },
       }),
@@ -77,7 +67,7 @@ const allRuns: RecordedRun[] = [
 const runs = allRuns.filter((r) => only.length === 0 || only.includes(r.file));
 
 if (runs.some((r) => r.stages24)) {
-  execFileSync(path.join(PROJECT_ROOT, '.venv/bin/python'), ['-m', 'trace_trainer', 'tiny', '--out', model], { cwd: PROJECT_ROOT, env: { ...process.env, PYTHONPATH: path.join(PROJECT_ROOT, 'trainer') } });
+  await buildTinyModel(model);
 }
 const stage1Workers = await startWorkers({
   queues: ['cpu'],
