@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -41,3 +43,21 @@ def say_env():
     served = ServedEnv(SayWordEnv(partial=0.3))
     yield served
     served.close()
+
+
+SMOLLM2_GGUF = Path(__file__).resolve().parents[2] / ".cache" / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+@pytest.fixture(scope="session")
+def smol_tok():
+    """SmolLM2's real tokenizer and chat template (from the bundled GGUF that scripts/setup.sh places)."""
+    from trace_trainer.model import load_tokenizer
+
+    assert SMOLLM2_GGUF.is_file(), f"{SMOLLM2_GGUF} is missing: run scripts/setup.sh"
+    return load_tokenizer(str(SMOLLM2_GGUF))
+
+
+@pytest.fixture()
+def smol_vocab_model(smol_tok):
+    """A random tiny Llama over SmolLM2's vocabulary: real tokens, the grammar's real masks, fast."""
+    return build_model(len(smol_tok), pad_id=smol_tok.pad_token_id, eos_id=smol_tok.eos_token_id)

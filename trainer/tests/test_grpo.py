@@ -99,7 +99,7 @@ def test_loss_covers_only_masked_tokens(tool_model, tool_tok):
     model = _lora(tool_model)
     r = _rollouts(tool_tok, n=1)[0]
     with torch.no_grad():
-        logp = token_logprobs(model, [r.ids], tool_tok.pad_token_id)
+        logp = token_logprobs(model, [r.ids], [r.mask], tool_tok.pad_token_id, 1.0)
     assert logp.shape == (1, len(r.ids) - 1)
     # Changing a token outside the mask that comes after every sampled token leaves the loss unchanged.
     model.zero_grad()
@@ -129,3 +129,38 @@ def test_saved_adapter_loads_with_plain_peft_and_gives_identical_logits(tool_tok
     loaded = PeftModel.from_pretrained(fresh(), str(tmp_path / "adapter"))
     with torch.no_grad():
         assert torch.equal(model(input_ids=ids).logits, loaded(input_ids=ids).logits)
+
+
+def test_logprobs_are_those_of_the_tempered_distribution_and_only_at_scored_positions(tool_model, tool_tok):
+    r = _rollouts(tool_tok, n=1)[0]
+    ids = torch.tensor([r.ids])
+    with torch.no_grad():
+        full = tool_model(input_ids=ids).logits[0, :-1].float()
+        for t in (0.5, 1.0, 1.7):
+            want = torch.log_softmax(full / t, dim=-1).gather(-1, ids[0, 1:].unsqueeze(-1)).squeeze(-1)
+            got = token_logprobs(tool_model, [r.ids], [r.mask], tool_tok.pad_token_id, t)[0]
+            scored = torch.tensor(r.mask[1:], dtype=torch.bool)
+            torch.testing.assert_close(got[scored], want[scored], atol=1e-5, rtol=1e-5)
+            assert torch.all(got[~scored] == 0)
+
+
+def test_sampler_and_update_agree_at_temperature_below_one(tool_model, tool_tok):
+    from trace_trainer.sampler import sample
+
+    prompt = _rollouts(tool_tok, n=1)[0].ids[:6]
+    torch.manual_seed(0)
+    out = sample(tool_model, [prompt, prompt[:4]], max_new_tokens=[8, 5], temperature=0.6, stop_ids={tool_tok.eos_token_id},
+                 pad_id=tool_tok.pad_token_id)
+    assert len(out.ids[0]) <= 8 and len(out.ids[1]) <= 5
+    for p, s, lps in zip([prompt, prompt[:4]], out.ids, out.logprobs):
+        with torch.no_grad():
+            lp = token_logprobs(tool_model, [p + s], [[0] * len(p) + [1] * len(s)], tool_tok.pad_token_id, 0.6)[0, len(p) - 1:]
+        assert lp.tolist() == pytest.approx(lps, abs=1e-5)
+
+
+def test_training_temperature_must_be_positive():
+    from trace_trainer.config import GrpoConfig, from_dict
+    from trace_trainer.events import ConfigError
+
+    with pytest.raises(ConfigError, match=r"config\.temperature: must be > 0"):
+        from_dict(GrpoConfig, {"model": "m", "env_url": "http://x", "output_uri": "/tmp/o", "temperature": 0})

@@ -74,9 +74,10 @@ def test_grpo_samples_from_the_adapter_just_trained(say_model_dir, say_env, poli
                                                      "return_tokens_as_token_ids": True})["choices"][0]
         ids = [int(t.split(":")[1]) for t in out["logprobs"]["tokens"]]
         # The served adapter is the in-process one: same greedy ids, same log-probabilities.
-        [local_ids] = sample(trainer.model, [probe], max_new_tokens=4, temperature=0.0, stop_ids={eos}, pad_id=trainer.tok.pad_token_id)
+        [local_ids] = sample(trainer.model, [probe], max_new_tokens=4, temperature=0.0, stop_ids={eos}, pad_id=trainer.tok.pad_token_id).ids
         with torch.no_grad():
-            local_lp = token_logprobs(trainer.model, [probe + ids], trainer.tok.pad_token_id)[0, len(probe) - 1:].tolist()
+            scored = [0] * len(probe) + [1] * len(ids)
+            local_lp = token_logprobs(trainer.model, [probe + ids], [scored], trainer.tok.pad_token_id, 1.0)[0, len(probe) - 1:].tolist()
         assert ids == local_ids
         assert out["logprobs"]["token_logprobs"] == pytest.approx(local_lp, abs=1e-4)
         probe_logprobs.append(local_lp)

@@ -6,7 +6,7 @@ from trace_trainer.chat import ChatFormat, parse_assistant
 from trace_trainer.envclient import EnvClient
 from trace_trainer.events import TrainerError
 from trace_trainer.rollout import collect
-from trace_trainer.sampler import in_process
+from trace_trainer.sampler import Samples, in_process
 
 
 def _collect(model, tok, served, **kw):
@@ -82,3 +82,28 @@ def test_client_errors_say_whether_a_retry_can_help(counter_env):
     with pytest.raises(TrainerError) as e:
         EnvClient(counter_env.url, timeout=2).info()
     assert e.value.type == "retryable:EnvUnavailable"
+
+
+def test_each_episode_has_its_own_token_budget_and_ends_alone(tool_tok, counter_env):
+    """One episode near max_seq_len must not cut the others' turns, and none ends up longer than it."""
+    fmt = ChatFormat(tool_tok)
+    env = EnvClient(counter_env.url)
+    info = env.info()
+    opening = len(fmt.prompt_ids(info["systemPrompt"], info["tools"], [{"role": "user", "content": "reach 1"}]))
+    max_seq_len, asked = opening + 40, []
+    filler = fmt.encode("go on")[0]
+
+    def generate(prompts, caps, grammar):
+        asked.append([(len(p), c) for p, c in zip(prompts, caps)])
+        # Episode 0 writes as much as it may; the others a short message.
+        return Samples([[filler] * c if i == 0 else [filler, fmt.stop_ids[0]] for i, c in enumerate(caps)], [[], []])
+
+    rollouts = collect(generate, fmt, env, info, [{"seed": 1}], rollouts_per_start=2, max_new_tokens=30, max_turns=4, max_errors=4,
+                       max_seq_len=max_seq_len)
+    for turn in asked:
+        assert all(c == min(30, max_seq_len - n) for n, c in turn)
+    assert asked[0] == [(opening, 30), (opening, 30)]
+    # Episode 0 runs out of room after its first turn and ends alone; episode 1 keeps its full budget.
+    assert rollouts[0].termination == "max_steps" and len(rollouts[0].samples) == 1
+    assert len(rollouts[1].samples) == 2 and [len(t) for t in asked] == [2, 1]
+    assert all(len(r.ids) <= max_seq_len for r in rollouts)

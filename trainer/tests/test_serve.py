@@ -8,6 +8,7 @@ import torch
 from peft import LoraConfig, get_peft_model
 from transformers import AutoModelForCausalLM
 
+from trace_trainer.sampler import Samples
 from trace_trainer.serve import load_policy, make_server
 
 
@@ -71,7 +72,7 @@ def test_a_tool_call_in_the_output_is_returned_as_tool_calls(tool_model_dir):
     import trace_trainer.serve as serve_mod
 
     original = serve_mod.sample
-    serve_mod.sample = lambda *a, **k: [list(forced)]  # the model is random; the parsing path is what is tested
+    serve_mod.sample = lambda *a, **k: Samples([list(forced)])  # the model is random; the parsing path is what is tested
     try:
         server, url = _serve(policy)
         status, out = _post(url + "/chat/completions", {"messages": [{"role": "user", "content": "reach 2"}],
@@ -94,9 +95,9 @@ def _greedy(model, prompt, n, eos):
     from trace_trainer.grpo import token_logprobs
     from trace_trainer.sampler import sample
 
-    [ids] = sample(model, [prompt], max_new_tokens=n, temperature=0.0, stop_ids={eos}, pad_id=0)
+    [ids] = sample(model, [prompt], max_new_tokens=n, temperature=0.0, stop_ids={eos}, pad_id=0).ids
     with torch.no_grad():
-        lp = token_logprobs(model, [prompt + ids], 0)[0, len(prompt) - 1:]
+        lp = token_logprobs(model, [prompt + ids], [[0] * len(prompt) + [1] * len(ids)], 0, 1.0)[0, len(prompt) - 1:]
     return ids, lp.tolist()
 
 

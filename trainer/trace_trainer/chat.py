@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import re
 
+from .grammar import action_text, parse_action
+
 TOOL_CALL_RE = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.S)
 
 _TOOLS_HEADER = (
@@ -17,20 +19,26 @@ _STOP_TOKENS = ("<|im_end|>", "<|eot_id|>", "<|end|>", "<end_of_turn>", "<|endof
 
 
 class ChatFormat:
-    def __init__(self, tokenizer):
+    """`actions=True` is the format of constrained decoding (grammar.py): the tools and the JSON
+    action form in the system prompt, earlier turns as actions, tool results as user turns, as the
+    embedded LLM server renders them; otherwise Hermes-style `<tool_call>` text."""
+
+    def __init__(self, tokenizer, actions: bool = False):
         self.tok = tokenizer
+        self.actions = actions
         stop = {tokenizer.eos_token_id} if tokenizer.eos_token_id is not None else set()
         vocab = tokenizer.get_vocab()
         stop |= {vocab[t] for t in _STOP_TOKENS if t in vocab}
         self.stop_ids = sorted(stop)
         # The turn terminator the template writes after an assistant message: the token that should end a sample.
         self.eos_text = self._assistant_terminator()
+        self.terminator_id = vocab.get(self.eos_text, tokenizer.eos_token_id)
         self.template_renders_tools = self._renders_tools()
         self._glue = self._turn_glue()
 
     # ---- rendering -------------------------------------------------------------------------------
     def _render(self, messages, add_generation_prompt: bool, tools=None) -> str:
-        kw = {"tools": tools} if tools and self.template_renders_tools else {}
+        kw = {"tools": tools} if tools and self.template_renders_tools and not self.actions else {}
         return self.tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=add_generation_prompt, **kw)
 
     def _renders_tools(self) -> bool:
@@ -58,16 +66,23 @@ class ChatFormat:
         return after[len(self.eos_text):] if after.startswith(self.eos_text) else ""
 
     def system_content(self, system_prompt: str, tools) -> str:
+        if tools and self.actions:
+            return f"{system_prompt}\n\n{_action_instructions(tools)}" if system_prompt else _action_instructions(tools)
         if not tools or self.template_renders_tools:
             return system_prompt
         return system_prompt + _TOOLS_HEADER.format(tools="\n".join(json.dumps(t) for t in tools))
 
-    def as_template_messages(self, messages):
-        """Assistant tool calls become `<tool_call>` text and tool results plain turns, for any template."""
-        out = []
+    def as_template_messages(self, messages, names: dict | None = None):
+        """Assistant tool calls become `<tool_call>` text (or actions) and tool results plain turns,
+        for any template; `names` maps the ids of calls made before `messages` to tool names."""
+        out, names = [], dict(names or {})
         for m in messages:
             if m["role"] == "assistant":
+                names.update({c["id"]: c["function"]["name"] for c in m.get("tool_calls") or []})
                 out.append({"role": "assistant", "content": self.assistant_text(m)})
+            elif m["role"] == "tool" and self.actions:
+                cid = m.get("tool_call_id", "")
+                out.append({"role": "user", "content": f"Result of tool call {names.get(cid, '')} ({cid}):\n{_tool_content(m)}"})
             elif m["role"] == "tool":
                 out.append({"role": "tool" if self._tool_role_ok() else "user", "content": _tool_content(m)})
             else:
@@ -85,6 +100,8 @@ class ChatFormat:
         return self._tool_ok
 
     def assistant_text(self, m) -> str:
+        if self.actions:
+            return action_text(m)
         parts = [m.get("content") or ""]
         for c in m.get("tool_calls") or []:
             try:
@@ -102,12 +119,14 @@ class ChatFormat:
         msgs = [{"role": "system", "content": self.system_content(system_prompt, tools)}] + self.as_template_messages(messages)
         return self.encode(self._render(msgs, True, tools))
 
-    def continuation_ids(self, new_messages, ended_with_stop: bool) -> list[int]:
-        """Ids that follow a sampled assistant turn: terminator (if the sample was cut), glue, the
-        new non-assistant messages and the next generation prompt, from the template's own text."""
+    def continuation_ids(self, new_messages, ended_with_stop: bool, after: dict | None = None) -> list[int]:
+        """Ids that follow a sampled assistant turn (`after`, whose calls the new tool messages
+        answer): terminator (if the sample was cut), glue, the new non-assistant messages and the
+        next generation prompt, from the template's own text."""
+        names = {c["id"]: c["function"]["name"] for c in (after or {}).get("tool_calls") or []}
         base = [{"role": "system", "content": "S"}, {"role": "user", "content": "U"}, {"role": "assistant", "content": "QQQ"}]
         prefix = self._render(base, False)
-        full = self._render(base + self.as_template_messages(new_messages), True)
+        full = self._render(base + self.as_template_messages(new_messages, names), True)
         if not full.startswith(prefix):
             raise ValueError("chat template is not prefix-stable; cannot append turns without re-tokenizing")
         text = ("" if ended_with_stop else self.eos_text) + self._glue + full[len(prefix):]
@@ -128,17 +147,46 @@ class ChatFormat:
             while j < len(messages) and messages[j]["role"] != "assistant":
                 j += 1
             if j > i + 1:
-                c = self.continuation_ids(messages[i + 1:j], ended_with_stop=True)
+                c = self.continuation_ids(messages[i + 1:j], ended_with_stop=True, after=messages[i])
                 ids += c
                 mask += [0] * len(c)
             i = j
         return ids, mask
 
     # ---- parsing ---------------------------------------------------------------------------------
+    def parse(self, text: str, call_id: str):
+        """(content, tool_calls) of a sampled turn, in this format's syntax."""
+        return parse_action(text, call_id) if self.actions else parse_assistant(text, call_id)
+
     def decode_sample(self, ids: list[int]) -> tuple[str, bool]:
         ended = bool(ids) and ids[-1] in self.stop_ids
         body = ids[:-1] if ended else ids
         return self.tok.decode(body, skip_special_tokens=False), ended
+
+
+def _action_instructions(tools) -> str:
+    """The embedded LLM server's tool instructions (infra/llm/chat-prompt.ts), word for word, so a
+    policy sees one prompt whichever backend samples it."""
+    listed = "\n".join(json.dumps({"name": t["function"]["name"], "description": t["function"].get("description", ""),
+                                    "parameters": _schema_for_prompt(t["function"].get("parameters") or {})}, separators=(",", ":"))
+                       for t in tools)
+    return "\n".join([
+        "You are given a question and a set of tools. Call the tool that answers the question, with arguments taken from the question.",
+        f"<tools>\n{listed}\n</tools>",
+        "Answer with exactly one JSON object.",
+        'To call a tool: {"type": "tool_call", "name": <tool name>, "arguments": {<arguments>}}',
+        'To reply to the user instead: {"type": "message", "content": <your reply>}',
+    ])
+
+
+def _schema_for_prompt(schema):
+    """Schema bookkeeping ($schema, titles) only distracts a small model, which copies it into arguments."""
+    if isinstance(schema, list):
+        return [_schema_for_prompt(v) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    return {k: ({n: _schema_for_prompt(x) for n, x in v.items()} if k in ("properties", "$defs") and isinstance(v, dict) else _schema_for_prompt(v))
+            for k, v in schema.items() if k not in ("$schema", "$id", "title", "additionalProperties")}
 
 
 def _tool_content(m) -> str:

@@ -54,7 +54,10 @@ class GrpoConfig:
     iterations: int = 40
     groups: int = 4
     rollouts_per_group: int = 16
+    # Sampling temperature; the update scores softmax(logits / T), so T must be > 0.
     temperature: float = 1.0
+    # Sample every turn under the JSON action grammar (grammar.py), as the serving side decodes.
+    constrained_decoding: bool = False
     lr: float = 1e-5
     weight_decay: float = 0.0
     warmup_steps: int = 0
@@ -164,6 +167,8 @@ def _check_ranges(obj, path: str) -> None:
             raise ConfigError(f"{path}.{name}: must be > 0, got {v}")
     if isinstance(obj, GrpoConfig) and obj.rollouts_per_group < 2:
         raise ConfigError(f"{path}.rollouts_per_group: GRPO needs at least 2 rollouts per group, got {obj.rollouts_per_group}")
+    if isinstance(obj, GrpoConfig) and obj.temperature <= 0:
+        raise ConfigError(f"{path}.temperature: must be > 0 for GRPO (T = 0 makes every rollout of a group identical), got {obj.temperature}")
     if isinstance(obj, GrpoConfig) and obj.resample_groups < 0:
         raise ConfigError(f"{path}.resample_groups: must be >= 0, got {obj.resample_groups}")
     if isinstance(obj, PolicyServerConfig):

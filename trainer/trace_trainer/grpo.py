@@ -19,6 +19,7 @@ from .chat import ChatFormat
 from .config import GrpoConfig
 from .envclient import EnvClient
 from .events import ConfigError, Interrupted, emit
+from .grammar import ActionGrammar, action_schema
 from .model import add_lora, load_base, load_tokenizer, pick_device, pick_dtype, trainable_parameters
 from .policy_server import PolicyServer
 from .rollout import Generate, Rollout, collect
@@ -49,13 +50,39 @@ def _pad(seqs: list[list[int]], pad: int, device) -> tuple[torch.Tensor, torch.T
     return ids.to(device), attn.to(device)
 
 
-def token_logprobs(model, seqs: list[list[int]], pad: int) -> torch.Tensor:
-    """log π(token_t | tokens_<t) for t ≥ 1 of each right-padded sequence: shape [B, L-1]."""
+def _causal_lm(model):
+    """The HF causal LM under a PEFT wrapper (its layers carry the adapters in place)."""
+    return model.get_base_model() if hasattr(model, "get_base_model") else model
+
+
+def _mask_tensor(masks: list[list[int]], width: int, device) -> torch.Tensor:
+    """bool [B, width]: position t of the shifted sequence predicts token t+1, scored when its mask is 1."""
+    m = torch.zeros((len(masks), width), dtype=torch.bool)
+    for i, mask in enumerate(masks):
+        m[i, : len(mask) - 1] = torch.tensor(mask[1:], dtype=torch.bool)
+    return m.to(device)
+
+
+def token_logprobs(model, seqs: list[list[int]], masks: list[list[int]], pad: int, temperature: float,
+                   allowed: list[torch.Tensor] | None = None) -> torch.Tensor:
+    """log π(token_t | tokens_<t) at the mask-1 tokens of each right-padded sequence, under the
+    distribution the sampler drew from: softmax(logits / T) over the tokens the action grammar
+    allowed (`allowed[i]`: bool [masked tokens of seq i, V]). Shape [B, L-1], 0 where not scored.
+    The output head runs only at scored positions: a [B, L, V] float32 logits tensor is tens of GB
+    at Qwen-size vocabularies."""
     device = next(model.parameters()).device
     ids, attn = _pad(seqs, pad, device)
-    logits = model(input_ids=ids, attention_mask=attn).logits[:, :-1].float()
-    target = ids[:, 1:]
-    return logits.gather(-1, target.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, dim=-1)
+    scored = _mask_tensor(masks, ids.shape[1] - 1, device)
+    where = scored.nonzero(as_tuple=True)
+    causal = _causal_lm(model)
+    hidden = causal.base_model(input_ids=ids, attention_mask=attn).last_hidden_state[:, :-1]
+    logits = causal.get_output_embeddings()(hidden[where]).float() / temperature
+    if allowed is not None:
+        ok = torch.cat([a.to(device) for a in allowed])
+        logits = logits[:, : ok.shape[1]].masked_fill(~ok, float("-inf"))
+    target = ids[:, 1:][where]
+    picked = logits.gather(-1, target.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, dim=-1)
+    return torch.zeros(scored.shape, dtype=picked.dtype, device=device).index_put(where, picked)
 
 
 def surrogate_sum(logp, old_logp, adv, mask, clip_low: float, clip_high: float) -> torch.Tensor:
@@ -66,15 +93,9 @@ def surrogate_sum(logp, old_logp, adv, mask, clip_low: float, clip_high: float) 
     return (per_token * mask).sum()
 
 
-def _mask_tensor(rollouts, width: int, device) -> torch.Tensor:
-    m = torch.zeros((len(rollouts), width), dtype=torch.float32)
-    for i, r in enumerate(rollouts):
-        m[i, : len(r.mask) - 1] = torch.tensor(r.mask[1:], dtype=torch.float32)
-    return m.to(device)
-
-
 def accumulate_gradients(model, rollouts: list[Rollout], advantages: list[float], *, pad: int, micro_batch_size: int,
-                         clip_low: float, clip_high: float, old_logps: list[torch.Tensor] | None = None) -> float:
+                         clip_low: float, clip_high: float, temperature: float = 1.0, old_logps: list[torch.Tensor] | None = None,
+                         allowed: list[torch.Tensor] | None = None) -> float:
     """Backpropagates the minibatch loss in micro-batches. Each micro-batch's surrogate is divided by
     the minibatch's total number of sampled tokens, so any split gives the same gradient."""
     device = next(model.parameters()).device
@@ -82,8 +103,9 @@ def accumulate_gradients(model, rollouts: list[Rollout], advantages: list[float]
     loss_total = 0.0
     for start in range(0, len(rollouts), micro_batch_size):
         mb = rollouts[start: start + micro_batch_size]
-        logp = token_logprobs(model, [r.ids for r in mb], pad)
-        mask = _mask_tensor(mb, logp.shape[1], device)
+        logp = token_logprobs(model, [r.ids for r in mb], [r.mask for r in mb], pad, temperature,
+                              None if allowed is None else allowed[start: start + len(mb)])
+        mask = _mask_tensor([r.mask for r in mb], logp.shape[1], device).float()
         if old_logps is None:
             old = logp.detach()
         else:
@@ -107,7 +129,8 @@ class GrpoTrainer:
         self.tok = tokenizer or load_tokenizer(cfg.tokenizer or cfg.model)
         base = model if model is not None else load_base(cfg.model, self.device, pick_dtype(cfg.dtype, self.device))
         self.model = add_lora(base, cfg.lora)
-        self.fmt = ChatFormat(self.tok)
+        self.fmt = ChatFormat(self.tok, actions=cfg.constrained_decoding)
+        self.grammar: ActionGrammar | None = None
         self.store = store or Store(cfg.s3)
         self.env = EnvClient(cfg.env_url)
         # Adapter names are per run (output URI), so trainers sharing one server never collide.
@@ -179,6 +202,8 @@ class GrpoTrainer:
         info = self.env.info()
         tasks = self.env.tasks()
         self.env_name = info["info"]["name"]
+        if cfg.constrained_decoding:
+            self.grammar = ActionGrammar(self.tok, action_schema(info["tools"]), self.fmt.terminator_id, self.model.config.vocab_size)
         # A resumed run already holds its weights (and they descend from the init adapter).
         if cfg.init_adapter_uri and self.checkpoint_uri is None and self.init_adapter is None:
             self.init_from_adapter(cfg.init_adapter_uri)
@@ -244,7 +269,8 @@ class GrpoTrainer:
         def roll(n: int, first_group: int) -> list[Rollout]:
             return collect(generate, self.fmt, self.env, info, self._starts(tasks, n), rollouts_per_start=cfg.rollouts_per_group,
                            max_new_tokens=cfg.max_new_tokens, max_turns=cfg.max_turns, max_errors=cfg.max_errors,
-                           max_seq_len=cfg.max_seq_len, should_stop=lambda: self.stop_requested, first_group=first_group)
+                           max_seq_len=cfg.max_seq_len, should_stop=lambda: self.stop_requested, first_group=first_group,
+                           grammar=self.grammar)
 
         drawn = roll(cfg.groups, 0)
         chosen, advs, informative = self._informative(drawn)
@@ -280,17 +306,21 @@ class GrpoTrainer:
         cfg = self.cfg
         self.model.train()
         pad = self.tok.pad_token_id
+        # The grammar's allowed tokens at every sampled position, replayed from the sampled ids.
+        allowed = [torch.cat([self.grammar.allowed(s) for s in r.samples]) for r in rollouts] if self.grammar else None
         old = None
         if cfg.minibatches > 1:  # later minibatches are off-policy: ratios against the sampling policy
             with torch.no_grad():
-                old = [token_logprobs(self.model, [r.ids], pad)[0].cpu() for r in rollouts]
+                old = [token_logprobs(self.model, [r.ids], [r.mask], pad, cfg.temperature, None if allowed is None else [allowed[i]])[0].cpu()
+                       for i, r in enumerate(rollouts)]
         size = math.ceil(len(rollouts) / cfg.minibatches)
         total = 0.0
         for s in range(0, len(rollouts), size):
             self.optimizer.zero_grad(set_to_none=True)
             total += accumulate_gradients(self.model, rollouts[s: s + size], advantages[s: s + size], pad=pad,
                                           micro_batch_size=cfg.micro_batch_size, clip_low=cfg.clip_low, clip_high=cfg.clip_high,
-                                          old_logps=None if old is None else old[s: s + size])
+                                          temperature=cfg.temperature, old_logps=None if old is None else old[s: s + size],
+                                          allowed=None if allowed is None else allowed[s: s + size])
             torch.nn.utils.clip_grad_norm_(trainable_parameters(self.model), cfg.max_grad_norm)
             self.optimizer.step()
             self.scheduler.step()

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from .config import PolicyServerConfig
 from .events import ConfigError, TrainerError
+from .sampler import Samples
 
 _TOKEN_ID = re.compile(r"^token_id:(\d+)$")
 # Spelled out so a server's defaults (vLLM applies the model's generation_config.json) cannot
@@ -105,16 +106,19 @@ class PolicyServer:
 
     def sampler(self, fmt, temperature: float, seeds: random.Random):
         """The rollout generator over the served version; each prompt's request carries a seed drawn
-        from `seeds` (in prompt order), so a run is reproducible against a deterministic server."""
-        def generate(prompts: list[list[int]], max_new_tokens: int) -> list[list[int]]:
-            bodies = [{"model": self.current, "prompt": p, "max_tokens": max_new_tokens, "temperature": temperature, **PLAIN_SAMPLING,
+        from `seeds` (in prompt order), so a run is reproducible against a deterministic server.
+        Under an action grammar the request carries its schema as vLLM's `structured_outputs`."""
+        def generate(prompts: list[list[int]], max_new_tokens: list[int], grammar=None) -> Samples:
+            guided = {"structured_outputs": {"json": grammar.schema}} if grammar else {}
+            bodies = [{"model": self.current, "prompt": p, "max_tokens": cap, "temperature": temperature, **PLAIN_SAMPLING,
                        "stop_token_ids": list(fmt.stop_ids), "logprobs": 0, "return_tokens_as_token_ids": True,
-                       "seed": seeds.randrange(2**31)} for p in prompts]
+                       "seed": seeds.randrange(2**31), **guided} for p, cap in zip(prompts, max_new_tokens)]
             with ThreadPoolExecutor(max_workers=min(MAX_IN_FLIGHT, len(bodies))) as pool:
-                return list(pool.map(lambda b: self._complete(b, max_new_tokens), bodies))
+                done = list(pool.map(lambda b: self._complete(b, b["max_tokens"]), bodies))
+            return Samples([ids for ids, _ in done], [lps for _, lps in done])
         return generate
 
-    def _complete(self, body: dict, max_new_tokens: int) -> list[int]:
+    def _complete(self, body: dict, max_new_tokens: int) -> tuple[list[int], list[float]]:
         status, out = self._post("/v1/completions", body)
         if status != 200:
             raise self._fail("/v1/completions", status, out)
@@ -133,4 +137,5 @@ class PolicyServer:
         if not ids or len(ids) > max_new_tokens:
             raise TrainerError("PolicyServerProtocol", f"policy server /v1/completions: {len(ids)} sampled tokens for max_tokens={max_new_tokens}",
                                retryable=False)
-        return ids
+        lps = out["choices"][0]["logprobs"].get("token_logprobs") or []
+        return ids, [float(x) for x in lps] if len(lps) == len(ids) else []

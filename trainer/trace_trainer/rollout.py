@@ -7,13 +7,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .chat import ChatFormat, parse_assistant
+from .chat import ChatFormat
 from .envclient import EnvClient
 from .events import Interrupted
+from .grammar import ActionGrammar
+from .sampler import Samples
 
-# (prompt ids per live episode, max new tokens) -> the sampled ids per episode, a stop id included
-# when the sample ended on one.
-Generate = Callable[[list[list[int]], int], list[list[int]]]
+# (prompt ids per live episode, max new tokens per episode, action grammar or None) -> the sampled
+# ids per episode (a stop id included when the sample ended on one) and their log-probs.
+Generate = Callable[[list[list[int]], list[int], "ActionGrammar | None"], Samples]
 
 
 @dataclass
@@ -30,8 +32,10 @@ class Rollout:
     reward_info: dict = field(default_factory=dict)
     steps: int = 0
     sampled_tokens: int = 0
-    # Sampled ids per assistant turn, kept to verify the mask (tests) and count tokens.
+    # Sampled ids per assistant turn, kept to verify the mask (tests), replay the grammar and count tokens.
     samples: list[list[int]] = field(default_factory=list)
+    # The sampler's log-prob of each sampled token, in order (the policy that drew them).
+    sample_logprobs: list[float] = field(default_factory=list)
 
 
 class _Live:
@@ -41,9 +45,10 @@ class _Live:
 
 def collect(generate: Generate, fmt: ChatFormat, env: EnvClient, env_info: dict, starts: list[dict], *, rollouts_per_start: int,
             max_new_tokens: int, max_turns: int, max_errors: int, max_seq_len: int, should_stop=lambda: False,
-            first_group: int = 0) -> list[Rollout]:
+            first_group: int = 0, grammar: ActionGrammar | None = None) -> list[Rollout]:
     """Runs `rollouts_per_start` episodes from each start ({seed} or {taskId}) in lockstep turns,
-    batching generation across all live episodes; start i's rollouts form group first_group + i."""
+    batching generation across all live episodes; start i's rollouts form group first_group + i.
+    Each episode samples at most what is left of its own `max_seq_len` and ends alone when out of room."""
     system, tools = env_info["systemPrompt"], env_info["tools"]
     live: list[_Live] = []
     for g, start in enumerate(starts, first_group):
@@ -59,16 +64,15 @@ def collect(generate: Generate, fmt: ChatFormat, env: EnvClient, env_info: dict,
                 break
             if should_stop():
                 raise Interrupted()
-            budget = [max_seq_len - len(x.r.ids) for x in active]
-            for x, b in zip(active, budget):
-                if b <= 0:
+            for x in active:  # a prompt already at the limit ends alone
+                if len(x.r.ids) >= max_seq_len:
                     x.done, x.r.termination = True, "max_steps"
             active = [x for x in active if not x.done]
             if not active:
                 break
-            new = generate([x.r.ids for x in active], min(max_new_tokens, max(min(budget), 1)))
-            for x, toks in zip(active, new):
-                _advance(x, toks, turn, fmt, env)
+            new = generate([x.r.ids for x in active], [min(max_new_tokens, max_seq_len - len(x.r.ids)) for x in active], grammar)
+            for x, toks, lps in zip(active, new.ids, new.logprobs):
+                _advance(x, toks, lps, turn, fmt, env, max_seq_len)
         for x in live:
             if not x.done:
                 x.r.termination = "max_steps"
@@ -83,15 +87,16 @@ def collect(generate: Generate, fmt: ChatFormat, env: EnvClient, env_info: dict,
     return [x.r for x in live]
 
 
-def _advance(x: _Live, toks: list[int], turn: int, fmt: ChatFormat, env: EnvClient) -> None:
+def _advance(x: _Live, toks: list[int], lps: list[float], turn: int, fmt: ChatFormat, env: EnvClient, max_seq_len: int) -> None:
     r = x.r
     r.ids += toks
     r.mask += [1] * len(toks)
     r.samples.append(list(toks))
+    r.sample_logprobs += lps
     r.sampled_tokens += len(toks)
     r.steps += 1
     text, ended = fmt.decode_sample(toks)
-    content, calls = parse_assistant(text, f"call_{turn}")
+    content, calls = fmt.parse(text, f"call_{turn}")
     if calls:
         msg = {"role": "assistant", "content": content or None, "tool_calls": calls[:1]}
         action = {"type": "tool_call", "call": calls[0]}
@@ -108,6 +113,10 @@ def _advance(x: _Live, toks: list[int], turn: int, fmt: ChatFormat, env: EnvClie
     if x.errors >= x.max_errors:
         x.done, r.termination = True, "max_errors"
         return
-    cont = fmt.continuation_ids([res["observation"]], ended)
+    cont = fmt.continuation_ids([res["observation"]], ended, after=msg)
+    # The next turn needs the env's reply and at least one sampled token inside the context.
+    if len(r.ids) + len(cont) >= max_seq_len:
+        x.done, r.termination = True, "max_steps"
+        return
     r.ids += cont
     r.mask += [0] * len(cont)

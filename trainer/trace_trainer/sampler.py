@@ -1,48 +1,100 @@
 """Batched sampling with a KV cache, written out so the distribution is exactly softmax(logits / T)
-(no top-k/top-p defaults from a model's generation config) and the sampled ids are returned as-is."""
+(no top-k/top-p defaults from a model's generation config) over the tokens an optional action
+grammar allows, and the sampled ids are returned as-is. Identical prompts (the K rollouts of a
+group) share one prefill; logits are computed only at the position being sampled."""
 from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 import torch
 
+from .grammar import ActionGrammar, unpack
 
-@torch.no_grad()
-def sample(model, prompts: list[list[int]], *, max_new_tokens: int, temperature: float, stop_ids, pad_id: int,
-           generator: torch.Generator | None = None) -> list[list[int]]:
-    """Continues each prompt until a stop id (included in the result) or `max_new_tokens`; draws
-    from `generator` when given (a seeded request), else from torch's global RNG."""
-    device = next(model.parameters()).device
-    n, width = len(prompts), max(len(p) for p in prompts)
-    ids = torch.full((n, width), pad_id, dtype=torch.long, device=device)
-    attn = torch.zeros((n, width), dtype=torch.long, device=device)
+
+@dataclass
+class Samples:
+    ids: list[list[int]]
+    # log-prob of each sampled token under the distribution it was drawn from (masked, at T).
+    logprobs: list[list[float]] = field(default_factory=list)
+
+
+def _left_pad(prompts: list[list[int]], pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+    width = max(len(p) for p in prompts)
+    ids = torch.full((len(prompts), width), pad_id, dtype=torch.long, device=device)
+    attn = torch.zeros((len(prompts), width), dtype=torch.long, device=device)
     for i, p in enumerate(prompts):  # left padding keeps every row's next token at the last column
         ids[i, width - len(p):] = torch.tensor(p, device=device)
         attn[i, width - len(p):] = 1
+    return ids, attn
+
+
+def _prefill(model, prompts: list[list[int]], pad_id: int, device):
+    """One forward over the distinct prompts, its cache and last logits expanded to every row."""
+    distinct: dict[tuple, int] = {}
+    rows = [distinct.setdefault(tuple(p), len(distinct)) for p in prompts]
+    ids, attn = _left_pad([list(p) for p in distinct], pad_id, device)
     pos = (attn.cumsum(-1) - 1).clamp(min=0)
-    out = model(input_ids=ids, attention_mask=attn, position_ids=pos, use_cache=True)
-    stop = torch.tensor(sorted(stop_ids), dtype=torch.long, device=device)
+    out = model(input_ids=ids, attention_mask=attn, position_ids=pos, use_cache=True, logits_to_keep=1)
+    cache, logits = out.past_key_values, out.logits[:, -1, :]
+    if len(distinct) < len(prompts):
+        index = torch.tensor(rows, device=device)
+        cache.reorder_cache(index)  # copies each layer's keys/values to the rows that share them
+        logits, attn, pos = logits[index], attn[index], pos[index]
+    return cache, logits, attn, pos[:, -1:]
+
+
+@torch.no_grad()
+def sample(model, prompts: list[list[int]], *, max_new_tokens: int | list[int], temperature: float, stop_ids, pad_id: int,
+           generator: torch.Generator | None = None, grammar: ActionGrammar | None = None) -> Samples:
+    """Continues each prompt until a stop id (included in the result) or its own `max_new_tokens`;
+    under `grammar`, only the tokens it allows, until it has accepted the turn terminator. Draws
+    from `generator` when given (a seeded request), else from torch's global RNG."""
+    device = next(model.parameters()).device
+    n = len(prompts)
+    caps = [max_new_tokens] * n if isinstance(max_new_tokens, int) else list(max_new_tokens)
+    cache, logits, attn, pos = _prefill(model, prompts, pad_id, device)
+    stop = set(stop_ids)
+    matchers = [grammar.matcher() for _ in range(n)] if grammar else None
+    bitmask = grammar.new_bitmask(n) if grammar else None
     results: list[list[int]] = [[] for _ in range(n)]
-    finished = torch.zeros(n, dtype=torch.bool, device=device)
-    for _ in range(max_new_tokens):
-        logits = out.logits[:, -1, :].float()
+    logps: list[list[float]] = [[] for _ in range(n)]
+    finished = [c <= 0 for c in caps]
+    while not all(finished):
+        logits = logits.float()
+        if matchers:
+            for i, m in enumerate(matchers):
+                if not finished[i]:
+                    m.fill_next_token_bitmask(bitmask, i)
+            allowed = unpack(bitmask, grammar.vocab_size).to(device)
+            logits = logits[:, : grammar.vocab_size].masked_fill(~allowed, float("-inf"))
         if temperature > 0:
-            nxt = torch.multinomial(torch.softmax(logits / temperature, dim=-1), 1, generator=generator).squeeze(-1)
+            lp = torch.log_softmax(logits / temperature, dim=-1)
+            nxt = torch.multinomial(lp.exp(), 1, generator=generator).squeeze(-1)
         else:
+            lp = torch.log_softmax(logits, dim=-1)
             nxt = logits.argmax(-1)
+        chosen = lp.gather(-1, nxt.unsqueeze(-1)).squeeze(-1).tolist()
         for i, t in enumerate(nxt.tolist()):
-            if not finished[i]:
-                results[i].append(t)
-        finished |= torch.isin(nxt, stop)
-        if bool(finished.all()):
+            if finished[i]:
+                continue
+            results[i].append(t)
+            logps[i].append(chosen[i])
+            if matchers:
+                matchers[i].accept_token(t)
+            done = matchers[i].is_terminated() if matchers else t in stop
+            finished[i] = done or len(results[i]) >= caps[i]
+        if all(finished):
             break
         attn = torch.cat([attn, torch.ones((n, 1), dtype=attn.dtype, device=device)], dim=1)
-        pos = pos[:, -1:] + 1
-        out = model(input_ids=nxt.unsqueeze(-1), attention_mask=attn, position_ids=pos, past_key_values=out.past_key_values, use_cache=True)
-    return results
+        pos = pos + 1
+        out = model(input_ids=nxt.unsqueeze(-1), attention_mask=attn, position_ids=pos, past_key_values=cache, use_cache=True)
+        cache, logits = out.past_key_values, out.logits[:, -1, :]
+    return Samples(results, logps)
 
 
 def in_process(model, fmt, temperature: float):
-    """The rollout generator `(prompts, max_new_tokens) -> sampled ids per prompt` on a local model."""
-    def generate(prompts: list[list[int]], max_new_tokens: int) -> list[list[int]]:
+    """The rollout generator `(prompts, per-prompt max new tokens, grammar) -> Samples` on a local model."""
+    def generate(prompts: list[list[int]], max_new_tokens: list[int], grammar: ActionGrammar | None = None) -> Samples:
         return sample(model, prompts, max_new_tokens=max_new_tokens, temperature=temperature, stop_ids=fmt.stop_ids,
-                      pad_id=fmt.tok.pad_token_id)
+                      pad_id=fmt.tok.pad_token_id, grammar=grammar)
     return generate

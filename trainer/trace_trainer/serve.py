@@ -17,8 +17,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import torch
 
-from .chat import ChatFormat, parse_assistant
+from .chat import ChatFormat
 from .events import emit
+from .grammar import ActionGrammar, action_schema
 from .sampler import sample
 from .storage import Store
 
@@ -31,9 +32,13 @@ class Policy:
     """A loaded model variant that answers requests one at a time; with `enable_lora`, LoRA adapters
     loaded at runtime are served beside it under their own names."""
 
-    def __init__(self, model, tokenizer, name: str, *, enable_lora: bool = False):
+    def __init__(self, model, tokenizer, name: str, *, enable_lora: bool = False, constrained_decoding: bool = False):
         self.model, self.tok, self.name = model.eval(), tokenizer, name
-        self.fmt = ChatFormat(tokenizer)
+        # With constrained decoding, chat requests with tools are answered under the action grammar
+        # in the JSON action format, as the trainer samples them (grammar.py).
+        self.constrained = constrained_decoding
+        self.fmt = ChatFormat(tokenizer, actions=constrained_decoding)
+        self.grammars: dict[str, ActionGrammar] = {}
         self.lock = threading.Lock()
         self.calls = 0
         self.enable_lora = enable_lora
@@ -75,6 +80,16 @@ class Policy:
             del self.adapters[name]
         return f"Success: LoRA adapter '{name}' removed successfully."
 
+    def _grammar(self, schema: dict) -> ActionGrammar:
+        """The compiled grammar of a JSON schema, compiled once per distinct schema."""
+        key = json.dumps(schema, sort_keys=True)
+        if key not in self.grammars:
+            try:
+                self.grammars[key] = ActionGrammar(self.tok, schema, self.fmt.terminator_id, self.model.config.vocab_size)
+            except Exception as e:  # noqa: BLE001 — xgrammar's own message names what it cannot compile
+                raise ValueError(f"structured_outputs.json: cannot compile the schema: {e}") from e
+        return self.grammars[key]
+
     def models(self) -> list[dict]:
         base = {"id": self.name, "object": "model", "owned_by": "trace"}
         return [base] + [{"id": n, "object": "model", "owned_by": "trace", "root": p, "parent": self.name} for n, p in self.adapters.items()]
@@ -101,15 +116,16 @@ class Policy:
         prompt = self.fmt.prompt_ids(system, tools, rest)
         temperature = float(body.get("temperature", 1.0))
         max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 512)
+        grammar = self._grammar(action_schema(tools)) if tools and self.constrained else None
         with self.lock, self._use(body.get("model")):
             if body.get("seed") is not None:
                 torch.manual_seed(int(body["seed"]))
             [out] = sample(self.model, [prompt], max_new_tokens=max_tokens, temperature=temperature,
-                           stop_ids=self.fmt.stop_ids, pad_id=self.tok.pad_token_id)
+                           stop_ids=self.fmt.stop_ids, pad_id=self.tok.pad_token_id, grammar=grammar).ids
             self.calls += 1
             n = self.calls
         text, ended = self.fmt.decode_sample(out)
-        content, calls = parse_assistant(text, f"call_{n}") if tools else (text.strip(), [])
+        content, calls = self.fmt.parse(text, f"call_{n}") if tools else (text.strip(), [])
         message = {"role": "assistant", "content": content or (None if calls else "")}
         if calls:
             message["tool_calls"] = calls
@@ -139,6 +155,11 @@ class Policy:
         if not isinstance(extra_stop, list) or not all(isinstance(t, int) for t in extra_stop):
             raise ValueError("stop_token_ids: expected a list of integers")
         stop = set(extra_stop) | ({self.tok.eos_token_id} if self.tok.eos_token_id is not None else set())
+        # vLLM's structured outputs (`structured_outputs.json`; older servers: `guided_json`).
+        schema = (body.get("structured_outputs") or {}).get("json") or body.get("guided_json")
+        if schema is not None and not isinstance(schema, dict):
+            raise ValueError("structured_outputs.json: expected a JSON schema object")
+        grammar = self._grammar(schema) if schema is not None else None
         model_name = body.get("model") or self.name
         with self.lock:
             if model_name != self.name and model_name not in self.adapters:
@@ -148,7 +169,7 @@ class Policy:
                 generator = torch.Generator(device=next(self.model.parameters()).device).manual_seed(int(body["seed"]))
             with self._use(model_name), torch.no_grad():
                 outs = sample(self.model, prompts, max_new_tokens=max_tokens, temperature=temperature, stop_ids=stop,
-                              pad_id=self.tok.pad_token_id, generator=generator)
+                              pad_id=self.tok.pad_token_id, generator=generator, grammar=grammar).ids
                 lps = [self._logprobs(p, o, k, as_ids) for p, o in zip(prompts, outs)] if k is not None else [None] * len(outs)
             self.calls += 1
             n = self.calls
@@ -199,7 +220,8 @@ def _token_prompts(prompt, vocab: int) -> list[list[int]]:
 
 
 def load_policy(model: str, *, tokenizer: str | None = None, adapter: str | None = None, gate: str | None = None,
-                name: str | None = None, device: str = "auto", store: Store | None = None, enable_lora: bool = False) -> Policy:
+                name: str | None = None, device: str = "auto", store: Store | None = None, enable_lora: bool = False,
+                constrained_decoding: bool = False) -> Policy:
     from .model import load_base, load_tokenizer, pick_device, pick_dtype
 
     if adapter and gate:
@@ -220,7 +242,7 @@ def load_policy(model: str, *, tokenizer: str | None = None, adapter: str | None
 
         load_gate(base, store, gate)
     variant = "adapter" if adapter else "gate" if gate else "base"
-    return Policy(base, tok, name or f"trace-{variant}", enable_lora=enable_lora)
+    return Policy(base, tok, name or f"trace-{variant}", enable_lora=enable_lora, constrained_decoding=constrained_decoding)
 
 
 def make_server(policy: Policy, host: str = "127.0.0.1", port: int = 0) -> ThreadingHTTPServer:
@@ -266,8 +288,9 @@ def make_server(policy: Policy, host: str = "127.0.0.1", port: int = 0) -> Threa
 
 
 def serve(*, model: str, tokenizer: str | None, adapter: str | None, gate: str | None, host: str, port: int, name: str | None,
-          device: str, enable_lora: bool = False) -> None:
-    policy = load_policy(model, tokenizer=tokenizer, adapter=adapter, gate=gate, name=name, device=device, enable_lora=enable_lora)
+          device: str, enable_lora: bool = False, constrained_decoding: bool = False) -> None:
+    policy = load_policy(model, tokenizer=tokenizer, adapter=adapter, gate=gate, name=name, device=device, enable_lora=enable_lora,
+                         constrained_decoding=constrained_decoding)
     server = make_server(policy, host, port)
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown, daemon=True).start())
     emit("listening", url=f"http://{host}:{server.server_address[1]}/v1", model=policy.name)

@@ -1,0 +1,103 @@
+"""Constrained decoding: every sampled turn is a valid JSON action ending on the template's turn
+terminator, and training scores exactly the distribution the sampler drew from."""
+import json
+
+import pytest
+import torch
+
+from trace_trainer.chat import ChatFormat
+from trace_trainer.envclient import EnvClient
+from trace_trainer.env_server import ServedEnv
+from trace_trainer.grammar import ActionGrammar, action_schema, parse_action
+from trace_trainer.grpo import token_logprobs
+from trace_trainer.rollout import collect
+from trace_trainer.sampler import in_process, sample
+from trace_trainer.toy_env import CounterEnv
+
+TOOLS = CounterEnv().tools()
+
+
+def _grammar(tok, fmt, model):
+    return ActionGrammar(tok, action_schema(TOOLS), fmt.terminator_id, model.config.vocab_size)
+
+
+def test_random_model_under_the_grammar_only_writes_valid_actions(smol_tok, smol_vocab_model):
+    fmt = ChatFormat(smol_tok, actions=True)
+    grammar = _grammar(smol_tok, fmt, smol_vocab_model)
+    prompt = fmt.prompt_ids("use add to reach the target", TOOLS, [{"role": "user", "content": "reach 2"}])
+    torch.manual_seed(0)
+    out = sample(smol_vocab_model, [prompt] * 6, max_new_tokens=200, temperature=1.0, stop_ids=fmt.stop_ids,
+                 pad_id=smol_tok.pad_token_id, grammar=grammar)
+    complete = 0
+    for ids in out.ids:
+        text, ended = fmt.decode_sample(ids)
+        if not ended:  # cut at max_new_tokens inside a long message string
+            continue
+        complete += 1
+        assert ids[-1] == fmt.terminator_id == smol_tok.convert_tokens_to_ids("<|im_end|>")
+        action = json.loads(text)
+        assert action["type"] in ("message", "tool_call")
+        if action["type"] == "tool_call":
+            assert action["name"] == "add" and isinstance(action["arguments"]["n"], int) and set(action["arguments"]) == {"n"}
+            _, calls = parse_action(text, "c")
+            assert json.loads(calls[0]["function"]["arguments"]) == action["arguments"]
+    assert complete >= 3, "a random model under the grammar must finish most actions within 200 tokens"
+
+
+def test_training_logprobs_equal_the_samplers_under_mask_and_temperature(smol_tok, smol_vocab_model):
+    fmt = ChatFormat(smol_tok, actions=True)
+    grammar = _grammar(smol_tok, fmt, smol_vocab_model)
+    served = ServedEnv(CounterEnv(turns=2))
+    try:
+        env = EnvClient(served.url)
+        torch.manual_seed(3)
+        rollouts = collect(in_process(smol_vocab_model, fmt, 0.7), fmt, env, env.info(), [{"seed": 1}], rollouts_per_start=3,
+                           max_new_tokens=40, max_turns=3, max_errors=4, max_seq_len=1024, grammar=grammar)
+    finally:
+        served.close()
+    for r in rollouts:
+        allowed = torch.cat([grammar.allowed(s) for s in r.samples])
+        with torch.no_grad():
+            lp = token_logprobs(smol_vocab_model, [r.ids], [r.mask], smol_tok.pad_token_id, 0.7, [allowed])[0]
+        scored = [lp[t - 1].item() for t, m in enumerate(r.mask) if m]
+        assert scored == pytest.approx(r.sample_logprobs, abs=1e-5)
+        # Tokens the grammar forces (JSON scaffolding, the terminator) carry probability 1.
+        forced = [i for i, a in enumerate(allowed) if int(a.sum()) == 1]
+        assert forced and all(abs(scored[i]) < 1e-6 for i in forced)
+
+
+def test_without_the_mask_the_update_would_score_another_policy(smol_tok, smol_vocab_model):
+    """The replayed mask matters: unmasked log-probs of the same tokens are strictly lower."""
+    fmt = ChatFormat(smol_tok, actions=True)
+    grammar = _grammar(smol_tok, fmt, smol_vocab_model)
+    prompt = fmt.prompt_ids("use add to reach the target", TOOLS, [{"role": "user", "content": "reach 2"}])
+    torch.manual_seed(1)
+    out = sample(smol_vocab_model, [prompt], max_new_tokens=30, temperature=1.0, stop_ids=fmt.stop_ids,
+                 pad_id=smol_tok.pad_token_id, grammar=grammar)
+    ids, mask = prompt + out.ids[0], [0] * len(prompt) + [1] * len(out.ids[0])
+    with torch.no_grad():
+        masked = token_logprobs(smol_vocab_model, [ids], [mask], smol_tok.pad_token_id, 1.0, [grammar.allowed(out.ids[0])]).sum()
+        plain = token_logprobs(smol_vocab_model, [ids], [mask], smol_tok.pad_token_id, 1.0).sum()
+    assert float(masked) == pytest.approx(sum(out.logprobs[0]), abs=1e-4)
+    assert float(plain) < float(masked) - 1.0
+
+
+def test_a_token_outside_the_grammar_is_refused_on_replay(smol_tok, smol_vocab_model):
+    fmt = ChatFormat(smol_tok, actions=True)
+    grammar = _grammar(smol_tok, fmt, smol_vocab_model)
+    with pytest.raises(ValueError, match="not allowed by the action grammar"):
+        grammar.allowed(smol_tok.encode("hello", add_special_tokens=False))
+
+
+def test_action_prompt_matches_the_embedded_servers_format(smol_tok):
+    fmt = ChatFormat(smol_tok, actions=True)
+    call = {"id": "call_0_0", "type": "function", "function": {"name": "add", "arguments": '{"n": 2}'}}
+    text = smol_tok.decode(fmt.prompt_ids("sys", TOOLS, [{"role": "user", "content": "reach 2"},
+                                                         {"role": "assistant", "content": None, "tool_calls": [call]},
+                                                         {"role": "tool", "tool_call_id": "call_0_0", "content": "2"}]))
+    assert '{"type": "tool_call", "name": "add", "arguments": {"n": 2}}' in text
+    assert "Result of tool call add (call_0_0):\n2" in text
+    assert 'To call a tool: {"type": "tool_call", "name": <tool name>, "arguments": {<arguments>}}' in text
+    # A turn appended after a sampled call names the tool, as a full render does.
+    cont = smol_tok.decode(fmt.continuation_ids([{"role": "tool", "tool_call_id": "call_0_0", "content": "2"}], True, after={"tool_calls": [call]}))
+    assert "Result of tool call add (call_0_0):\n2" in cont

@@ -1,0 +1,100 @@
+"""Structured decoding of agent actions: every assistant turn is one JSON action, a message or a
+call to one of the env's tools with schema-valid arguments, then the template's turn terminator.
+The schema is the one the embedded LLM server decodes under (infra/llm/chat-prompt.ts) and the one
+sent to vLLM as `structured_outputs`, so every backend samples the same constrained policy.
+xgrammar (vLLM's structured-output backend) turns it into a token mask at every step; the mask of
+a sampled turn is recomputed deterministically by replaying the matcher over its ids, so training
+scores exactly the distribution that was sampled."""
+from __future__ import annotations
+
+import json
+
+import torch
+
+_BITS = torch.arange(32, dtype=torch.int32)
+
+
+def action_schema(tools: list[dict]) -> dict:
+    """oneOf a message or one call per tool (properties in this order: type first, then the rest)."""
+    calls = [{
+        "type": "object",
+        "properties": {
+            "type": {"const": "tool_call"},
+            "name": {"const": t["function"]["name"]},
+            "arguments": t["function"].get("parameters") or {"type": "object"},
+        },
+        "required": ["type", "name", "arguments"],
+    } for t in tools]
+    message = {"type": "object", "properties": {"type": {"const": "message"}, "content": {"type": "string"}},
+               "required": ["type", "content"]}
+    return {"oneOf": [message, *calls]}
+
+
+def parse_action(text: str, call_id: str) -> tuple[str, list[dict]]:
+    """(content, tool_calls) of a JSON action; text that is no complete action (a cut sample) is a
+    plain message, as the embedded server treats it."""
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError:
+        return text.strip(), []
+    if isinstance(obj, dict) and obj.get("type") == "tool_call" and isinstance(obj.get("name"), str):
+        return "", [{"id": f"{call_id}_0", "type": "function",
+                     "function": {"name": obj["name"], "arguments": json.dumps(obj.get("arguments", {}))}}]
+    if isinstance(obj, dict) and obj.get("type") == "message":
+        content = obj.get("content")
+        return content if isinstance(content, str) else json.dumps(content), []
+    return text.strip(), []
+
+
+def action_text(message: dict) -> str:
+    """An earlier assistant turn written as the action the grammar would have produced."""
+    calls = message.get("tool_calls") or []
+    if not calls:
+        return json.dumps({"type": "message", "content": message.get("content") or ""})
+    parts = []
+    for c in calls:
+        try:
+            args = json.loads(c["function"]["arguments"] or "{}")
+        except (json.JSONDecodeError, TypeError):
+            args = c["function"]["arguments"]
+        parts.append(json.dumps({"type": "tool_call", "name": c["function"]["name"], "arguments": args}))
+    return "\n".join(parts)
+
+
+def unpack(bitmask: torch.Tensor, vocab_size: int) -> torch.Tensor:
+    """xgrammar's int32 bitmask [N, ceil(V/32)] (bit j of word i = token 32i+j allowed) as bool [N, V]."""
+    bits = (bitmask.unsqueeze(-1) >> _BITS) & 1
+    return bits.view(bitmask.shape[0], -1)[:, :vocab_size].bool()
+
+
+class ActionGrammar:
+    """A compiled JSON-schema grammar (the action schema of one tool set, or a request's
+    `structured_outputs.json`); `matcher()` per sampled turn."""
+
+    def __init__(self, tokenizer, schema: dict, terminator_id: int, vocab_size: int):
+        import xgrammar as xgr
+
+        self._xgr = xgr
+        self.vocab_size = vocab_size
+        self.schema = schema
+        # The grammar's end hands over to the template's turn terminator and to nothing else.
+        info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=vocab_size, stop_token_ids=[terminator_id])
+        # One thread: compiling a small schema is fast and the trainer's cores are for the model.
+        compiler = xgr.GrammarCompiler(info, max_threads=1)
+        # Fixed separators, no free whitespace: a tiny model cannot wander off into blank space.
+        self.compiled = compiler.compile_json_schema(self.schema, any_whitespace=False)
+
+    def matcher(self):
+        return self._xgr.GrammarMatcher(self.compiled)
+
+    def new_bitmask(self, n: int) -> torch.Tensor:
+        return self._xgr.allocate_token_bitmask(n, self.vocab_size)
+
+    def allowed(self, sampled: list[int]) -> torch.Tensor:
+        """bool [len(sampled), V]: the tokens the grammar allowed at each step of one sampled turn."""
+        m, bm = self.matcher(), self.new_bitmask(max(len(sampled), 1))
+        for i, t in enumerate(sampled):
+            m.fill_next_token_bitmask(bm, i)
+            if not m.accept_token(t):
+                raise ValueError(f"sampled token {t} at step {i} is not allowed by the action grammar")
+        return unpack(bm[: len(sampled)], self.vocab_size)
