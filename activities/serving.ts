@@ -22,6 +22,8 @@ export async function startPolicyServer(config: Config, variant: { name: string;
   const resolve = (p: string) => (existsSync(path.resolve(PROJECT_ROOT, p)) ? path.resolve(PROJECT_ROOT, p) : p);
   const args = ['-m', 'trace_trainer', 'serve', '--model', resolve(t.model), '--port', '0', '--name', variant.name, '--device', t.device];
   if (t.tokenizer) args.push('--tokenizer', resolve(t.tokenizer));
+  // Served variants decode as the adapters were trained (training.constrainedDecoding).
+  args.push('--constrained-decoding', t.constrainedDecoding === 'auto' ? 'auto' : t.constrainedDecoding ? 'on' : 'off');
   if (variant.adapterUri) args.push('--adapter', variant.adapterUri);
   if (variant.gateUri) args.push('--gate', variant.gateUri);
   const child = spawn(path.resolve(PROJECT_ROOT, t.python), args, {

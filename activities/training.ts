@@ -143,6 +143,7 @@ export async function trainAdapter(input: TrainAdapterInput): Promise<TrainAdapt
       groups: t.groupsPerIteration,
       rollouts_per_group: t.rolloutsPerGroup,
       temperature: t.temperature,
+      constrained_decoding: t.constrainedDecoding,
       lr: t.lr,
       clip_low: t.clipLow,
       clip_high: t.clipHigh,
@@ -193,6 +194,7 @@ export async function fitGate(input: FitGateInput): Promise<FitGateResult> {
     steps: g.steps,
     lr: g.lr,
     batch_size: g.batchSize,
+    constrained_decoding: config.training.constrainedDecoding,
     device: config.training.device,
     ...s3Settings(config),
   };

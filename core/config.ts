@@ -114,7 +114,13 @@ export const ConfigSchema = z
         lr: z.number().positive().default(1e-5),
         clipLow: z.number().min(0).default(0.2),
         clipHigh: z.number().min(0).default(0.28),
-        temperature: z.number().min(0).max(2).default(1.0),
+        temperature: z.number().gt(0).max(2).default(1.0).describe('sampling temperature; the update scores softmax(logits / T), so it must be > 0'),
+        constrainedDecoding: z
+          .union([z.boolean(), z.literal('auto')])
+          .default('auto')
+          .describe(
+            "sample every turn under the JSON action grammar (a message or a schema-valid call to one of the env's tools), as the embedded LLM server and served evaluation decode; 'auto' = on when the model's chat template has no tool format of its own (e.g. SmolLM2)",
+          ),
         maxNewTokens: z.number().int().positive().default(256),
         maxTurns: z.number().int().positive().default(8),
         checkpointEvery: z.number().int().positive().default(5),

@@ -21,3 +21,11 @@ test('a bad config names the field in one line', () => {
   assert.throws(() => parseConfig({ env: { name: 'x' }, analysis: { passes: 3 } }), /analysis\.minPassesSelected/);
   assert.throws(() => parseConfig({}), /env/);
 });
+
+test('GRPO needs a positive sampling temperature; constrained decoding defaults to auto', () => {
+  assert.throws(() => parseConfig({ env: { name: 'x' }, training: { temperature: 0 } }, 'run.yaml'), (e: Error) => /^run\.yaml: training\.temperature: /.test(e.message));
+  const c = parseConfig({ env: { name: 'x' } });
+  assert.equal(c.training.constrainedDecoding, 'auto');
+  assert.equal(parseConfig({ env: { name: 'x' }, training: { constrainedDecoding: false } }).training.constrainedDecoding, false);
+  assert.throws(() => parseConfig({ env: { name: 'x' }, training: { constrainedDecoding: 'yes' } }), /training\.constrainedDecoding/);
+});

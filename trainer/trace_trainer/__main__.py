@@ -39,7 +39,7 @@ def _serve(args) -> None:
     from .serve import serve
 
     serve(model=args.model, tokenizer=args.tokenizer, adapter=args.adapter, gate=args.gate, host=args.host, port=args.port,
-          name=args.name, device=args.device, enable_lora=args.enable_lora, constrained_decoding=args.constrained_decoding)
+          name=args.name, device=args.device, enable_lora=args.enable_lora, constrained_decoding={"on": True, "off": False}.get(args.constrained_decoding, "auto"))
 
 
 def _tiny(args) -> None:
@@ -89,8 +89,9 @@ def main(argv=None) -> int:
     s.add_argument("--device", default="auto")
     s.add_argument("--enable-lora", dest="enable_lora", action="store_true",
                    help="load/unload LoRA adapters at runtime by name (vLLM's /v1/load_lora_adapter) and serve them over the base")
-    s.add_argument("--constrained-decoding", dest="constrained_decoding", action="store_true",
-                   help="answer chat requests with tools under the JSON action grammar, as the trainer samples (training.constrainedDecoding)")
+    s.add_argument("--constrained-decoding", dest="constrained_decoding", choices=["on", "off", "auto"], default="off",
+                   help="answer chat requests with tools under the JSON action grammar, as the trainer samples "
+                        "(training.constrainedDecoding; auto = on when the chat template has no tool format)")
     t = sub.add_parser("tiny", help="write a tiny randomly initialised model + tokenizer directory")
     t.add_argument("--out", required=True)
     t.add_argument("--words", help="comma-separated extra vocabulary (default: the tool-call vocabulary)")

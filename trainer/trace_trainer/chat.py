@@ -164,6 +164,14 @@ class ChatFormat:
         return self.tok.decode(body, skip_special_tokens=False), ended
 
 
+def uses_actions(setting, tokenizer) -> bool:
+    """Whether constrained decoding (the JSON action format) is on for `setting` (True, False or
+    "auto": on for a model whose chat template has no tool format of its own, e.g. SmolLM2)."""
+    if setting == "auto":
+        return not ChatFormat(tokenizer).template_renders_tools
+    return bool(setting)
+
+
 def _action_instructions(tools) -> str:
     """The embedded LLM server's tool instructions (infra/llm/chat-prompt.ts), word for word, so a
     policy sees one prompt whichever backend samples it."""

@@ -56,8 +56,9 @@ class GrpoConfig:
     rollouts_per_group: int = 16
     # Sampling temperature; the update scores softmax(logits / T), so T must be > 0.
     temperature: float = 1.0
-    # Sample every turn under the JSON action grammar (grammar.py), as the serving side decodes.
-    constrained_decoding: bool = False
+    # Sample every turn under the JSON action grammar (grammar.py), as the serving side decodes:
+    # True, False or "auto" (on when the chat template has no tool format of its own).
+    constrained_decoding: typing.Union[bool, str] = False
     lr: float = 1e-5
     weight_decay: float = 0.0
     warmup_steps: int = 0
@@ -107,6 +108,8 @@ class GateConfig:
     dtype: str = "auto"
     only_successful: bool = True
     gradient_checkpointing: bool = True
+    # The format the adapters were trained in (GrpoConfig.constrained_decoding), so the gate sees the same turns.
+    constrained_decoding: typing.Union[bool, str] = False
     s3: S3Config = field(default_factory=S3Config)
 
 
@@ -169,6 +172,8 @@ def _check_ranges(obj, path: str) -> None:
         raise ConfigError(f"{path}.rollouts_per_group: GRPO needs at least 2 rollouts per group, got {obj.rollouts_per_group}")
     if isinstance(obj, GrpoConfig) and obj.temperature <= 0:
         raise ConfigError(f"{path}.temperature: must be > 0 for GRPO (T = 0 makes every rollout of a group identical), got {obj.temperature}")
+    if isinstance(obj, (GrpoConfig, GateConfig)) and isinstance(obj.constrained_decoding, str) and obj.constrained_decoding != "auto":
+        raise ConfigError(f"{path}.constrained_decoding: expected true, false or \"auto\", got {obj.constrained_decoding!r}")
     if isinstance(obj, GrpoConfig) and obj.resample_groups < 0:
         raise ConfigError(f"{path}.resample_groups: must be >= 0, got {obj.resample_groups}")
     if isinstance(obj, PolicyServerConfig):

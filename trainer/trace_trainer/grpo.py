@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from . import checkpoint
-from .chat import ChatFormat
+from .chat import ChatFormat, uses_actions
 from .config import GrpoConfig
 from .envclient import EnvClient
 from .events import ConfigError, Interrupted, emit
@@ -129,7 +129,7 @@ class GrpoTrainer:
         self.tok = tokenizer or load_tokenizer(cfg.tokenizer or cfg.model)
         base = model if model is not None else load_base(cfg.model, self.device, pick_dtype(cfg.dtype, self.device))
         self.model = add_lora(base, cfg.lora)
-        self.fmt = ChatFormat(self.tok, actions=cfg.constrained_decoding)
+        self.fmt = ChatFormat(self.tok, actions=uses_actions(cfg.constrained_decoding, self.tok))
         self.grammar: ActionGrammar | None = None
         self.store = store or Store(cfg.s3)
         self.env = EnvClient(cfg.env_url)
@@ -202,7 +202,7 @@ class GrpoTrainer:
         info = self.env.info()
         tasks = self.env.tasks()
         self.env_name = info["info"]["name"]
-        if cfg.constrained_decoding:
+        if self.fmt.actions:
             self.grammar = ActionGrammar(self.tok, action_schema(info["tools"]), self.fmt.terminator_id, self.model.config.vocab_size)
         # A resumed run already holds its weights (and they descend from the init adapter).
         if cfg.init_adapter_uri and self.checkpoint_uri is None and self.init_adapter is None:

@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import torch
 
-from .chat import ChatFormat
+from .chat import ChatFormat, uses_actions
 from .events import emit
 from .grammar import ActionGrammar, action_schema
 from .sampler import sample
@@ -32,12 +32,12 @@ class Policy:
     """A loaded model variant that answers requests one at a time; with `enable_lora`, LoRA adapters
     loaded at runtime are served beside it under their own names."""
 
-    def __init__(self, model, tokenizer, name: str, *, enable_lora: bool = False, constrained_decoding: bool = False):
+    def __init__(self, model, tokenizer, name: str, *, enable_lora: bool = False, constrained_decoding: bool | str = False):
         self.model, self.tok, self.name = model.eval(), tokenizer, name
         # With constrained decoding, chat requests with tools are answered under the action grammar
         # in the JSON action format, as the trainer samples them (grammar.py).
-        self.constrained = constrained_decoding
-        self.fmt = ChatFormat(tokenizer, actions=constrained_decoding)
+        self.constrained = uses_actions(constrained_decoding, tokenizer)
+        self.fmt = ChatFormat(tokenizer, actions=self.constrained)
         self.grammars: dict[str, ActionGrammar] = {}
         self.lock = threading.Lock()
         self.calls = 0
@@ -221,7 +221,7 @@ def _token_prompts(prompt, vocab: int) -> list[list[int]]:
 
 def load_policy(model: str, *, tokenizer: str | None = None, adapter: str | None = None, gate: str | None = None,
                 name: str | None = None, device: str = "auto", store: Store | None = None, enable_lora: bool = False,
-                constrained_decoding: bool = False) -> Policy:
+                constrained_decoding: bool | str = False) -> Policy:
     from .model import load_base, load_tokenizer, pick_device, pick_dtype
 
     if adapter and gate:
@@ -288,7 +288,7 @@ def make_server(policy: Policy, host: str = "127.0.0.1", port: int = 0) -> Threa
 
 
 def serve(*, model: str, tokenizer: str | None, adapter: str | None, gate: str | None, host: str, port: int, name: str | None,
-          device: str, enable_lora: bool = False, constrained_decoding: bool = False) -> None:
+          device: str, enable_lora: bool = False, constrained_decoding: bool | str = False) -> None:
     policy = load_policy(model, tokenizer=tokenizer, adapter=adapter, gate=gate, name=name, device=device, enable_lora=enable_lora,
                          constrained_decoding=constrained_decoding)
     server = make_server(policy, host, port)
