@@ -164,3 +164,34 @@ def test_training_temperature_must_be_positive():
 
     with pytest.raises(ConfigError, match=r"config\.temperature: must be > 0"):
         from_dict(GrpoConfig, {"model": "m", "env_url": "http://x", "output_uri": "/tmp/o", "temperature": 0})
+
+
+def test_a_shared_prefix_computed_once_gives_the_same_logprobs_and_gradients(tool_model, tool_tok):
+    """Rollouts of a group share their prompt: computing it once must change nothing."""
+    from trace_trainer import grpo
+
+    model = _lora(tool_model)
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if "lora_B" in n:
+                p.normal_(0, 0.1)
+    g = torch.Generator().manual_seed(5)
+    prompt = torch.randint(4, len(tool_tok), (30,), generator=g).tolist()
+    rs = []
+    for i in range(3):
+        sampled = torch.randint(4, len(tool_tok), (4 + 3 * i,), generator=g).tolist()
+        rs.append(Rollout(group=0, seed=0, task_id="t", ids=prompt + sampled, mask=[0] * len(prompt) + [1] * len(sampled), messages=[],
+                          sampled_tokens=len(sampled)))
+    results = []
+    for min_shared in (10**9, 16):  # off, then on
+        grpo.MIN_SHARED_PREFIX = min_shared
+        try:
+            model.zero_grad()
+            lp = token_logprobs(model, [r.ids for r in rs], [r.mask for r in rs], tool_tok.pad_token_id, 1.0)
+            accumulate_gradients(model, rs, [1.0, -0.5, 0.25], pad=tool_tok.pad_token_id, micro_batch_size=3, clip_low=0.2, clip_high=0.28)
+            results.append((lp.detach(), [p.grad.clone() for p in trainable_parameters(model)]))
+        finally:
+            grpo.MIN_SHARED_PREFIX = 16
+    torch.testing.assert_close(results[0][0], results[1][0], atol=1e-5, rtol=1e-5)
+    for a, b in zip(results[0][1], results[1][1]):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4)

@@ -63,6 +63,31 @@ def _mask_tensor(masks: list[list[int]], width: int, device) -> torch.Tensor:
     return m.to(device)
 
 
+# Below this many shared tokens a separate prefix forward costs more than it saves.
+MIN_SHARED_PREFIX = 16
+
+
+def _hidden_states(decoder, seqs: list[list[int]], ids: torch.Tensor, attn: torch.Tensor, scored: torch.Tensor) -> torch.Tensor:
+    """Final hidden states [B, L-1, H] (position t predicts token t+1). The prefix every sequence
+    shares (a group's prompt, the system prompt and tools) runs once and its keys/values are
+    copied to every row, so K rollouts of a group cost one prompt plus K continuations; gradients
+    flow through the shared prefix from every row, so this is the same computation, not an
+    approximation. Only the unshared part is recomputed per row."""
+    shared = len(seqs[0])
+    for s in seqs[1:]:
+        shared = next((i for i, (a, b) in enumerate(zip(s, seqs[0])) if a != b), min(shared, len(s)))
+    # The last shared token stays with the rows: its state predicts the first token after it.
+    p = min(shared - 1, int(scored.any(0).nonzero()[0]) if scored.any() else shared - 1)
+    if len(seqs) == 1 or p < MIN_SHARED_PREFIX:
+        return decoder(input_ids=ids, attention_mask=attn).last_hidden_state[:, :-1]
+    head = decoder(input_ids=ids[:1, :p], use_cache=True)
+    cache = head.past_key_values
+    cache.reorder_cache(torch.zeros(len(seqs), dtype=torch.long, device=ids.device))  # differentiable copy to every row
+    pos = torch.arange(p, ids.shape[1], device=ids.device).unsqueeze(0).expand(len(seqs), -1)
+    tail = decoder(input_ids=ids[:, p:], attention_mask=attn, position_ids=pos, past_key_values=cache, use_cache=True)
+    return torch.cat([head.last_hidden_state.expand(len(seqs), -1, -1), tail.last_hidden_state], dim=1)[:, :-1]
+
+
 def token_logprobs(model, seqs: list[list[int]], masks: list[list[int]], pad: int, temperature: float,
                    allowed: list[torch.Tensor] | None = None) -> torch.Tensor:
     """log π(token_t | tokens_<t) at the mask-1 tokens of each right-padded sequence, under the
@@ -75,7 +100,7 @@ def token_logprobs(model, seqs: list[list[int]], masks: list[list[int]], pad: in
     scored = _mask_tensor(masks, ids.shape[1] - 1, device)
     where = scored.nonzero(as_tuple=True)
     causal = _causal_lm(model)
-    hidden = causal.base_model(input_ids=ids, attention_mask=attn).last_hidden_state[:, :-1]
+    hidden = _hidden_states(causal.base_model, seqs, ids, attn, scored)
     logits = causal.get_output_embeddings()(hidden[where]).float() / temperature
     if allowed is not None:
         ok = torch.cat([a.to(device) for a in allowed])

@@ -108,3 +108,56 @@ class _CounterEpisode:
 
     def fork(self):
         return copy.deepcopy(self)
+
+
+class CopyCodeEnv:
+    """One call: the user gives an access code drawn by the seed and asks for it to be submitted;
+    reward 1 when `submit_code` gets exactly that code. A test env calibrated for SmolLM2-135M under
+    constrained decoding: the base copies the code exactly about a third of the time (it truncates,
+    pads or invents), so GRPO groups carry signal and exact copying can be learned."""
+
+    name = "toy-copy-code"
+    ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+
+    def __init__(self, length: int = 5):
+        self.length = length
+
+    def info(self):
+        return {"name": self.name, "kind": "synthetic", "description": "submit the user's code exactly", "capability": "exact_id_copying"}
+
+    def tools(self):
+        return [{"type": "function", "function": {"name": "submit_code", "description": "Submit the user's access code.",
+                                                  "parameters": {"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]}}}]
+
+    def system_prompt(self):
+        return "You are a helpful assistant."
+
+    def reset(self, seed: int):
+        rng = random.Random(seed)
+        return _CopyEpisode("".join(rng.choice(self.ALPHABET) for _ in range(self.length)))
+
+
+class _CopyEpisode:
+    def __init__(self, code: str):
+        self.code, self.submitted = code, None
+
+    def initial_messages(self):
+        return [{"role": "user", "content": f"Hi, my access code is {self.code}. Please submit it."}]
+
+    def step(self, action):
+        if action["type"] != "tool_call":
+            return {"observation": {"role": "user", "content": "Please submit my code."}, "done": True, "error": False, "termination": "user_stop"}
+        call = action["call"]
+        try:
+            self.submitted = json.loads(call["function"]["arguments"]).get("code")
+        except (json.JSONDecodeError, AttributeError):
+            self.submitted = None
+        return {"observation": {"role": "tool", "tool_call_id": call["id"], "content": "submitted"}, "done": True, "error": False,
+                "termination": "agent_stop"}
+
+    def evaluate(self, messages, termination):
+        ok = self.submitted == self.code
+        return {"reward": 1.0 if ok else 0.0, "components": {"exact": 1.0 if ok else 0.0}, "success": ok}
+
+    def fork(self):
+        return copy.deepcopy(self)
