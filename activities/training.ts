@@ -244,9 +244,10 @@ async function openEnvServer(input: TrainAdapterInput, store: ReturnType<typeof 
   if (!input.environment && !input.envModule) {
     throw ApplicationFailure.nonRetryable('trainAdapter: one of environment, envModule or envUrl is required', 'InvalidInput');
   }
+  const allowWeakIsolation = input.config.synthesis.sandbox.allowWeakIsolation;
   const env = input.environment
-    ? await startSandboxedEnv({ source: await store.getText(input.environment) })
-    : await startSandboxedEnv({ modulePath: path.resolve(PROJECT_ROOT, input.envModule!) });
+    ? await startSandboxedEnv({ source: await store.getText(input.environment), allowWeakIsolation })
+    : await startSandboxedEnv({ modulePath: path.resolve(PROJECT_ROOT, input.envModule!), allowWeakIsolation });
   try {
     const served = await serveEnvironment(env);
     return {

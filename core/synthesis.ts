@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { SandboxLimitsSchema } from './sandbox.js';
 
 /**
  * Stage 2 boundary objects (the generator's manifest, a validation verdict, one synthesis
@@ -9,6 +10,17 @@ export const SynthesisConfigSchema = z
     maxAttempts: z.number().int().positive().default(5).describe('generator attempts per capability, repairs included'),
     allowReferenceFallback: z.boolean().default(false).describe('offer a reference-library env when no attempt passes'),
     runner: z.enum(['sandbox', 'in-process']).default('sandbox').describe('in-process is for developing trusted modules only'),
+    sandbox: SandboxLimitsSchema.extend({
+      budgetMs: SandboxLimitsSchema.shape.budgetMs.default(600_000),
+      cpuSeconds: SandboxLimitsSchema.shape.cpuSeconds.default(300),
+      allowWeakIsolation: z
+        .boolean()
+        .default(false)
+        .describe('run generated code even where the sandbox has no network and file-system namespaces (no bubblewrap); the verdict warns'),
+    })
+      .strict()
+      .prefault({})
+      .describe('limits of each validation sandbox; allowWeakIsolation applies to every sandbox of generated code'),
     typecheck: z.boolean().default(true).describe('gate 1 also type-checks the module against the SDK (tsc)'),
     references: z.number().int().min(0).max(2).default(2).describe('reference environments shown to the generator as few-shot examples'),
     seeds: z
@@ -72,6 +84,8 @@ export const ValidationVerdictSchema = z.object({
   reason: z.string().optional(),
   gates: z.array(GateResultSchema),
   durationMs: z.number().nonnegative(),
+  /** Loud notes about how validation ran (e.g. generated code ran without full sandbox isolation). */
+  warnings: z.array(z.string()).optional(),
 });
 export type ValidationVerdict = z.infer<typeof ValidationVerdictSchema>;
 
@@ -87,9 +101,9 @@ export const SynthesisAttemptSchema = z.object({
 export type SynthesisAttempt = z.infer<typeof SynthesisAttemptSchema>;
 
 /** Combines gate results (in order, stopping at the first failure) into a verdict. */
-export function verdictOf(gates: GateResult[], durationMs: number): ValidationVerdict {
+export function verdictOf(gates: GateResult[], durationMs: number, warnings: string[] = []): ValidationVerdict {
   const failed = gates.find((g) => !g.passed);
-  return { passed: !failed, ...(failed ? { failedGate: failed.gate, reason: `${failed.gate}: ${failed.reason}` } : {}), gates, durationMs };
+  return { passed: !failed, ...(failed ? { failedGate: failed.gate, reason: `${failed.gate}: ${failed.reason}` } : {}), gates, durationMs, ...(warnings.length ? { warnings } : {}) };
 }
 
 export function judgeDeterminism(r: { seeds: number; mismatched: number[]; distinct: number }, c: SynthesisConfig): GateResult {

@@ -5,7 +5,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { transform } from 'esbuild';
 import ts from 'typescript';
 import type { Environment } from '../../envs/environment.js';
-import { startSandboxedEnv, type SandboxLimits } from '../../envs/sandbox/index.js';
+import { isWeak, startSandboxedEnv, type SandboxLimits } from '../../envs/sandbox/index.js';
 
 /**
  * Turning generated source into a running Environment: static checks (syntax, allowed imports,
@@ -18,7 +18,12 @@ export type Runner = 'sandbox' | 'in-process';
 export interface LoadedEnv {
   env: Environment;
   close(): Promise<void>;
+  /** Set when generated code runs without network and file-system isolation (allowed by config). */
+  warning?: string;
 }
+
+/** The validation sandbox's settings: config `synthesis.sandbox`. */
+export type SandboxSettings = SandboxLimits & { allowWeakIsolation?: boolean };
 
 /** The first problem with the module's text, or undefined: syntax, then imports other than #env-sdk. */
 export async function staticProblem(source: string): Promise<string | undefined> {
@@ -90,10 +95,14 @@ export async function typeErrors(source: string, max = 5): Promise<string[]> {
   });
 }
 
-export async function loadCandidate(source: string, runner: Runner, limits?: SandboxLimits): Promise<LoadedEnv> {
+export async function loadCandidate(source: string, runner: Runner, sandbox: SandboxSettings = {}): Promise<LoadedEnv> {
   if (runner === 'sandbox') {
-    const env = await startSandboxedEnv({ source, limits });
-    return { env, close: () => env.close() };
+    const { allowWeakIsolation, ...limits } = sandbox;
+    const env = await startSandboxedEnv({ source, limits, allowWeakIsolation, configPath: 'synthesis.sandbox' });
+    if (!isWeak(env.isolation)) return { env, close: () => env.close() };
+    const warning = `WARNING: generated code ran at sandbox isolation level '${env.isolation.level}' (${env.isolation.networkBlocked ? 'no file-system namespace' : 'NO network and NO file-system namespace'}), allowed by synthesis.sandbox.allowWeakIsolation`;
+    console.warn(warning);
+    return { env, close: () => env.close(), warning };
   }
   const mod = await import(pathToFileURL(await writeCandidate(source)).href);
   const env = mod.default as Environment | undefined;

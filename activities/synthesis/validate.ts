@@ -18,7 +18,7 @@ import type { AgentAction, Environment } from '../../envs/environment.js';
 import { inspectInstance, Rng, type InstanceView, type JsonSchema } from '../../envs/sdk/index.js';
 import type { Llm } from '../llm.js';
 import { runEpisodes } from '../rollout.js';
-import { loadCandidate, staticProblem, typeErrors, type LoadedEnv, type Runner } from './candidate.js';
+import { loadCandidate, staticProblem, typeErrors, type LoadedEnv, type Runner, type SandboxSettings } from './candidate.js';
 
 /**
  * The five validation gates of stage 2, in order; each returns a GateResult with a reason the
@@ -106,7 +106,7 @@ const seedsFrom = (n: number, base = 0) => Array.from({ length: n }, (_, i) => b
 export async function checkCompile(
   source: string,
   manifest: EnvManifest,
-  opts: { runner: Runner; typecheck: boolean },
+  opts: { runner: Runner; typecheck: boolean; sandbox?: SandboxSettings },
 ): Promise<{ result: GateResult; loaded?: LoadedEnv }> {
   const fail = (reason: string, examples: string[] = []) => ({ result: { gate: 'compile' as const, passed: false, reason, metrics: {}, examples } });
   const m = EnvManifestSchema.safeParse(manifest);
@@ -119,7 +119,7 @@ export async function checkCompile(
   }
   let loaded: LoadedEnv;
   try {
-    loaded = await loadCandidate(source, opts.runner);
+    loaded = await loadCandidate(source, opts.runner, opts.sandbox);
   } catch (e) {
     return fail(`the module failed to load: ${(e as Error).message.slice(0, 500)}`);
   }
@@ -138,8 +138,11 @@ export async function checkCompile(
   return { result: { gate: 'compile', passed: true, metrics: { tools: manifest.tools.length }, examples: [] }, loaded };
 }
 
+/** Called after each seed a gate has checked, so a long gate still heartbeats. */
+export type OnSeed = (seedsDone: number) => void;
+
 /** Gate 2: the same seed gives a byte-identical instance; ≥ minDistinct of the seeds are distinct. */
-export async function checkDeterminism(env: Environment, c: SynthesisConfig): Promise<GateResult> {
+export async function checkDeterminism(env: Environment, c: SynthesisConfig, onSeed?: OnSeed): Promise<GateResult> {
   const seeds = seedsFrom(c.seeds.determinism);
   const seen = new Set<string>();
   const mismatched: number[] = [];
@@ -148,23 +151,25 @@ export async function checkDeterminism(env: Environment, c: SynthesisConfig): Pr
     const b = await inspectInstance(env, s);
     if (a.instance !== b.instance || JSON.stringify(a.gold) !== JSON.stringify(b.gold)) mismatched.push(s);
     seen.add(a.instance);
+    onSeed?.(seen.size + mismatched.length);
   }
   return judgeDeterminism({ seeds: seeds.length, mismatched, distinct: seen.size }, c);
 }
 
 /** Gate 3: replaying each seed's gold solution scores ≥ minGoldReward on average. */
-export async function checkSolvability(env: Environment, c: SynthesisConfig): Promise<GateResult> {
+export async function checkSolvability(env: Environment, c: SynthesisConfig, onSeed?: OnSeed): Promise<GateResult> {
   const rewards: { seed: number; reward: number; note?: string }[] = [];
   for (const seed of seedsFrom(c.seeds.solvability, 1000)) {
     const view: InstanceView = await inspectInstance(env, seed);
     const r = await playPolicy(env, seed, goldPolicy(view.gold));
     rewards.push({ seed, reward: r.reward, ...(r.errors.length ? { note: `gold tool errors: ${r.errors.slice(0, 2).join(' | ')}` } : { note: `termination ${r.termination}` }) });
+    onSeed?.(rewards.length);
   }
   return judgeSolvability(rewards, c);
 }
 
 /** Gate 4: stop-at-once, answer-without-tools and random-tool policies score ≤ maxTrivialReward. */
-export async function checkNonTriviality(env: Environment, c: SynthesisConfig): Promise<GateResult> {
+export async function checkNonTriviality(env: Environment, c: SynthesisConfig, onSeed?: OnSeed): Promise<GateResult> {
   const seeds = seedsFrom(c.seeds.triviality, 2000);
   const policies: Record<string, (seed: number) => Policy> = {
     stopAtOnce: () => stopPolicy,
@@ -173,10 +178,12 @@ export async function checkNonTriviality(env: Environment, c: SynthesisConfig): 
   };
   const means: Record<string, number> = {};
   const examples: string[] = [];
+  let played = 0;
   for (const [name, make] of Object.entries(policies)) {
     let sum = 0;
     for (const seed of seeds) {
       const r = await playPolicy(env, seed, make(seed));
+      onSeed?.(++played);
       sum += r.reward;
       if (r.reward > c.maxTrivialReward && examples.length < 3) examples.push(`${name} on seed ${seed} scored ${r.reward}: ${summarize(r.messages)}`);
     }
@@ -217,7 +224,7 @@ export interface ValidateInput {
   config: Config;
   /** The base policy for gate 5; without it gate 5 is not run and the verdict says so. */
   policy?: Llm;
-  /** Progress after each gate and calibration episode (activities heartbeat with it). */
+  /** Progress after each gate, each seed a gate checks and each calibration episode (activities heartbeat with it). */
   onProgress?: (details: Record<string, unknown>) => void;
 }
 
@@ -226,17 +233,20 @@ export async function validateCandidate(input: ValidateInput): Promise<{ verdict
   const started = Date.now();
   const c = input.config.synthesis;
   const gates: GateResult[] = [];
-  const done = () => verdictOf(gates, Date.now() - started);
-  const compiled = await checkCompile(input.source, input.manifest, { runner: c.runner, typecheck: c.typecheck });
+  let warnings: string[] = [];
+  const done = () => verdictOf(gates, Date.now() - started, warnings);
+  const compiled = await checkCompile(input.source, input.manifest, { runner: c.runner, typecheck: c.typecheck, sandbox: c.sandbox });
   gates.push(compiled.result);
   if (!compiled.loaded) return { verdict: done(), rollouts: [] };
   const { env } = compiled.loaded;
+  if (compiled.loaded.warning) warnings = [compiled.loaded.warning];
   let rollouts: Trajectory[] = [];
   try {
+    const seedDone = (gate: GateResult['gate']): OnSeed => (seeds) => input.onProgress?.({ gate, seeds });
     const steps: [GateResult['gate'], () => Promise<GateResult>][] = [
-      ['determinism', () => checkDeterminism(env, c)],
-      ['solvability', () => checkSolvability(env, c)],
-      ['non_triviality', () => checkNonTriviality(env, c)],
+      ['determinism', () => checkDeterminism(env, c, seedDone('determinism'))],
+      ['solvability', () => checkSolvability(env, c, seedDone('solvability'))],
+      ['non_triviality', () => checkNonTriviality(env, c, seedDone('non_triviality'))],
     ];
     if (input.policy) {
       const policy = input.policy;

@@ -1,15 +1,20 @@
+import { createHmac } from 'node:crypto';
+import fs from 'node:fs';
+import inspector from 'node:inspector';
+import { syncBuiltinESMExports } from 'node:module';
 import readline from 'node:readline';
+import v8 from 'node:v8';
 import type { Environment } from '../environment.js';
 import { createProtocolHandler } from '../protocol/handler.js';
 import type { ProtocolErrorType } from '../protocol/schemas.js';
+import { SESSION_KEY_BYTES } from './framing.js';
 
 /**
- * Runs inside the sandbox, bundled in front of the generated module. stdout carries only protocol
- * lines, so everything the module prints goes to stderr; this module is evaluated before the
- * generated one, so the redirection is in place before any of its code runs.
+ * Runs inside the sandbox, bundled in front of the generated module. This file is evaluated before
+ * the generated one, so everything below is in place before any of its code runs. State the module
+ * must not reach (the session key, the real stdout writer) lives in a closure, not at the bundle's
+ * top level, which the module shares (a direct eval there sees every top-level name).
  */
-const writeProtocol = process.stdout.write.bind(process.stdout);
-process.stdout.write = process.stderr.write.bind(process.stderr) as typeof process.stdout.write;
 
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ENETUNREACH', 'EHOSTUNREACH', 'EAI_AGAIN', 'ENOTFOUND', 'EADDRNOTAVAIL']);
 
@@ -28,35 +33,80 @@ function classify(err: unknown): { status: number; type: ProtocolErrorType; mess
   return undefined;
 }
 
+function refused(what: string): () => never {
+  return () => {
+    throw Object.assign(new Error(`sandbox: ${what} is disabled in the sandbox`), { code: 'ERR_ACCESS_DENIED', permission: 'Sandbox', resource: what });
+  };
+}
+
+/**
+ * Closes the APIs that reach past JavaScript: run-time V8 flags (`--allow-natives-syntax` voids
+ * V8's memory safety, `--trace-turbo-path` and heap snapshots write files), `process.report`
+ * (writes wherever the process can see, past --allow-fs-write), native bindings and the inspector.
+ * The permission model refuses some of these too; this does not rely on it.
+ */
+function disableEscapeHatches(): void {
+  for (const [name, mod] of [['v8', v8], ['inspector', inspector]] as const) {
+    for (const k of Object.keys(mod)) (mod as Record<string, unknown>)[k] = refused(`${name}.${k}`);
+    Object.freeze(mod);
+  }
+  syncBuiltinESMExports(); // named ESM imports of those modules see the refusals too
+  Object.defineProperty(process, 'report', { get: refused('process.report'), configurable: false });
+  for (const k of ['binding', '_linkedBinding', 'dlopen']) Object.defineProperty(process, k, { value: refused(`process.${k}`), configurable: false, writable: false });
+}
+
+/** The first stdin line, read before the module exists, so only the runner ever holds it. */
+function readSessionKey(): Buffer {
+  const line = Buffer.alloc(SESSION_KEY_BYTES * 2 + 1);
+  for (let n = 0; n < line.length; ) {
+    const got = fs.readSync(0, line, n, line.length - n, null);
+    if (got === 0) process.exit(0); // the worker went away before the key came
+    n += got;
+  }
+  return Buffer.from(line.subarray(0, SESSION_KEY_BYTES * 2).toString(), 'hex');
+}
+
 const REQUIRED = ['tools', 'systemPrompt', 'listTasks', 'reset'] as const;
 
-export function runSandboxChild(mod: unknown): void {
-  const env = mod as Environment;
-  const missing = env && typeof env === 'object' ? REQUIRED.filter((k) => typeof env[k] !== 'function') : REQUIRED;
-  if (missing.length || typeof env.info !== 'object') {
-    process.stderr.write(`sandbox: the module's default export is not an Environment (missing ${missing.length ? missing.join(', ') : 'info'})\n`);
-    process.exit(3);
-  }
-  // The parent owns episode lifetime; it closes the whole process rather than sweeping idle episodes.
-  const handler = createProtocolHandler(env, { idleTimeoutMs: 2 ** 31 - 1, classifyError: classify });
-  const lines = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
-  lines.on('line', async (line) => {
-    let id: unknown = null;
-    let reply: { status: number; body: unknown };
-    try {
-      const req = JSON.parse(line) as { id: unknown; method: string; path: string; body?: unknown };
-      id = req.id;
-      reply = await handler.handle(req);
-    } catch (err) {
-      reply = { status: 400, body: { error: { type: 'bad_request', message: `sandbox: bad request line: ${(err as Error).message}` } } };
+export const runSandboxChild: (mod: unknown) => void = (() => {
+  disableEscapeHatches();
+  const key = readSessionKey();
+  const stringify = JSON.stringify;
+  const hmac = createHmac;
+  // stdout carries only protocol lines, so everything the module prints goes to stderr; a line
+  // it writes to fd 1 by other means lacks the runner's MAC and the worker refuses it.
+  const writeProtocol = process.stdout.write.bind(process.stdout);
+  process.stdout.write = process.stderr.write.bind(process.stderr) as typeof process.stdout.write;
+  const send = (line: string) => writeProtocol(`${hmac('sha256', key).update(line).digest('hex')} ${line}\n`);
+
+  return (mod: unknown) => {
+    const env = mod as Environment;
+    const missing = env && typeof env === 'object' ? REQUIRED.filter((k) => typeof env[k] !== 'function') : REQUIRED;
+    if (missing.length || typeof env.info !== 'object') {
+      process.stderr.write(`sandbox: the module's default export is not an Environment (missing ${missing.length ? missing.join(', ') : 'info'})\n`);
+      process.exit(3);
     }
-    let out: string;
-    try {
-      out = JSON.stringify({ id, ...reply });
-    } catch (err) {
-      out = JSON.stringify({ id, status: 500, body: { error: { type: 'internal', message: `response is not JSON-serializable: ${(err as Error).message}` } } });
-    }
-    writeProtocol(out + '\n');
-  });
-  lines.on('close', () => process.exit(0));
-}
+    // The parent owns episode lifetime; it closes the whole process rather than sweeping idle episodes.
+    const handler = createProtocolHandler(env, { idleTimeoutMs: 2 ** 31 - 1, classifyError: classify });
+    const lines = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
+    lines.on('line', async (line) => {
+      let id: unknown = null;
+      let reply: { status: number; body: unknown };
+      try {
+        const req = JSON.parse(line) as { id: unknown; method: string; path: string; body?: unknown };
+        id = req.id;
+        reply = await handler.handle(req);
+      } catch (err) {
+        reply = { status: 400, body: { error: { type: 'bad_request', message: `sandbox: bad request line: ${(err as Error).message}` } } };
+      }
+      let out: string;
+      try {
+        out = stringify({ id, ...reply });
+      } catch (err) {
+        out = stringify({ id, status: 500, body: { error: { type: 'internal', message: `response is not JSON-serializable: ${(err as Error).message}` } } });
+      }
+      send(out);
+    });
+    lines.on('close', () => process.exit(0));
+  };
+})();

@@ -1,10 +1,13 @@
+import { randomBytes } from 'node:crypto';
 import { chmod, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { execa } from 'execa';
-import { z } from 'zod';
+import type { z } from 'zod';
+import { SandboxLimitsSchema, type SandboxLimits } from '../../core/sandbox.js';
 import { EnvProtocolError, RemoteEnvironment } from '../protocol/client.js';
 import { describeZodError } from '../protocol/schemas.js';
 import { BundleError, bundleEnvModule } from './bundle.js';
+import { SESSION_KEY_BYTES } from './framing.js';
 import {
   allocateUid,
   isolationIfAvailable,
@@ -20,29 +23,18 @@ import { SandboxError, SandboxProcess } from './process.js';
 export { SandboxError, type SandboxReason } from './process.js';
 export { sandboxIsolation, type IsolationLevel, type SandboxIsolation } from './isolation.js';
 
-const positiveInt = z.number().int().positive();
-export const SandboxLimitsSchema = z
-  .object({
-    wallMs: positiveInt,
-    startMs: positiveInt,
-    memoryMb: z.number().int().min(64),
-    outputBytes: positiveInt,
-    cpuSeconds: positiveInt,
-    maxProcesses: z.number().int().min(16),
-    diskMb: positiveInt,
-  })
-  .partial()
-  .strict();
-export type SandboxLimits = z.infer<typeof SandboxLimitsSchema>;
+export { SandboxLimitsSchema, type SandboxLimits };
 
 export const DEFAULT_LIMITS: ResolvedLimits = {
   wallMs: 10_000,
   startMs: 20_000,
+  budgetMs: 3_600_000,
   memoryMb: 512,
   outputBytes: 4 * 1024 * 1024,
   cpuSeconds: 600,
   maxProcesses: 64,
   diskMb: 64,
+  maxFiles: 4096,
 };
 
 export interface SandboxOptions {
@@ -53,7 +45,17 @@ export interface SandboxOptions {
   limits?: SandboxLimits;
   /** Default: the strongest level that works here. Naming a level fails if it does not work. */
   isolation?: IsolationLevel;
+  /**
+   * Run at a level without both network and file-system namespaces (anything but `bwrap`);
+   * refused unless set, since generated code could then reach host sockets or files.
+   */
+  allowWeakIsolation?: boolean;
+  /** Where `limits` come from in the caller's config, for messages (e.g. 'synthesis.sandbox'); default 'limits'. */
+  configPath?: string;
 }
+
+/** Isolation without network and file-system namespaces: generated code could reach the host. */
+export const isWeak = (iso: SandboxIsolation) => !iso.networkBlocked || !iso.filesystemNamespace;
 
 /** An Environment running in an isolated child process; every failure is a SandboxError. */
 export class SandboxedEnvironment extends RemoteEnvironment {
@@ -71,11 +73,16 @@ export class SandboxedEnvironment extends RemoteEnvironment {
     if ((opts.source === undefined) === (opts.modulePath === undefined)) {
       throw new Error('startSandboxedEnv: give exactly one of source or modulePath');
     }
+    const where = opts.configPath ?? 'limits';
     const parsed = SandboxLimitsSchema.safeParse(opts.limits ?? {});
-    if (!parsed.success) throw new Error(describeZodError(parsed.error, 'startSandboxedEnv: limits'));
+    if (!parsed.success) throw new Error(describeZodError(parsed.error, `startSandboxedEnv: ${where}`));
     const limits: ResolvedLimits = { ...DEFAULT_LIMITS, ...parsed.data };
+    const named = (k: keyof ResolvedLimits) => `${where}.${k} = ${limits[k]}`;
     const isolation = opts.isolation ? await isolationIfAvailable(opts.isolation) : await sandboxIsolation();
     if (!isolation) throw new Error(`startSandboxedEnv: isolation '${opts.isolation}' does not work on this machine`);
+    if (isWeak(isolation) && !opts.allowWeakIsolation) {
+      throw new SandboxError('isolation', `isolation level '${isolation.level}' lacks ${isolation.networkBlocked ? 'a file-system namespace' : 'network and file-system namespaces'}, so generated code could reach the host; install bubblewrap, or allow it explicitly (config synthesis.sandbox.allowWeakIsolation: true; option allowWeakIsolation)`);
+    }
     const uid = isolation.dedicatedUid ? allocateUid() : undefined;
     const { root, runDir } = await makeSandboxDir(uid);
     try {
@@ -87,7 +94,7 @@ export class SandboxedEnvironment extends RemoteEnvironment {
         throw err;
       }
       await chmod(bundle, 0o444);
-      const cmd = sandboxCommand(isolation.level, { runDir, entry: 'env.mjs', limits, uid, prlimit: isolation.rlimits });
+      const cmd = sandboxCommand(isolation.level, { runDir, entry: 'env.mjs', limits, uid, prlimit: isolation.rlimits, fileCountLimit: isolation.fileCountLimit });
       const child = execa(cmd.file, cmd.args, {
         cwd: runDir,
         env: {},
@@ -101,10 +108,10 @@ export class SandboxedEnvironment extends RemoteEnvironment {
         reject: false,
         cleanup: true,
       });
-      const proc = new SandboxProcess(child, limits);
+      const proc = new SandboxProcess(child, limits, randomBytes(SESSION_KEY_BYTES), named);
       let described;
       try {
-        described = await RemoteEnvironment.describe({ request: (m, p, b) => proc.request(m, p, b, limits.startMs) }, 'sandbox');
+        described = await RemoteEnvironment.describe({ request: (m, p, b) => proc.request(m, p, b, 'startMs') }, 'sandbox');
       } catch (err) {
         await proc.close(0);
         throw err instanceof SandboxError ? err : new SandboxError('protocol', (err as Error).message);

@@ -8,8 +8,10 @@ import { execa } from 'execa';
  * How generated env code is confined, strongest first. Every level adds Node's permission model
  * (fs read/write only inside the sandbox dir, no child processes, no workers), an empty
  * environment, resource limits via prlimit and a dedicated uid when we run as root:
- * - `bwrap`: bubblewrap namespaces — only /usr (read-only) and the sandbox dir are mounted; no
- *   network, pid, ipc or uts sharing; all capabilities dropped.
+ * - `bwrap`: bubblewrap namespaces — only /usr (read-only), a read-only /dev and the scratch dir
+ *   are mounted; no network, pid, ipc or uts sharing; no nested user namespaces; all capabilities
+ *   dropped. The scratch dir is a tmpfs capped in bytes and in files, mounted in a user namespace
+ *   of its own by `unshare` (bwrap's own --tmpfs has no inode cap).
  * - `unshare-net`: util-linux `unshare --net` (needs root) — no network; fs confinement is the
  *   permission model alone.
  * - `node-permissions`: the permission model and rlimits only — NETWORK IS NOT BLOCKED (Node 20's
@@ -27,6 +29,8 @@ export interface SandboxIsolation {
   dedicatedUid: boolean;
   /** Whether prlimit enforces memory/CPU/process/file-size limits (else only V8's heap limit and the wall clock). */
   rlimits: boolean;
+  /** Whether the scratch dir caps the number of files (`maxFiles`: the bwrap level's own tmpfs). */
+  fileCountLimit: boolean;
   summary: string;
 }
 
@@ -35,6 +39,8 @@ export interface ResolvedLimits {
   wallMs: number;
   /** Wall-clock limit of start-up (module evaluation + the first /v1/info). */
   startMs: number;
+  /** Total wall-clock time requests may keep the sandbox busy, summed over its lifetime. */
+  budgetMs: number;
   /** V8 heap limit; the process's data segment is capped at this + 256 MiB. */
   memoryMb: number;
   /** Cap on stderr bytes in total and on any single protocol response line. */
@@ -48,6 +54,8 @@ export interface ResolvedLimits {
    * disk); otherwise RLIMIT_FSIZE caps each file at this size in the real sandbox dir.
    */
   diskMb: number;
+  /** Files (inodes) the bwrap scratch tmpfs may hold. */
+  maxFiles: number;
 }
 
 export interface SandboxCommand {
@@ -87,9 +95,17 @@ function permissionFlag(): string {
   return renamed ? '--permission' : '--experimental-permission';
 }
 
+/** Where the worker creates the (empty) mount point of the bwrap level's scratch tmpfs. */
+export const scratchDirOf = (runDir: string) => path.join(path.dirname(runDir), 'scratch');
+
+/**
+ * The command line of one sandbox. `fileCountLimit` (bwrap only): mount the scratch tmpfs with an
+ * inode cap in a user namespace first, then start bwrap inside it; without it bwrap's own
+ * size-capped tmpfs is used (for machines where that extra namespace is refused).
+ */
 export function sandboxCommand(
   level: IsolationLevel,
-  o: { runDir: string; entry: string; limits: ResolvedLimits; uid?: number; prlimit: boolean },
+  o: { runDir: string; entry: string; limits: ResolvedLimits; uid?: number; prlimit: boolean; fileCountLimit?: boolean },
 ): SandboxCommand {
   const dir = level === 'bwrap' ? BWRAP_DIR : o.runDir;
   const node = [
@@ -105,7 +121,8 @@ export function sandboxCommand(
     ? [
         'prlimit',
         `--data=${(o.limits.memoryMb + 256) * MiB}`,
-        `--cpu=${o.limits.cpuSeconds}`,
+        // SIGXCPU at the soft limit says why; SIGKILL one second later if it is caught.
+        `--cpu=${o.limits.cpuSeconds}:${o.limits.cpuSeconds + 1}`,
         `--fsize=${o.limits.diskMb * MiB}`,
         '--nofile=256',
         '--core=0',
@@ -116,27 +133,41 @@ export function sandboxCommand(
   const ids = o.uid !== undefined ? { uid: o.uid, gid: o.uid } : {};
   if (level === 'bwrap') {
     const bwrap = ['bwrap', '--die-with-parent', '--new-session', '--unshare-all', '--clearenv', '--cap-drop', 'ALL'];
-    bwrap.push(...systemMounts(), '--proc', '/proc', '--dev', '/dev');
-    // A size-capped private tmpfs as the writable dir, with only the bundle bound into it read-only.
-    bwrap.push('--perms', '0700', '--size', String(o.limits.diskMb * MiB), '--tmpfs', BWRAP_DIR);
+    if (o.fileCountLimit) bwrap.push('--unshare-user', '--disable-userns', '--uid', '1000', '--gid', '1000');
+    // /dev is a tmpfs bwrap creates: read-only, else it is unbounded scratch space outside diskMb.
+    bwrap.push(...systemMounts(), '--proc', '/proc', '--dev', '/dev', '--remount-ro', '/dev');
+    const scratch = scratchDirOf(o.runDir);
+    if (o.fileCountLimit) bwrap.push('--bind', scratch, BWRAP_DIR);
+    else bwrap.push('--perms', '0700', '--size', String(o.limits.diskMb * MiB), '--tmpfs', BWRAP_DIR);
+    // Only the bundle is bound into the writable dir, read-only.
     bwrap.push('--ro-bind', path.join(o.runDir, o.entry), path.posix.join(BWRAP_DIR, o.entry), '--chdir', BWRAP_DIR, '--');
-    const argv = [...rlimits, ...bwrap, ...node];
+    const mountScratch = o.fileCountLimit
+      ? [
+          'unshare', '--user', '--map-root-user', '--mount', '--',
+          '/bin/sh', '-c', 'mount -t tmpfs -o "$1" tmpfs "$2" && shift 2 && exec "$@"', 'sh',
+          `size=${o.limits.diskMb * MiB},nr_inodes=${o.limits.maxFiles},mode=0700`, scratch,
+        ]
+      : [];
+    const argv = [...rlimits, ...mountScratch, ...bwrap, ...node];
     return { file: argv[0], args: argv.slice(1), ...ids };
   }
+  // Without bwrap's --die-with-parent, setpriv sets the parent-death signal (after any uid change,
+  // which would clear it); every later step execs, so the signal reaches node when the worker dies.
+  const dieWithParent = ['--pdeathsig', 'KILL', '--'];
   if (level === 'unshare-net') {
     // unshare needs root, so the uid is dropped after it, by setpriv.
-    const drop = o.uid !== undefined ? ['setpriv', `--reuid=${o.uid}`, `--regid=${o.uid}`, '--clear-groups', '--'] : [];
-    const argv = ['unshare', '--net', '--', ...drop, ...rlimits, ...node];
+    const drop = o.uid !== undefined ? [`--reuid=${o.uid}`, `--regid=${o.uid}`, '--clear-groups'] : [];
+    const argv = ['unshare', '--net', '--', 'setpriv', ...drop, ...dieWithParent, ...rlimits, ...node];
     return { file: argv[0], args: argv.slice(1) };
   }
-  const argv = [...rlimits, ...node];
+  const argv = ['setpriv', ...dieWithParent, ...rlimits, ...node];
   return { file: argv[0], args: argv.slice(1), ...ids };
 }
 
-export function describeIsolation(level: IsolationLevel, uid: boolean, rlimits: boolean): SandboxIsolation {
+export function describeIsolation(level: IsolationLevel, uid: boolean, rlimits: boolean, fileCountLimit = false): SandboxIsolation {
   const parts = [
     level === 'bwrap'
-      ? 'bubblewrap namespaces (mount, net, pid, ipc, uts; only /usr read-only + a size-capped private tmpfs holding the bundle visible; caps dropped)'
+      ? `bubblewrap namespaces (mount, net, pid, ipc, uts; only /usr and /dev read-only + a private tmpfs holding the bundle visible, capped in size${fileCountLimit ? ' and files; no nested user namespaces' : ' (not in files)'}; caps dropped)`
       : level === 'unshare-net'
         ? 'network namespace via `unshare --net` (no network); no mount namespace'
         : 'no namespaces: NETWORK NOT BLOCKED',
@@ -152,6 +183,7 @@ export function describeIsolation(level: IsolationLevel, uid: boolean, rlimits: 
     filesystemNamespace: level === 'bwrap',
     dedicatedUid: uid,
     rlimits,
+    fileCountLimit,
     summary: `${level}: ${parts.join('; ')}`,
   };
 }
@@ -161,24 +193,29 @@ async function works(cmd: string[]): Promise<boolean> {
   return r.exitCode === 0;
 }
 
-/** Prepares a sandbox dir the sandbox uid can enter and write, and the worker can clean up. */
+/**
+ * Prepares a sandbox dir (and the scratch mount point) the sandbox uid can enter and write, and
+ * the worker can clean up.
+ */
 export async function makeSandboxDir(uid: number | undefined): Promise<{ root: string; runDir: string }> {
   const root = await mkdtemp(path.join(os.tmpdir(), 'trace-sandbox-'));
   await chmod(root, 0o711);
   const runDir = path.join(root, 'run');
-  await mkdir(runDir, { mode: 0o700 });
-  if (uid !== undefined) await chown(runDir, uid, uid);
+  for (const dir of [runDir, scratchDirOf(runDir)]) {
+    await mkdir(dir, { mode: 0o700 });
+    if (uid !== undefined) await chown(dir, uid, uid);
+  }
   return { root, runDir };
 }
 
-async function probe(level: IsolationLevel, prlimit: boolean): Promise<boolean> {
+async function probe(level: IsolationLevel, prlimit: boolean, fileCountLimit: boolean): Promise<boolean> {
   const uid = allocateUid();
   const { root, runDir } = await makeSandboxDir(uid);
   try {
     await writeFile(path.join(runDir, 'probe.mjs'), "process.stdout.write('sandbox-ok')");
     await chmod(path.join(runDir, 'probe.mjs'), 0o644);
-    const limits: ResolvedLimits = { wallMs: 0, startMs: 0, memoryMb: 256, outputBytes: 0, cpuSeconds: 10, maxProcesses: 64, diskMb: 1 };
-    const cmd = sandboxCommand(level, { runDir, entry: 'probe.mjs', limits, uid, prlimit });
+    const limits: ResolvedLimits = { wallMs: 0, startMs: 0, budgetMs: 0, memoryMb: 256, outputBytes: 0, cpuSeconds: 10, maxProcesses: 64, diskMb: 1, maxFiles: 16 };
+    const cmd = sandboxCommand(level, { runDir, entry: 'probe.mjs', limits, uid, prlimit, fileCountLimit });
     const r = await execa(cmd.file, cmd.args, { reject: false, timeout: 15_000, env: {}, extendEnv: false, cwd: runDir, uid: cmd.uid, gid: cmd.gid });
     return r.exitCode === 0 && r.stdout === 'sandbox-ok';
   } finally {
@@ -222,7 +259,8 @@ export async function isolationIfAvailable(level: IsolationLevel): Promise<Sandb
       level,
       (async () => {
         const prlimit = await works(['prlimit', '--nofile=256', '--', 'true']);
-        return (await probe(level, prlimit)) ? describeIsolation(level, isRoot(), prlimit) : undefined;
+        if (level === 'bwrap' && (await probe(level, prlimit, true))) return describeIsolation(level, isRoot(), prlimit, true);
+        return (await probe(level, prlimit, false)) ? describeIsolation(level, isRoot(), prlimit) : undefined;
       })(),
     );
   }

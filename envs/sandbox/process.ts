@@ -1,7 +1,10 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import os from 'node:os';
 import type { ResultPromise } from 'execa';
 import type { ProtocolResponse } from '../protocol/handler.js';
 import type { ProtocolTransport } from '../protocol/client.js';
 import { ErrorBodySchema } from '../protocol/schemas.js';
+import { MAC_HEX } from './framing.js';
 import type { ResolvedLimits } from './isolation.js';
 
 export type SandboxReason =
@@ -15,20 +18,47 @@ export type SandboxReason =
   | 'crash' // the process died (or the module's default export is not an Environment)
   | 'env_error' // the environment threw an ordinary exception; the sandbox is still usable
   | 'protocol' // the child broke the stdio protocol
+  | 'isolation' // refused to start: the isolation level here is too weak and was not allowed
   | 'closed';
 
-/** Why generated code was stopped or refused; `reason` is machine-readable, the message says what happened. */
+/**
+ * Why generated code was stopped or refused; `reason` is machine-readable, the message says what
+ * happened, and `limit` names the limit that fired (a `limits` key), if one did.
+ */
 export class SandboxError extends Error {
   override name = 'SandboxError';
   constructor(
     readonly reason: SandboxReason,
     message: string,
+    readonly limit?: keyof ResolvedLimits,
   ) {
     super(`sandbox ${reason}: ${message}`);
   }
 }
 
+/** How a limit is named in messages: its option or config path and its value. */
+export type LimitNamer = (limit: keyof ResolvedLimits) => string;
+
 const STDERR_TAIL = 4096;
+/** Deepest nesting of arrays/objects a response may have; checked before JSON.parse sees it. */
+export const MAX_RESPONSE_DEPTH = 64;
+
+/** Whether a JSON text nests arrays/objects deeper than `max` (brackets outside strings). */
+export function nestsDeeperThan(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92) i++; // backslash: skip the escaped character
+      else if (c === 34) inString = false;
+    } else if (c === 34) inString = true;
+    else if (c === 91 || c === 123) {
+      if (++depth > max) return true;
+    } else if (c === 93 || c === 125) depth--;
+  }
+  return false;
+}
 /** Answers whose error type says the child is no longer trustworthy are fatal: we kill it. */
 const ERROR_REASONS: Record<string, { reason: SandboxReason; fatal: boolean }> = {
   permission_denied: { reason: 'permission', fatal: false },
@@ -37,6 +67,8 @@ const ERROR_REASONS: Record<string, { reason: SandboxReason; fatal: boolean }> =
   disk_limit: { reason: 'disk', fatal: false },
   internal: { reason: 'env_error', fatal: false },
 };
+
+const signalName = (n: number) => Object.entries(os.constants.signals).find(([, v]) => v === n)?.[0];
 
 type Pending = { resolve: (r: ProtocolResponse) => void; reject: (e: Error) => void; timer: NodeJS.Timeout };
 
@@ -52,15 +84,26 @@ export class SandboxProcess implements ProtocolTransport {
   private stderrTail = '';
   private failure?: SandboxError;
   private readonly exited: Promise<void>;
+  /** Time requests have kept the sandbox busy (at least one pending), excluding the current stretch. */
+  private busyMs = 0;
+  private busySince = 0;
+  private budgetTimer?: NodeJS.Timeout;
 
+  /**
+   * `key` is the session key, which the child's runner reads as the first stdin line before the
+   * module loads; every response line carries its HMAC, so a line the module writes itself is refused.
+   */
   constructor(
     private readonly child: ResultPromise,
     private readonly limits: ResolvedLimits,
+    private readonly key: Buffer,
+    private readonly named: LimitNamer,
   ) {
     child.stdout!.setEncoding('utf8');
     child.stdout!.on('data', (chunk: string) => this.onStdout(chunk));
     child.stderr!.on('data', (chunk: Buffer) => this.onStderr(chunk));
     child.stdin!.on('error', () => {}); // EPIPE after the child died; the exit handler reports why
+    child.stdin!.write(key.toString('hex') + '\n');
     this.exited = child.then(
       (r) => this.onExit(r.exitCode, r.signal),
       (err: { exitCode?: number; signal?: string }) => this.onExit(err.exitCode, err.signal),
@@ -76,7 +119,8 @@ export class SandboxProcess implements ProtocolTransport {
     return this.failure;
   }
 
-  request(method: string, path: string, body?: unknown, timeoutMs = this.limits.wallMs): Promise<ProtocolResponse> {
+  /** `limit`: the wall clock this request runs under (start-up has its own). */
+  request(method: string, path: string, body?: unknown, limit: 'wallMs' | 'startMs' = 'wallMs'): Promise<ProtocolResponse> {
     if (this.failure) return Promise.reject(this.failure);
     const id = this.nextId++;
     let line: string;
@@ -87,9 +131,10 @@ export class SandboxProcess implements ProtocolTransport {
     }
     return new Promise<ProtocolResponse>((resolve, reject) => {
       const timer = setTimeout(
-        () => this.fail('timeout', `${method} ${path} did not answer within ${timeoutMs} ms; process killed`),
-        timeoutMs,
+        () => this.fail('timeout', `${method} ${path} did not answer in time (${this.named(limit)} ms); process killed`, limit),
+        this.limits[limit],
       );
+      if (!this.pending.size) this.startBusy();
       this.pending.set(id, { resolve, reject, timer });
       this.child.stdin!.write(line);
     }).then((res) => this.checked(res));
@@ -114,44 +159,68 @@ export class SandboxProcess implements ProtocolTransport {
       this.onLine(line);
     }
     if (this.stdoutBuf.length > this.limits.outputBytes) {
-      this.fail('output_limit', `a response exceeded ${this.limits.outputBytes} bytes`);
+      this.fail('output_limit', `a response exceeded ${this.named('outputBytes')} bytes`, 'outputBytes');
     }
   }
 
   private onLine(line: string) {
-    if (line.length > this.limits.outputBytes) return this.fail('output_limit', `a response exceeded ${this.limits.outputBytes} bytes`);
+    if (line.length > this.limits.outputBytes) return this.fail('output_limit', `a response exceeded ${this.named('outputBytes')} bytes`, 'outputBytes');
+    const mac = Buffer.from(line.slice(0, MAC_HEX), 'hex');
+    const json = line.slice(MAC_HEX + 1);
+    const expected = createHmac('sha256', this.key).update(json).digest();
+    if (line[MAC_HEX] !== ' ' || mac.length !== expected.length || !timingSafeEqual(mac, expected)) {
+      return this.fail('protocol', `a line on stdout that the sandbox runner did not write: ${line.slice(0, 120)}`);
+    }
+    if (nestsDeeperThan(json, MAX_RESPONSE_DEPTH)) return this.fail('protocol', `a response nests arrays/objects deeper than ${MAX_RESPONSE_DEPTH} levels`);
     let msg: { id?: unknown; status?: unknown; body?: unknown };
     try {
-      msg = JSON.parse(line);
+      msg = JSON.parse(json);
     } catch {
-      return this.fail('protocol', `non-protocol output on stdout: ${line.slice(0, 120)}`);
+      return this.fail('protocol', `a runner line that is not JSON: ${json.slice(0, 120)}`);
     }
     const p = typeof msg.id === 'number' ? this.pending.get(msg.id) : undefined;
     if (!p || typeof msg.status !== 'number') return this.fail('protocol', `unexpected message on stdout: ${line.slice(0, 120)}`);
     this.pending.delete(msg.id as number);
     clearTimeout(p.timer);
+    if (!this.pending.size) this.stopBusy();
     p.resolve({ status: msg.status, body: msg.body });
+  }
+
+  /** The total budget runs only while a request is pending, so idle time between requests is free. */
+  private startBusy() {
+    this.busySince = performance.now();
+    this.budgetTimer = setTimeout(
+      () => this.fail('timeout', `requests kept the sandbox busy for its whole budget (${this.named('budgetMs')} ms in total); process killed`, 'budgetMs'),
+      Math.max(0, this.limits.budgetMs - this.busyMs),
+    );
+  }
+
+  private stopBusy() {
+    clearTimeout(this.budgetTimer);
+    this.busyMs += performance.now() - this.busySince;
   }
 
   private onStderr(chunk: Buffer) {
     this.stderrBytes += chunk.length;
     this.stderrTail = (this.stderrTail + chunk.toString('utf8')).slice(-STDERR_TAIL);
     if (this.stderrBytes > this.limits.outputBytes) {
-      this.fail('output_limit', `wrote more than ${this.limits.outputBytes} bytes of logs`);
+      this.fail('output_limit', `wrote more than ${this.named('outputBytes')} bytes of logs`, 'outputBytes');
     }
   }
 
-  private onExit(code: number | undefined, signal: string | undefined) {
+  private onExit(code: number | undefined, killedBy: string | undefined) {
     if (this.failure) return this.rejectAll(this.failure);
+    // bwrap reports its child's death by signal N as exit code 128 + N.
+    const signal = killedBy ?? (code !== undefined && code > 128 ? signalName(code - 128) : undefined);
     const tail = this.stderrTail;
     const last = tail.trim().split('\n').filter((l) => l.trim() && !/^\s+at /.test(l)).slice(-3).join(' | ');
     const how = signal ? `killed by ${signal}` : `exited with code ${code}`;
     if (/heap out of memory|Allocation failed|allocation failed|Fatal process out of memory/i.test(tail)) {
-      this.failWith(new SandboxError('memory', `${how}: ran out of memory (limit ${this.limits.memoryMb} MiB)`));
+      this.failWith(new SandboxError('memory', `${how}: ran out of memory (${this.named('memoryMb')} MiB)`, 'memoryMb'));
     } else if (signal === 'SIGXCPU') {
-      this.failWith(new SandboxError('timeout', `${how}: CPU limit of ${this.limits.cpuSeconds} s reached`));
+      this.failWith(new SandboxError('timeout', `${how}: CPU time limit reached (${this.named('cpuSeconds')} s)`, 'cpuSeconds'));
     } else if (signal === 'SIGXFSZ') {
-      this.failWith(new SandboxError('disk', `${how}: file size limit reached`));
+      this.failWith(new SandboxError('disk', `${how}: file size limit reached (${this.named('diskMb')} MiB)`, 'diskMb'));
     } else if (/ERR_ACCESS_DENIED/.test(tail)) {
       this.failWith(new SandboxError('permission', `${how}: ${last}`));
     } else {
@@ -159,10 +228,10 @@ export class SandboxProcess implements ProtocolTransport {
     }
   }
 
-  private fail(reason: SandboxReason, message: string) {
+  private fail(reason: SandboxReason, message: string, limit?: keyof ResolvedLimits) {
     if (this.failure) return;
     this.child.kill('SIGKILL');
-    this.failWith(new SandboxError(reason, message));
+    this.failWith(new SandboxError(reason, message, limit));
   }
 
   private failWith(err: SandboxError) {
@@ -171,6 +240,7 @@ export class SandboxProcess implements ProtocolTransport {
   }
 
   private rejectAll(err: SandboxError) {
+    if (this.pending.size) this.stopBusy();
     for (const [id, p] of this.pending) {
       clearTimeout(p.timer);
       p.reject(err);

@@ -1,0 +1,9 @@
+/**
+ * The stdio framing shared by the worker (process.ts) and the child runner (child.ts): the worker
+ * writes a session key as the first stdin line; every response line is `<HMAC-SHA256 hex> <JSON>`.
+ */
+
+/** Bytes of the session key (sent as hex). */
+export const SESSION_KEY_BYTES = 32;
+/** Hex characters of a line's MAC. */
+export const MAC_HEX = 64;

@@ -1,0 +1,182 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { SandboxError, sandboxIsolation, startSandboxedEnv, type SandboxOptions } from '../envs/sandbox/index.js';
+import { ISOLATION_LEVELS, isolationIfAvailable, type IsolationLevel } from '../envs/sandbox/isolation.js';
+import { ATTACK, attackSource } from './fixtures/sandbox/attack-source.js';
+
+/** The red-team findings of issue 13 that the escape suite did not cover, one test each. */
+
+function isSandboxError(reason: string, message?: RegExp) {
+  return (e: unknown) => {
+    assert.ok(e instanceof SandboxError, `expected a SandboxError, got ${String(e)}`);
+    assert.equal(e.reason, reason, e.message);
+    if (message) assert.match(e.message, message);
+    return true;
+  };
+}
+
+async function attack(body: string, opts: Omit<SandboxOptions, 'source'> & { atImport?: string; details?: string } = {}): Promise<string> {
+  const { atImport, details, ...rest } = opts;
+  const env = await startSandboxedEnv({ source: attackSource(body, atImport, details), ...rest });
+  try {
+    const ep = await env.reset({ taskId: 'attack' });
+    const r = await ep.step(ATTACK);
+    if (details) await ep.evaluate([], 'agent_stop');
+    return r.observation.content ?? '';
+  } finally {
+    await env.close();
+  }
+}
+
+const NATIVES = "return String(new Function('f', 'return %GetOptimizationStatus(f)')(() => 1))";
+
+test('hardening: V8 flags cannot be set at run time (natives syntax stays off) through any route to the v8 module', async () => {
+  for (const [how, atImport, get] of [
+    ['import default', "import v8 from 'node:v8';", 'v8'],
+    ['import named', "import { setFlagsFromString } from 'node:v8';", '{ setFlagsFromString }'],
+    ['require', '', "require('v8')"],
+    ['getBuiltinModule', '', "process.getBuiltinModule('v8')"],
+  ] as const) {
+    const body = `const m = ${get}; m.setFlagsFromString('--allow-natives-syntax'); ${NATIVES}`;
+    await assert.rejects(attack(body, { atImport }), isSandboxError('permission', /v8/), how);
+  }
+  // Files V8 itself would write (--trace-turbo-path and the like) need the same flag API.
+  await assert.rejects(attack("require('v8').writeHeapSnapshot('h.heapsnapshot'); return 'wrote'"), isSandboxError('permission', /v8/));
+});
+
+test('hardening: process.report cannot write reports (scratch dir, /dev or a host directory)', async () => {
+  const host = mkdtempSync(path.join(os.tmpdir(), 'trace-report-target-'));
+  chmodSync(host, 0o777); // writable by the sandbox uid too: only the sandbox may refuse it
+  try {
+    const targets = ['.', '/dev', '/dev/shm', host];
+    for (const dir of targets) {
+      const body = `process.report.directory = ${JSON.stringify(dir)}; process.report.filename = 'r.json'; process.report.writeReport(); return 'wrote'`;
+      await assert.rejects(attack(body), isSandboxError('permission', /process\.report/), dir);
+    }
+    await assert.rejects(attack(`process.report.writeReport(${JSON.stringify(path.join(host, 'x.json'))}); return 'wrote'`), isSandboxError('permission'));
+    for (const level of ['unshare-net', 'node-permissions'] as const) {
+      if (!(await isolationIfAvailable(level))) continue;
+      const body = `process.report.writeReport(${JSON.stringify(path.join(host, `${level}.json`))}); return 'wrote'`;
+      await assert.rejects(attack(body, { isolation: level, allowWeakIsolation: true }), isSandboxError('permission'), level);
+    }
+    assert.deepEqual(readdirSync(host), [], 'a report reached the host directory');
+  } finally {
+    rmSync(host, { recursive: true, force: true });
+  }
+});
+
+// The module learns each request's id by wrapping JSON.parse, which the runner uses on every request line.
+const LEARN_ID = "let lastId = 0; const parse = JSON.parse; JSON.parse = (s, ...r) => { const v = parse(s, ...r); if (v && typeof v.id === 'number') lastId = v.id; return v; };";
+
+test('hardening: a response the module writes to fd 1 itself is not accepted', async () => {
+  const forged = "JSON.stringify({ id: lastId, status: 200, body: { observation: { role: 'tool', tool_call_id: 'a1', content: 'forged' }, error: false, done: false } })";
+  const body = `fs.writeSync(1, ${forged} + '\\n'); await new Promise((r) => setTimeout(r, 100)); return 'genuine'`;
+  await assert.rejects(attack(body, { atImport: LEARN_ID }), isSandboxError('protocol', /runner/));
+});
+
+test('hardening: responses nested deeper than the parser allows are refused, not parsed', async () => {
+  const details = "{ deep: Array.from({ length: 1000 }).reduce((acc) => [acc], 0) }";
+  await assert.rejects(attack("return 'ok'", { details }), isSandboxError('protocol', /nest/));
+});
+
+test('hardening: the scratch dir caps the number of files, not only bytes (bwrap level)', async (t) => {
+  const iso = await sandboxIsolation();
+  if (iso.level !== 'bwrap' || iso.fileCountLimit === false) return t.skip('no file-count cap at this isolation level (see envs/sandbox/README.md)');
+  const body = "for (let i = 0; i < 5000; i++) fs.writeFileSync('f' + i, ''); return 'flooded'";
+  await assert.rejects(attack(body, { limits: { maxFiles: 1000 } }), isSandboxError('disk'));
+  assert.equal(await attack("for (let i = 0; i < 500; i++) fs.writeFileSync('f' + i, ''); return 'ok'", { limits: { maxFiles: 1000 } }), 'ok');
+});
+
+test('hardening: requests that each stay under the wall clock still run out of the total budget, named in the error', async () => {
+  const env = await startSandboxedEnv({ source: attackSource('await new Promise((r) => setTimeout(r, 300)); return "slow"'), limits: { budgetMs: 1000 } });
+  try {
+    const ep = await env.reset({ taskId: 'attack' });
+    await assert.rejects(
+      (async () => {
+        for (let i = 0; i < 20; i++) await ep.step(ATTACK);
+      })(),
+      isSandboxError('timeout', /limits\.budgetMs = 1000/),
+    );
+  } finally {
+    await env.close();
+  }
+});
+
+test('hardening: a module spinning between requests is stopped by CPU time, and the error names the limit', async () => {
+  const env = await startSandboxedEnv({ source: attackSource("setTimeout(() => { for (;;) {} }, 0); return 'spinning'"), limits: { cpuSeconds: 1, wallMs: 600_000 }, configPath: 'synthesis.sandbox' });
+  try {
+    const ep = await env.reset({ taskId: 'attack' });
+    await ep.step(ATTACK);
+    await assert.rejects(ep.step(ATTACK), (e: unknown) => e instanceof SandboxError && e.limit === 'cpuSeconds' && /synthesis\.sandbox\.cpuSeconds = 1\b/.test(e.message));
+  } finally {
+    await env.close();
+  }
+});
+
+test('hardening: a level without network and file-system namespaces is refused unless explicitly allowed', async (t) => {
+  const weak: IsolationLevel[] = [];
+  for (const level of ['unshare-net', 'node-permissions'] as const) if (await isolationIfAvailable(level)) weak.push(level);
+  if (!weak.length) return t.skip('no weaker level works here');
+  for (const level of weak) {
+    await assert.rejects(startSandboxedEnv({ source: attackSource("return 'ran'"), isolation: level }), isSandboxError('isolation', /allowWeakIsolation/));
+    assert.equal(await attack("return 'ran'", { isolation: level, allowWeakIsolation: true }), 'ran');
+  }
+});
+
+/** State and parent of a process from /proc (undefined once it is gone). */
+function procStat(pid: number | string): { state: string; ppid: number } | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { state, ppid: Number(ppid) };
+  } catch {
+    return undefined;
+  }
+}
+
+/** A process that has exited but is not reaped yet (this container's init may never reap it) counts as dead. */
+const alive = (pid: number) => ![undefined, 'Z', 'X'].includes(procStat(pid)?.state);
+
+/** Every live descendant of `pid`. */
+function descendants(pid: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const entry of readdirSync('/proc')) {
+    const st = /^\d+$/.test(entry) ? procStat(entry) : undefined;
+    if (!st || !alive(Number(entry))) continue;
+    children.set(st.ppid, [...(children.get(st.ppid) ?? []), Number(entry)]);
+  }
+  const out: number[] = [];
+  for (let todo = [pid]; todo.length; ) {
+    const next = children.get(todo.pop()!) ?? [];
+    out.push(...next);
+    todo.push(...next);
+  }
+  return out;
+}
+
+test('hardening: at every isolation level the sandbox dies when its worker is SIGKILLed', async (t) => {
+  for (const level of ISOLATION_LEVELS) {
+    if (!(await isolationIfAvailable(level))) {
+      t.diagnostic(`${level} does not work here; skipped`);
+      continue;
+    }
+    const parent = spawn(process.execPath, ['--import', 'tsx', 'test/fixtures/sandbox/orphan-parent.ts', level], { stdio: ['ignore', 'pipe', 'inherit'] });
+    await new Promise<void>((resolve, reject) => {
+      parent.stdout.on('data', (d: Buffer) => d.toString().includes('ready') && resolve());
+      parent.on('exit', (code) => reject(new Error(`${level}: the stand-in worker exited (${code}) before the sandbox was up`)));
+    });
+    const sandbox = descendants(parent.pid!);
+    assert.ok(sandbox.length, `${level}: no sandbox process found`);
+    parent.kill('SIGKILL');
+    // Generous: only a slow machine makes this wait; an orphan never goes away by itself.
+    for (let i = 0; i < 600 && sandbox.some(alive); i++) await sleep(100);
+    const left = sandbox.filter(alive);
+    for (const pid of left) process.kill(pid, 'SIGKILL');
+    assert.deepEqual(left, [], `${level}: sandbox processes outlived their worker`);
+  }
+});

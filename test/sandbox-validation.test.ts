@@ -1,0 +1,49 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { parseConfig } from '../core/config.js';
+import type { ValidationVerdict } from '../core/synthesis.js';
+import { validateCandidate } from '../activities/synthesis/validate.js';
+import { isolationIfAvailable } from '../envs/sandbox/isolation.js';
+import { GOOD_MANIFEST, GOOD_SOURCE } from './fixtures/synthesis/scripts.js';
+
+/** Stage-2 validation of generated modules through the sandbox (issue 13: budget, heartbeats, weak isolation). */
+
+const config = (sandbox: Record<string, unknown> = {}) => parseConfig({ env: { name: 'toy-orders' }, synthesis: { typecheck: false, sandbox } });
+
+test('validation reports progress after every seed a gate checks, not only between gates', async () => {
+  const events: Record<string, unknown>[] = [];
+  const { verdict } = await validateCandidate({ source: GOOD_SOURCE, manifest: GOOD_MANIFEST, config: config(), onProgress: (d) => events.push(d) });
+  assert.equal(verdict.failedGate, 'calibration', verdict.reason); // no policy given: gates 1–4 pass
+  for (const [gate, seeds] of [['determinism', 100], ['solvability', 50], ['non_triviality', 90]] as const) {
+    const within = events.filter((e) => e.gate === gate && typeof e.seeds === 'number').map((e) => e.seeds);
+    assert.deepEqual(within, Array.from({ length: seeds }, (_, i) => i + 1), gate);
+  }
+});
+
+test('a module that answers every request slowly runs out of the validation budget, named by its config field', async () => {
+  const slow = GOOD_SOURCE.replace('generate(seed, rng) {', 'generate(seed, rng) {\n    for (const until = Date.now() + 50; Date.now() < until; );');
+  assert.notEqual(slow, GOOD_SOURCE);
+  const { verdict } = await validateCandidate({ source: slow, manifest: GOOD_MANIFEST, config: config({ budgetMs: 2000 }) });
+  assert.equal(verdict.passed, false);
+  assert.match(verdict.reason!, /synthesis\.sandbox\.budgetMs = 2000/);
+});
+
+const run = promisify(execFile);
+async function weakVerdict(allow: boolean): Promise<ValidationVerdict> {
+  const { stdout } = await run(process.execPath, ['--import', 'tsx', 'test/fixtures/sandbox/validate-weak.ts', allow ? 'allow' : 'refuse'], {
+    env: { ...process.env, TRACE_SANDBOX_ISOLATION: 'unshare-net' },
+  });
+  return JSON.parse(stdout) as ValidationVerdict;
+}
+
+test('without bubblewrap, validation refuses to run generated code unless the config allows it, and then warns in the verdict', async (t) => {
+  if (!(await isolationIfAvailable('unshare-net'))) return t.skip('unshare-net does not work here');
+  const refused = await weakVerdict(false);
+  assert.equal(refused.failedGate, 'compile');
+  assert.match(refused.reason!, /isolation level 'unshare-net'.*synthesis\.sandbox\.allowWeakIsolation/);
+  const allowed = await weakVerdict(true);
+  assert.equal(allowed.failedGate, 'calibration', allowed.reason);
+  assert.match(allowed.warnings?.[0] ?? '', /WARNING: generated code ran at sandbox isolation level 'unshare-net'/);
+});
