@@ -28,12 +28,19 @@ export const SynthesisConfigSchema = z
         determinism: z.number().int().positive().default(100),
         solvability: z.number().int().positive().default(50),
         triviality: z.number().int().positive().default(30),
+        verifier: z.number().int().positive().default(20).describe('seeds whose gold is replayed and perturbed to test the verifier'),
       })
       .strict()
       .prefault({}),
     minDistinct: z.number().min(0).max(1).default(0.95),
     minGoldReward: z.number().min(0).max(1).default(0.99),
     maxTrivialReward: z.number().min(0).max(1).default(0.2),
+    minMutationDetection: z
+      .number()
+      .min(0)
+      .max(1)
+      .default(0.8)
+      .describe('share of seeds on which gold with one tool call dropped, and gold with one argument changed, must each score lower than gold'),
     calibration: z
       .object({
         low: z.number().min(0).max(1).default(0.2),
@@ -64,7 +71,7 @@ export type EnvManifest = z.infer<typeof EnvManifestSchema>;
 export const GeneratedEnvSchema = z.object({ manifest: EnvManifestSchema, source: z.string().min(50) });
 export type GeneratedEnv = z.infer<typeof GeneratedEnvSchema>;
 
-export const GATES = ['compile', 'determinism', 'solvability', 'non_triviality', 'calibration'] as const;
+export const GATES = ['compile', 'determinism', 'solvability', 'non_triviality', 'verifier', 'calibration'] as const;
 export const GateNameSchema = z.enum(GATES);
 export type GateName = z.infer<typeof GateNameSchema>;
 
@@ -143,6 +150,49 @@ export function judgeNonTriviality(means: Record<string, number>, c: SynthesisCo
     reason: `trivial policies score too high (${high.map(([k, m]) => `${k} ${m.toFixed(3)}`).join(', ')}; need ≤ ${c.maxTrivialReward}); give no credit for a state or answer the agent reaches without exercising the capability`,
     examples: [],
   };
+}
+
+/** Ways of perturbing a gold solution the verifier gate tries, on every seed. */
+export const MUTATIONS = ['dropStep', 'changeArgument', 'skipMessages'] as const;
+export type Mutation = (typeof MUTATIONS)[number];
+/**
+ * The perturbations that must score lower. Skipping the messages is only reported: a verifier may
+ * rightly reward DB state alone (tool-calling precision, multi-step completion), so a courtesy
+ * message nobody checks is no sign of gaming.
+ */
+export const GATING_MUTATIONS: readonly Mutation[] = ['dropStep', 'changeArgument'];
+
+export interface VerifierStats {
+  seeds: number;
+  /** Seeds whose gold solution, replayed identically, scored differently. */
+  replayMismatched: number[];
+  /** Per perturbation: seeds where it applies (the gold has such a step) and where it scored lower than gold. */
+  mutations: Record<Mutation, { applicable: number; lower: number }>;
+}
+
+const MUTATION_TEXT: Record<Mutation, string> = {
+  dropStep: 'dropping one tool call',
+  changeArgument: 'changing one tool-call argument',
+  skipMessages: 'skipping the messages to the user',
+};
+
+export function judgeVerifier(r: VerifierStats, c: SynthesisConfig): GateResult {
+  const metrics: Record<string, number> = { seeds: r.seeds, replayMismatches: r.replayMismatched.length };
+  const weak: string[] = [];
+  for (const m of MUTATIONS) {
+    const { applicable, lower } = r.mutations[m];
+    if (!applicable) continue;
+    metrics[`${m}LowerShare`] = lower / applicable;
+    metrics[`${m}Seeds`] = applicable;
+    if (GATING_MUTATIONS.includes(m) && lower / applicable < c.minMutationDetection) weak.push(`${MUTATION_TEXT[m]} scored lower than gold on only ${lower} of ${applicable} seeds`);
+  }
+  if (r.replayMismatched.length) {
+    return { gate: 'verifier', passed: false, metrics, reason: `the same trajectory got different rewards when replayed (seeds ${r.replayMismatched.slice(0, 5).join(', ')}); evaluate() must depend only on the instance and the trajectory (no Math.random, Date or call counts)`, examples: [] };
+  }
+  if (weak.length) {
+    return { gate: 'verifier', passed: false, metrics, reason: `perturbed gold solutions score as high as gold: ${weak.join('; ')} (need ≥ ${c.minMutationDetection * 100}%); reward the steps, arguments and communicated values the capability requires`, examples: [] };
+  }
+  return { gate: 'verifier', passed: true, metrics, examples: [] };
 }
 
 export interface CalibrationStats {

@@ -16,7 +16,7 @@ test('validation reports progress after every seed a gate checks, not only betwe
   const events: Record<string, unknown>[] = [];
   const { verdict } = await validateCandidate({ source: GOOD_SOURCE, manifest: GOOD_MANIFEST, config: config(), onProgress: (d) => events.push(d) });
   assert.equal(verdict.failedGate, 'calibration', verdict.reason); // no policy given: gates 1–4 pass
-  for (const [gate, seeds] of [['determinism', 100], ['solvability', 50], ['non_triviality', 90]] as const) {
+  for (const [gate, seeds] of [['determinism', 100], ['solvability', 50], ['non_triviality', 90], ['verifier', 20]] as const) {
     const within = events.filter((e) => e.gate === gate && typeof e.seeds === 'number').map((e) => e.seeds);
     assert.deepEqual(within, Array.from({ length: seeds }, (_, i) => i + 1), gate);
   }

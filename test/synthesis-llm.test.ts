@@ -41,7 +41,7 @@ test('real local LLM as generator: the loop ends cleanly with stored reasons', {
         assert.match(v.reason ?? '', /^\w+: .{10,}/);
       }
     }
-    if (res.status === 'synthesis_failed') assert.match(res.lastFailure!, /^(compile|determinism|solvability|non_triviality|calibration): /);
+    if (res.status === 'synthesis_failed') assert.match(res.lastFailure!, /^(compile|determinism|solvability|non_triviality|verifier|calibration): /);
   } finally {
     await server.close();
     rmSync(dir, { recursive: true, force: true });

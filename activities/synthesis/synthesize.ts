@@ -23,7 +23,7 @@ import { generateCandidate, generatorMessages, matchReference, repairMessages } 
 import { validateCandidate } from './validate.js';
 
 /**
- * The repair loop as one activity: generate → validate (gates 1–5) → feed the failed gate back,
+ * The repair loop as one activity: generate → validate (gates 1–6) → feed the failed gate back,
  * up to config.synthesis.maxAttempts. Durable at attempt granularity: every attempt's source,
  * manifest, verdict and rollouts are stored before the next starts, and a retried activity resumes
  * after the last stored attempt (the attempt record is written last, as the completion marker).
@@ -191,7 +191,7 @@ export async function synthesizeEnvironment(input: SynthesizeInput): Promise<Syn
 }
 
 /**
- * Validates a stored module (gates 1–5). Returns the stored verdict when this exact source was
+ * Validates a stored module (gates 1–6). Returns the stored verdict when this exact source was
  * already validated in this run, so the workflow's separate validation step costs nothing extra.
  * Without an environment (synthesis failed) it reports the stored synthesis failure.
  */

@@ -1,3 +1,4 @@
+import { randomInt } from 'node:crypto';
 import type { Config } from '../../core/config.js';
 import type { Message } from '../../core/messages.js';
 import {
@@ -7,11 +8,16 @@ import {
   judgeDeterminism,
   judgeNonTriviality,
   judgeSolvability,
+  GATING_MUTATIONS,
+  judgeVerifier,
+  MUTATIONS,
   verdictOf,
   type EnvManifest,
   type GateResult,
   type SynthesisConfig,
+  type Mutation,
   type ValidationVerdict,
+  type VerifierStats,
 } from '../../core/synthesis.js';
 import type { Termination, Trajectory } from '../../core/trajectory.js';
 import type { AgentAction, Environment } from '../../envs/environment.js';
@@ -21,7 +27,7 @@ import { runEpisodes } from '../rollout.js';
 import { loadCandidate, staticProblem, typeErrors, type LoadedEnv, type Runner, type SandboxSettings } from './candidate.js';
 
 /**
- * The five validation gates of stage 2, in order; each returns a GateResult with a reason the
+ * The six validation gates of stage 2, in order; each returns a GateResult with a reason the
  * generator can act on. `validateCandidate` runs them and stops at the first failure.
  */
 
@@ -100,7 +106,17 @@ function randomValue(s: JsonSchema, rng: Rng, depth: number): unknown {
   }
 }
 
-const seedsFrom = (n: number, base = 0) => Array.from({ length: n }, (_, i) => base + i);
+const seedsFrom = (n: number) => Array.from({ length: n }, (_, i) => i);
+
+/**
+ * Distinct seeds drawn at random from the whole seed space, fresh for every validation, so a
+ * module cannot be honest only on a seed range it expects validation to use.
+ */
+export function drawSeeds(n: number): number[] {
+  const seeds = new Set<number>();
+  while (seeds.size < n) seeds.add(randomInt(2 ** 31 - 1));
+  return [...seeds];
+}
 
 /** Gate 1: the module compiles (and type-checks), loads in the runner and matches its manifest. */
 export async function checkCompile(
@@ -143,7 +159,7 @@ export type OnSeed = (seedsDone: number) => void;
 
 /** Gate 2: the same seed gives a byte-identical instance; ≥ minDistinct of the seeds are distinct. */
 export async function checkDeterminism(env: Environment, c: SynthesisConfig, onSeed?: OnSeed): Promise<GateResult> {
-  const seeds = seedsFrom(c.seeds.determinism);
+  const seeds = drawSeeds(c.seeds.determinism);
   const seen = new Set<string>();
   const mismatched: number[] = [];
   for (const s of seeds) {
@@ -159,7 +175,7 @@ export async function checkDeterminism(env: Environment, c: SynthesisConfig, onS
 /** Gate 3: replaying each seed's gold solution scores ≥ minGoldReward on average. */
 export async function checkSolvability(env: Environment, c: SynthesisConfig, onSeed?: OnSeed): Promise<GateResult> {
   const rewards: { seed: number; reward: number; note?: string }[] = [];
-  for (const seed of seedsFrom(c.seeds.solvability, 1000)) {
+  for (const seed of drawSeeds(c.seeds.solvability)) {
     const view: InstanceView = await inspectInstance(env, seed);
     const r = await playPolicy(env, seed, goldPolicy(view.gold));
     rewards.push({ seed, reward: r.reward, ...(r.errors.length ? { note: `gold tool errors: ${r.errors.slice(0, 2).join(' | ')}` } : { note: `termination ${r.termination}` }) });
@@ -170,7 +186,7 @@ export async function checkSolvability(env: Environment, c: SynthesisConfig, onS
 
 /** Gate 4: stop-at-once, answer-without-tools and random-tool policies score ≤ maxTrivialReward. */
 export async function checkNonTriviality(env: Environment, c: SynthesisConfig, onSeed?: OnSeed): Promise<GateResult> {
-  const seeds = seedsFrom(c.seeds.triviality, 2000);
+  const seeds = drawSeeds(c.seeds.triviality);
   const policies: Record<string, (seed: number) => Policy> = {
     stopAtOnce: () => stopPolicy,
     answerWithoutTools: () => answerWithoutToolsPolicy,
@@ -192,14 +208,92 @@ export async function checkNonTriviality(env: Environment, c: SynthesisConfig, o
   return { ...judgeNonTriviality(means, c), examples };
 }
 
+/** Tries of each perturbation per seed (the last tool calls first: they usually carry the result). */
+const MUTATION_TRIES = 3;
+
+/** A changed copy of one argument value, or undefined where there is no obvious wrong value. */
+function perturbed(v: unknown): unknown {
+  if (typeof v === 'string') return `${v}_x`;
+  if (typeof v === 'number') return v + 1;
+  if (typeof v === 'boolean') return !v;
+  if (Array.isArray(v) && v.length) return v.slice(0, -1);
+  return undefined;
+}
+
+/** The gold actions with one tool-call argument changed, one variant per (call, argument). */
+function argumentVariants(gold: readonly AgentAction[]): AgentAction[][] {
+  const out: AgentAction[][] = [];
+  for (let i = gold.length - 1; i >= 0; i--) {
+    const a = gold[i];
+    if (a.type !== 'tool_call') continue;
+    let args: Record<string, unknown>;
+    try {
+      args = JSON.parse(a.call.function.arguments) as Record<string, unknown>;
+    } catch {
+      continue;
+    }
+    for (const [k, v] of Object.entries(args ?? {})) {
+      const w = perturbed(v);
+      if (w === undefined) continue;
+      const call = { ...a.call, function: { ...a.call.function, arguments: JSON.stringify({ ...args, [k]: w }) } };
+      out.push(gold.map((x, j) => (j === i ? { type: 'tool_call' as const, call } : x)));
+    }
+  }
+  return out;
+}
+
+/**
+ * Gate 5: the verifier rewards the capability, not a fingerprint of validation. The gold solution
+ * replayed identically must score the same (evaluate() is a function of the trajectory), and gold
+ * perturbed — a tool call dropped, an argument changed, the messages skipped — must score lower on
+ * ≥ minMutationDetection of the seeds.
+ */
+export async function checkVerifier(env: Environment, c: SynthesisConfig, onSeed?: OnSeed): Promise<GateResult> {
+  const seeds = drawSeeds(c.seeds.verifier);
+  const stats: VerifierStats = { seeds: seeds.length, replayMismatched: [], mutations: { dropStep: { applicable: 0, lower: 0 }, changeArgument: { applicable: 0, lower: 0 }, skipMessages: { applicable: 0, lower: 0 } } };
+  const examples: string[] = [];
+  for (const [n, seed] of seeds.entries()) {
+    const { gold } = await inspectInstance(env, seed);
+    let replayed = false;
+    // The first trajectory of each kind (gold, then each perturbation) is played twice: a verifier
+    // that is honest on gold but random elsewhere shows up only on the others.
+    const score = async (actions: readonly AgentAction[], replay: boolean) => {
+      const r = (await playPolicy(env, seed, goldPolicy(actions))).reward;
+      if (replay && !replayed && (await playPolicy(env, seed, goldPolicy(actions))).reward !== r) {
+        replayed = true;
+        stats.replayMismatched.push(seed);
+      }
+      return r;
+    };
+    const reward = await score(gold, true);
+    const calls = gold.flatMap((a, i) => (a.type === 'tool_call' ? [i] : [])).reverse();
+    const variants: Record<Mutation, AgentAction[][]> = {
+      dropStep: calls.map((i) => gold.filter((_, j) => j !== i)),
+      changeArgument: argumentVariants(gold),
+      skipMessages: calls.length && gold.some((a) => a.type === 'message') ? [gold.filter((a) => a.type === 'tool_call')] : [],
+    };
+    for (const m of MUTATIONS) {
+      if (!variants[m].length) continue;
+      stats.mutations[m].applicable++;
+      let lower = false;
+      for (const [i, v] of variants[m].slice(0, MUTATION_TRIES).entries()) if ((lower = (await score(v, i === 0)) < reward)) break;
+      if (lower) stats.mutations[m].lower++;
+      else if (GATING_MUTATIONS.includes(m) && examples.length < 3) examples.push(`seed ${seed}: ${m} scored as high as the gold solution (${reward})`);
+    }
+    onSeed?.(n + 1);
+  }
+  return { ...judgeVerifier(stats, c), examples };
+}
+
 function summarize(messages: readonly Message[]): string {
   return messages.map((m) => `${m.role}: ${m.role === 'assistant' && m.tool_calls?.length ? m.tool_calls.map((t) => `${t.function.name}(${t.function.arguments})`).join(', ') : String(m.content).slice(0, 160)}`).join(' / ').slice(0, 600);
 }
 
-/** Gate 5: base-policy rollouts (G groups × K) land in the calibration band with informative groups. */
+/** Gate 6: base-policy rollouts (G groups × K) land in the calibration band with informative groups. */
 export async function checkCalibration(env: Environment, config: Config, llm: Llm, onEpisode?: (done: number) => void): Promise<{ result: GateResult; rollouts: Trajectory[] }> {
   const cal = config.synthesis.calibration;
-  const tasks = seedsFrom(cal.groups, 3000).flatMap((seed) => seedsFrom(cal.rolloutsPerGroup).map((trial) => ({ seed, trial })));
+  const groupSeeds = drawSeeds(cal.groups);
+  const tasks = groupSeeds.flatMap((seed) => seedsFrom(cal.rolloutsPerGroup).map((trial) => ({ seed, trial })));
   const rollouts = await runEpisodes({
     env,
     llm,
@@ -211,7 +305,7 @@ export async function checkCalibration(env: Environment, config: Config, llm: Ll
     temperature: config.rollouts.temperature,
     onEpisode: (_t, i) => onEpisode?.(i + 1),
   });
-  const groups = seedsFrom(cal.groups, 3000).map((seed) => rollouts.filter((t) => t.seed === seed));
+  const groups = groupSeeds.map((seed) => rollouts.filter((t) => t.seed === seed));
   const result = judgeCalibration(calibrationStats(groups), config.synthesis);
   const broken = rollouts.filter((t) => t.termination === 'error').map((t) => `seed ${t.seed}: ${String(t.rewardInfo.details?.runnerNote ?? t.rewardInfo.details?.evaluateError ?? 'error')}`);
   const examples = broken.length ? broken.slice(0, 3) : rollouts.filter((t) => t.reward === 0).slice(0, 2).map((t) => `seed ${t.seed} reward 0: ${summarize(t.messages.slice(1))}`);
@@ -228,7 +322,7 @@ export interface ValidateInput {
   onProgress?: (details: Record<string, unknown>) => void;
 }
 
-/** Runs gates 1–5 in order, stopping at the first failure. */
+/** Runs gates 1–6 in order, stopping at the first failure. */
 export async function validateCandidate(input: ValidateInput): Promise<{ verdict: ValidationVerdict; rollouts: Trajectory[] }> {
   const started = Date.now();
   const c = input.config.synthesis;
@@ -247,6 +341,7 @@ export async function validateCandidate(input: ValidateInput): Promise<{ verdict
       ['determinism', () => checkDeterminism(env, c, seedDone('determinism'))],
       ['solvability', () => checkSolvability(env, c, seedDone('solvability'))],
       ['non_triviality', () => checkNonTriviality(env, c, seedDone('non_triviality'))],
+      ['verifier', () => checkVerifier(env, c, seedDone('verifier'))],
     ];
     if (input.policy) {
       const policy = input.policy;
