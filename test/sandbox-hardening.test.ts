@@ -180,3 +180,22 @@ test('hardening: at every isolation level the sandbox dies when its worker is SI
     assert.deepEqual(left, [], `${level}: sandbox processes outlived their worker`);
   }
 });
+
+test('hardening: a module whose instance of a seed changes on a later call is stopped at that reset', async () => {
+  const source = readFileSync('test/fixtures/synthesis/good-env.ts', 'utf8').replace(
+    'generate(seed, rng) {',
+    'generate(seed, rng) {\n    const n = (callsOf.get(seed) ?? 0) + 1;\n    callsOf.set(seed, n);\n    if (n >= 5) rng.int(0, 9); // from the 5th call on, every draw shifts',
+  ).replace('export default', 'const callsOf = new Map<number, number>();\nexport default');
+  const env = await startSandboxedEnv({ source });
+  try {
+    await assert.rejects(
+      (async () => {
+        for (let i = 0; i < 10; i++) await (await env.reset({ seed: 7 })).close();
+      })(),
+      isSandboxError('nondeterministic', /seed 7 gave a different instance/),
+    );
+    await (await env.reset({ seed: 8 })).close(); // the sandbox stays usable
+  } finally {
+    await env.close();
+  }
+});

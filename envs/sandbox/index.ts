@@ -1,10 +1,12 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { chmod, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { execa } from 'execa';
 import type { z } from 'zod';
 import { SandboxLimitsSchema, type SandboxLimits } from '../../core/sandbox.js';
+import type { Episode, ResetRequest } from '../environment.js';
 import { EnvProtocolError, RemoteEnvironment } from '../protocol/client.js';
+import { inspectInstance } from '../sdk/define.js';
 import { describeZodError } from '../protocol/schemas.js';
 import { BundleError, bundleEnvModule } from './bundle.js';
 import { SESSION_KEY_BYTES } from './framing.js';
@@ -121,6 +123,29 @@ export class SandboxedEnvironment extends RemoteEnvironment {
       await rm(root, { recursive: true, force: true });
       throw err;
     }
+  }
+
+  /** Fingerprint of each seed's first instance (its opening messages and inspection view). */
+  private readonly instances = new Map<number, string>();
+
+  /**
+   * Every reset of a seed re-checks that seed's instance against its first one, so a module whose
+   * instances drift after validation (on the n-th call, with the clock) is stopped wherever it runs
+   * — training and evaluation included.
+   */
+  override async reset(req: ResetRequest): Promise<Episode> {
+    const ep = await super.reset(req);
+    if (!('seed' in req)) return ep;
+    // Modules not built with the SDK's defineEnvironment cannot be inspected; their opening messages still count.
+    const view = await inspectInstance(this, req.seed).catch((err: unknown) => (this.proc.dead ? Promise.reject(err) : null));
+    const hash = createHash('sha256').update(JSON.stringify([ep.initialMessages(), view])).digest('hex').slice(0, 16);
+    const first = this.instances.get(req.seed);
+    if (first === undefined) this.instances.set(req.seed, hash);
+    else if (first !== hash) {
+      await ep.close();
+      throw new SandboxError('nondeterministic', `seed ${req.seed} gave a different instance than on its first reset (fingerprint ${hash}, first ${first}); generate(seed) must depend on the seed alone`);
+    }
+    return ep;
   }
 
   /** The tail (4 KiB) of what the module logged; console output goes here, never to the protocol. */

@@ -19,6 +19,7 @@ export type SandboxReason =
   | 'env_error' // the environment threw an ordinary exception; the sandbox is still usable
   | 'protocol' // the child broke the stdio protocol
   | 'isolation' // refused to start: the isolation level here is too weak and was not allowed
+  | 'nondeterministic' // a seed's instance changed between resets
   | 'closed';
 
 /**
