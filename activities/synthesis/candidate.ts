@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
 import { transform } from 'esbuild';
-import ts from 'typescript';
 import type { Environment } from '../../envs/environment.js';
 import { isWeak, startSandboxedEnv, type SandboxLimits } from '../../envs/sandbox/index.js';
 
@@ -50,48 +50,46 @@ async function writeCandidate(source: string): Promise<string> {
   return file;
 }
 
-const TS_OPTIONS: ts.CompilerOptions = {
-  target: ts.ScriptTarget.ES2022,
-  module: ts.ModuleKind.NodeNext,
-  moduleResolution: ts.ModuleResolutionKind.NodeNext,
-  strict: true,
-  noEmit: true,
-  skipLibCheck: true,
-  types: ['node'],
-};
-/** Parsed SDK, lib and node typings are reused across checks (the first check pays ~10 s). */
-const sourceCache = new Map<string, ts.SourceFile>();
-let host: ts.CompilerHost | undefined;
+type Check = { resolve: (errors: string[]) => void; reject: (err: Error) => void };
+let checker: { worker: Worker; pending: Map<number, Check>; nextId: number } | undefined;
 
-function cachingHost(): ts.CompilerHost {
-  if (host) return host;
-  const base = ts.createCompilerHost(TS_OPTIONS);
-  const tmp = path.join(repoRoot, '.trace', 'tmp');
-  host = {
-    ...base,
-    getSourceFile(fileName, lang, onError, fresh) {
-      if (fileName.startsWith(tmp)) return base.getSourceFile(fileName, lang, onError, fresh);
-      let sf = sourceCache.get(fileName);
-      if (!sf) {
-        sf = base.getSourceFile(fileName, lang, onError, fresh);
-        if (sf) sourceCache.set(fileName, sf);
-      }
-      return sf;
-    },
+/** The type-check thread (typecheck-worker.ts), started on first use and kept for its caches. */
+function typeChecker() {
+  if (checker) return checker;
+  const ext = path.extname(fileURLToPath(import.meta.url)); // .ts under tsx, .js when compiled
+  const url = new URL(`./typecheck-worker${ext}`, import.meta.url);
+  // Node 20 does not carry tsx's loader hooks into worker threads: register them there first.
+  const worker =
+    ext === '.ts'
+      ? new Worker(`import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then((t) => { t.register(); return import(${JSON.stringify(url.href)}); });`, { eval: true })
+      : new Worker(url);
+  const c = { worker, pending: new Map<number, Check>(), nextId: 1 };
+  worker.on('message', ({ id, errors, failure }: { id: number; errors?: string[]; failure?: string }) => {
+    const p = c.pending.get(id);
+    c.pending.delete(id);
+    if (!c.pending.size) worker.unref(); // an idle checker does not keep the process alive
+    if (failure !== undefined) p?.reject(new Error(`type-check: ${failure}`));
+    else p?.resolve(errors!);
+  });
+  const died = (err: Error) => {
+    if (checker === c) checker = undefined;
+    for (const p of c.pending.values()) p.reject(new Error(`type-check thread stopped: ${err.message}`));
   };
-  return host;
+  worker.on('error', died);
+  worker.on('exit', (code) => died(new Error(`exit code ${code}`)));
+  checker = c;
+  return c;
 }
 
-/** tsc diagnostics of the module checked against the SDK (strict), at most `max` of them. */
+/** tsc diagnostics of the module checked against the SDK (strict), at most `max` of them, computed off the event loop. */
 export async function typeErrors(source: string, max = 5): Promise<string[]> {
   const file = await writeCandidate(source);
-  const program = ts.createProgram([file], TS_OPTIONS, cachingHost());
-  const diags = ts.getPreEmitDiagnostics(program).filter((d) => d.file?.fileName === file || !d.file);
-  return diags.slice(0, max).map((d) => {
-    const msg = ts.flattenDiagnosticMessageText(d.messageText, ' ');
-    if (!d.file || d.start === undefined) return msg;
-    const { line, character } = d.file.getLineAndCharacterOfPosition(d.start);
-    return `line ${line + 1}:${character + 1}: ${msg}`;
+  const c = typeChecker();
+  const id = c.nextId++;
+  return new Promise<string[]>((resolve, reject) => {
+    c.pending.set(id, { resolve, reject });
+    c.worker.ref();
+    c.worker.postMessage({ id, file, max });
   });
 }
 
