@@ -9,6 +9,7 @@ type Opener = (name: string, deps: { config: Config }) => Promise<Environment>;
 
 const byName: Record<string, Opener> = {
   'toy-orders': async () => (await import('./toy/orders.js')).createToyOrdersEnv(),
+  'showcase-desk': async () => (await import('./showcase/desk.js')).createShowcaseDeskEnv(),
 };
 
 const byPrefix: Record<string, Opener> = {

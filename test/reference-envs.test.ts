@@ -35,6 +35,16 @@ test('reference permission_error_recovery: gate 1 through the sandbox (bundle, l
   }
 });
 
+test('reference showcase-desk envs: gate 1 through the sandbox with the SDK type-check', async () => {
+  for (const cap of ['exact_id_copying', 'lookup_then_act'] as const) {
+    const env = await loadReferenceEnv(cap);
+    const manifest = { ...env.metadata, tools: env.tools().map((t) => t.function.name) };
+    const { result, loaded } = await checkCompile(await referenceSource(cap), manifest, { runner: 'sandbox', typecheck: true });
+    assert.equal(result.passed, true, `${cap}: ${result.reason}`);
+    await loaded!.close();
+  }
+});
+
 /** Gold with some actions replaced: documented failure modes must score low. */
 async function variant(env: SyntheticEnvironment, seed: number, edit: (gold: AgentAction[], instance: any) => AgentAction[]) {
   const view = env.inspect(seed);
@@ -91,6 +101,32 @@ test('documented failure modes score low', async () => {
     const args = JSON.parse(a.call.function.arguments);
     return call('add_reminder', { ...args, reminder_timestamp: args.reminder_timestamp + 7 * 86400 });
   })), 0, 'off by a week → 0');
+});
+
+test('showcase-desk capability envs keep the target\'s tools and prompt; their failure modes score low', async () => {
+  const { createShowcaseDeskEnv } = await import('../envs/showcase/desk.js');
+  const target = createShowcaseDeskEnv();
+  for (const cap of ['exact_id_copying', 'lookup_then_act'] as const) {
+    const env = await loadReferenceEnv(cap);
+    assert.equal(env.metadata.targetEnv, target.info.name);
+    assert.deepEqual(env.tools(), target.tools(), `${cap}: same tool names, descriptions and schemas`);
+    assert.equal(env.systemPrompt(), target.systemPrompt());
+  }
+  const eic = await loadReferenceEnv('exact_id_copying');
+  const code = (inst: any) => inst.expect.code as string;
+  for (const seed of [1, 2, 3]) {
+    const mangled = await variant(eic, seed, (_g, inst) => [call('cancel_booking', { booking_code: code(inst).slice(1) }), say('Cancelled.'), say('Done.')]);
+    assert.equal(mangled, 0, `seed ${seed}: a code with a character dropped → 0`);
+    assert.equal(await variant(eic, seed, (_g, inst) => [call('find_booking', { guest: code(inst) }), say('Not found.'), say('Sorry.')]), 0, 'the code looked up as a name → 0');
+    assert.equal(await variant(eic, seed, (g) => [call('cancel_booking', { booking_code: '12345' }), ...g]), 1, 'a placeholder corrected after the error still succeeds');
+  }
+  const lta = await loadReferenceEnv('lookup_then_act');
+  for (const seed of [1, 2, 3]) {
+    assert.equal(await variant(lta, seed, () => [call('cancel_booking', { booking_code: '1234567890' }), say('Cancelled.'), say('Done.')]), 0, 'an invented code → 0');
+    assert.equal(await variant(lta, seed, (g) => [g[0], say('Found it.'), say('Bye.')]), 0.5, 'lookup right, no cancellation → 0.5');
+    assert.equal(await variant(lta, seed, (_g, inst) => [call('find_booking', { guest: inst.expect.guest.split(' ')[0] }), say('Not found.'), say('Bye.')]), 0, 'a lookup under part of the name → 0');
+    assert.equal(await variant(lta, seed, (_g, inst) => [call('find_booking', { guest: 'Nobody Here' }), call('cancel_booking', { booking_code: Object.keys(inst.initialState.bookings).find((c) => c !== inst.expect.code)! })]), 0, 'another guest\'s booking cancelled → 0');
+  }
 });
 
 /**

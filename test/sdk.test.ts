@@ -149,3 +149,29 @@ test('llmUser plays the user from the agent\'s side of the conversation and stop
   assert.match(seen[0][0].content, /Your goal: refund order 42[\s\S]*###STOP###/);
   assert.equal(await user({ instance: { userGoal: 'x' }, state: {}, messages, turn: 1 }), '###STOP###');
 });
+
+test('a successful call to an endsEpisode tool ends the episode; a failed one is an error observation', async () => {
+  const { defineEnvironment, defineTool, ToolError, call } = await import('#env-sdk');
+  type S = { done: string[] };
+  const env = defineEnvironment<S, { initialState: S; userGoal: string; gold: AgentAction[] }>({
+    metadata: { name: 'ends-test', capability: 'x', targetEnv: 't', transferRationale: 'only for this test of endsEpisode', description: 'ends-test env' },
+    systemPrompt: 'test',
+    tools: [defineTool<S, { id: string }>({
+      name: 'finish', description: 'finish', parameters: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] }, endsEpisode: true,
+      run: ({ id }, { state }) => {
+        if (id !== 'ok') throw new ToolError(`no item ${id}`);
+        state.done.push(id);
+        return 'finished';
+      },
+    })],
+    generate: () => ({ initialState: { done: [] }, userGoal: 'finish ok', gold: [call('finish', { id: 'ok' })] }),
+    evaluate: ({ state }) => ({ reward: state.done.length ? 1 : 0, components: {} }),
+  });
+  const ep = await env.reset({ seed: 1 });
+  const bad = await ep.step(call('finish', { id: 'nope' }));
+  assert.deepEqual({ error: bad.error, done: bad.done, content: bad.observation.content }, { error: true, done: false, content: 'Error: no item nope' });
+  const ok = await ep.step(call('finish', { id: 'ok' }));
+  assert.deepEqual({ error: ok.error, done: ok.done, termination: ok.termination }, { error: false, done: true, termination: 'agent_stop' });
+  await assert.rejects(ep.step(call('finish', { id: 'ok' })), /is finished/);
+  assert.equal((await ep.evaluate([], 'agent_stop')).reward, 1);
+});

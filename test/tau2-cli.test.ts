@@ -35,6 +35,37 @@ test('env list and env show describe the tau2 environments', async () => {
   assert.match(show, /GENERIC transfer_to_human_agents/);
 });
 
+test('env list/show/replay cover showcase-desk and the reference capability environments', async () => {
+  const { REFERENCE_ENVS } = await import('../envs/reference/index.js');
+  const list = await run('env', 'list');
+  assert.match(list, /^toy-orders\t8 tasks\t5 tools\t/m);
+  assert.match(list, /^showcase-desk\t44 tasks\t2 tools\t/m);
+  for (const cap of Object.keys(REFERENCE_ENVS)) assert.match(list, new RegExp(`^${cap}\t[a-z-]+\ttarget [a-z0-9-]+\t\\d+ tools\t`, 'm'));
+  assert.match(list, /^exact_id_copying\tdesk-cancel-by-code\ttarget showcase-desk\t2 tools\t/m);
+  assert.match(list, /^lookup_then_act\tdesk-cancel-by-name\ttarget showcase-desk\t2 tools\t/m);
+
+  const show = await run('env', 'show', 'showcase-desk');
+  assert.match(show, /tasks: 44 \(train 20, test 24\)/);
+  assert.match(show, /^ {2}find_booking\(guest\)$/m);
+  assert.match(show, /^ {2}cancel_booking\(booking_code\)$/m);
+  for (const name of [...Object.keys(REFERENCE_ENVS), 'desk-cancel-by-name', 'airline-spend-audit']) {
+    const ref = await run('env', 'show', name);
+    assert.match(ref, /^capability: [a-z_]+\ntarget: [a-z0-9-]+\n/m, name);
+    assert.match(ref, /tasks: seeded generator/);
+  }
+  assert.match(await run('env', 'show', 'desk-cancel-by-name'), /capability: lookup_then_act\ntarget: showcase-desk/);
+
+  const lines = (await run('env', 'replay', 'showcase-desk', '--gold')).trim().split('\n').map((l) => JSON.parse(l));
+  assert.equal(lines.length, 44);
+  assert.ok(lines.every((l) => l.reward === 1 && l.calls.every((c: { error: boolean }) => !c.error)));
+  const one = JSON.parse(await run('env', 'replay', 'showcase-desk', '--gold', '--task', 'desk-01'));
+  assert.deepEqual(one.calls.map((c: { name: string }) => c.name), ['find_booking', 'cancel_booking']);
+  const seeds = (await run('env', 'replay', 'lookup_then_act', '--gold', '--seeds', '3')).trim().split('\n').map((l) => JSON.parse(l));
+  assert.deepEqual(seeds.map((l) => [l.task_id, l.reward]), [['seed-0', 1], ['seed-1', 1], ['seed-2', 1]]);
+  await assert.rejects(run('env', 'replay', 'showcase-desk', '--gold', '--task', 'desk-99'), /--task: task 'desk-99' not found in showcase-desk/);
+  await assert.rejects(run('env', 'replay', 'lookup_then_act', '--gold', '--seeds', '0'), /--seeds: expected a positive integer, got '0'/);
+});
+
 test('env commands reject unknown environments and task sets with one-line errors', async () => {
   await assert.rejects(run('env', 'show', 'tau2-telecom'), /env: 'tau2-telecom' is not a built-in target environment/);
   await assert.rejects(run('env', 'replay', 'tau2-retail', '--gold', '--task-set', 'old'), /--task-set: expected 'current' or 'legacy'/);

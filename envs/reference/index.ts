@@ -5,7 +5,7 @@ import type { SyntheticEnvironment } from '../sdk/index.js';
 
 /**
  * The reference library: hand-written capability environments (the paper's four τ² and two
- * ToolSandbox capabilities). Used as ready environments, as few-shot examples for the generator
+ * ToolSandbox capabilities, and two for the showcase-desk target). Used as ready environments, as few-shot examples for the generator
  * and, when the config allows, as a fallback when synthesis fails.
  */
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -17,6 +17,8 @@ export const REFERENCE_ENVS = {
   precondition_verification: 'precondition-verification.ts',
   permission_error_recovery: 'permission-error-recovery.ts',
   datetime_reasoning: 'datetime-reasoning.ts',
+  exact_id_copying: 'exact-id-copying.ts',
+  lookup_then_act: 'lookup-then-act.ts',
 } as const;
 export type ReferenceCapability = keyof typeof REFERENCE_ENVS;
 

@@ -2,9 +2,8 @@ import type { Message, ToolCall, ToolSchema } from '../../core/messages.js';
 import type { RewardInfo, Termination } from '../../core/trajectory.js';
 import type { AgentAction, EnvInfo, Environment, Episode, ResetRequest, StepResult, TaskRef } from '../environment.js';
 import { Rng } from './rng.js';
-import { schemaViolation } from './schema.js';
 import { canonicalJson, cloneState } from './state.js';
-import { ToolError, toToolSchema, type ToolDef } from './tools.js';
+import { runToolCall, toToolSchema, type ToolDef } from './tools.js';
 import { scriptedUser, STOP, type UserSimulator } from './user.js';
 import { toolCallsOf, type CallRecord, type Score } from './verify.js';
 
@@ -104,25 +103,7 @@ export function defineEnvironment<S, I extends Instance<S>>(def: EnvironmentDefi
     return { seed, metadata: def.metadata, instance: canonicalJson(instance), gold: withGoldIds(instance.gold) };
   };
 
-  const runTool = (state: S, instance: I, tc: ToolCall): { content: string; error: boolean } => {
-    const tool = def.tools.find((t) => t.name === tc.function.name);
-    if (!tool) return { content: `Error: unknown tool '${tc.function.name}'. Available tools: ${[...names].join(', ')}`, error: true };
-    let args: unknown;
-    try {
-      args = JSON.parse(tc.function.arguments || '{}');
-    } catch (e) {
-      return { content: `Error: arguments of ${tool.name} are not valid JSON: ${(e as Error).message}`, error: true };
-    }
-    const bad = schemaViolation(tool.parameters, args);
-    if (bad) return { content: `Error: invalid arguments for ${tool.name}: ${bad}`, error: true };
-    try {
-      const out = tool.run(args, { state, instance });
-      return { content: typeof out === 'string' ? out : JSON.stringify(out ?? null), error: false };
-    } catch (e) {
-      if (e instanceof ToolError) return { content: `Error: ${e.message}`, error: true };
-      return { content: `Error: tool ${tool.name} failed: ${(e as Error)?.message ?? String(e)}`, error: true };
-    }
-  };
+  const runTool = (state: S, instance: I, tc: ToolCall) => runToolCall(def.tools, state, instance, tc);
 
   const goldStateOf = (instance: I): S => {
     const state = cloneState(instance.initialState);
@@ -162,6 +143,10 @@ export function defineEnvironment<S, I extends Instance<S>>(def: EnvironmentDefi
         const r = runTool(this.state, this.instance, action.call);
         const observation: Message = { role: 'tool', tool_call_id: action.call.id, content: r.content };
         this.transcript.push(observation);
+        if (!r.error && r.tool?.endsEpisode) {
+          this.finished = true;
+          return { observation, error: false, done: true, termination: 'agent_stop' };
+        }
         return this.capped({ observation, error: r.error, done: false });
       }
       this.transcript.push({ role: 'assistant', content: action.content });

@@ -6,7 +6,7 @@ export { Rng } from './rng.js';
 export { gen, addDays, AIRPORTS, type Person } from './data.js';
 export { canonicalJson, stableHash, cloneState, type Json } from './state.js';
 export { schemaViolation, type JsonSchema } from './schema.js';
-export { defineTool, toolsFromSchemas, toToolSchema, ToolError, type ToolDef, type ToolContext } from './tools.js';
+export { defineTool, toolsFromSchemas, toToolSchema, runToolCall, ToolError, type ToolDef, type ToolContext } from './tools.js';
 export { scriptedUser, llmUser, STOP, type UserSimulator, type UserContext } from './user.js';
 export {
   toolCallsOf,
@@ -49,3 +49,4 @@ export {
   type FlightSegment,
   type Cabin,
 } from './airline.js';
+export { deskTools, deskHotel, DESK_POLICY, DESK_CODE_ALPHABET, type DeskDb } from './desk.js';

@@ -1,5 +1,5 @@
-import type { ToolSchema } from '../../core/messages.js';
-import type { JsonSchema } from './schema.js';
+import type { ToolCall, ToolSchema } from '../../core/messages.js';
+import { schemaViolation, type JsonSchema } from './schema.js';
 
 /**
  * A tool the agent can call. `run` reads and mutates `state` in place and returns the observation
@@ -11,6 +11,8 @@ export interface ToolDef<S = any, A = any> {
   name: string;
   description: string;
   parameters: JsonSchema;
+  /** A successful call ends the episode (a final write, a handoff); a failed one is an ordinary error observation. */
+  endsEpisode?: boolean;
   run(args: A, ctx: ToolContext<S>): unknown;
 }
 
@@ -49,4 +51,28 @@ export function toolsFromSchemas<S>(
 /** The OpenAI function schema the agent sees for a tool. */
 export function toToolSchema(t: ToolDef): ToolSchema {
   return { type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } };
+}
+
+/**
+ * Runs one call against `state`. Unknown tools, bad JSON, schema violations and thrown errors come
+ * back as error observations (`Error: …`); `tool` is the tool that ran, when there was one.
+ */
+export function runToolCall<S>(tools: readonly ToolDef<S>[], state: S, instance: unknown, tc: ToolCall): { content: string; error: boolean; tool?: ToolDef<S> } {
+  const tool = tools.find((t) => t.name === tc.function.name);
+  if (!tool) return { content: `Error: unknown tool '${tc.function.name}'. Available tools: ${tools.map((t) => t.name).join(', ')}`, error: true };
+  let args: unknown;
+  try {
+    args = JSON.parse(tc.function.arguments || '{}');
+  } catch (e) {
+    return { content: `Error: arguments of ${tool.name} are not valid JSON: ${(e as Error).message}`, error: true, tool };
+  }
+  const bad = schemaViolation(tool.parameters, args);
+  if (bad) return { content: `Error: invalid arguments for ${tool.name}: ${bad}`, error: true, tool };
+  try {
+    const out = tool.run(args, { state, instance });
+    return { content: typeof out === 'string' ? out : JSON.stringify(out ?? null), error: false, tool };
+  } catch (e) {
+    if (e instanceof ToolError) return { content: `Error: ${e.message}`, error: true, tool };
+    return { content: `Error: tool ${tool.name} failed: ${(e as Error)?.message ?? String(e)}`, error: true, tool };
+  }
 }
