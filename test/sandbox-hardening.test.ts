@@ -199,3 +199,7 @@ test('hardening: a module whose instance of a seed changes on a later call is st
     await env.close();
   }
 });
+
+test('hardening: a SIGKILL no sandbox limit sent says so (a busy machine, not a hung module)', async () => {
+  await assert.rejects(attack("process.kill(process.pid, 'SIGKILL'); return 'alive'"), isSandboxError('crash', /killed by SIGKILL, not by a sandbox wall clock.*OOM killer/));
+});

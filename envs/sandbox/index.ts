@@ -29,7 +29,7 @@ export { SandboxLimitsSchema, type SandboxLimits };
 
 export const DEFAULT_LIMITS: ResolvedLimits = {
   wallMs: 10_000,
-  startMs: 20_000,
+  startMs: 60_000,
   budgetMs: 3_600_000,
   memoryMb: 512,
   outputBytes: 4 * 1024 * 1024,

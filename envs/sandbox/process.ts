@@ -222,6 +222,9 @@ export class SandboxProcess implements ProtocolTransport {
       this.failWith(new SandboxError('timeout', `${how}: CPU time limit reached (${this.named('cpuSeconds')} s)`, 'cpuSeconds'));
     } else if (signal === 'SIGXFSZ') {
       this.failWith(new SandboxError('disk', `${how}: file size limit reached (${this.named('diskMb')} MiB)`, 'diskMb'));
+    } else if (signal === 'SIGKILL') {
+      // Every limit the worker enforces sets the failure before it kills, so this one came from elsewhere.
+      this.failWith(new SandboxError('crash', `${how}, not by a sandbox wall clock: by the CPU hard limit (${this.named('cpuSeconds')} s + 1 s) or from outside the sandbox (e.g. the kernel's OOM killer when the machine runs short of memory)${last ? `; last output: ${last}` : ''}`));
     } else if (/ERR_ACCESS_DENIED/.test(tail)) {
       this.failWith(new SandboxError('permission', `${how}: ${last}`));
     } else {
