@@ -203,3 +203,23 @@ test('hardening: a module whose instance of a seed changes on a later call is st
 test('hardening: a SIGKILL no sandbox limit sent says so (a busy machine, not a hung module)', async () => {
   await assert.rejects(attack("process.kill(process.pid, 'SIGKILL'); return 'alive'"), isSandboxError('crash', /killed by SIGKILL, not by a sandbox wall clock.*OOM killer/));
 });
+
+test('hardening: the sandboxed node runs under a seccomp filter at the bwrap level (x86-64)', async (t) => {
+  const iso = await sandboxIsolation();
+  if (iso.level !== 'bwrap' || iso.fileCountLimit === false || process.arch !== 'x64') return t.skip('no seccomp filter at this level or architecture');
+  const env = await startSandboxedEnv({ source: attackSource("return 'up'") });
+  try {
+    const node = descendants(process.pid).find((pid) => {
+      try {
+        const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+        return argv[0] === process.execPath && argv.includes('/sandbox/env.mjs');
+      } catch {
+        return false;
+      }
+    });
+    assert.ok(node, 'the sandboxed node process was not found');
+    assert.match(readFileSync(`/proc/${node}/status`, 'utf8'), /^Seccomp:\s+2$/m);
+  } finally {
+    await env.close();
+  }
+});

@@ -3,6 +3,7 @@ import { existsSync, lstatSync, readlinkSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
+import { SECCOMP_DENIED, seccompProgram } from './seccomp.js';
 
 /**
  * How generated env code is confined, strongest first. Every level adds Node's permission model
@@ -97,6 +98,9 @@ function permissionFlag(): string {
 
 /** Where the worker creates the (empty) mount point of the bwrap level's scratch tmpfs. */
 export const scratchDirOf = (runDir: string) => path.join(path.dirname(runDir), 'scratch');
+/** Where the worker writes the seccomp filter bwrap loads (x86-64 only, see seccomp.ts). */
+const seccompFileOf = (runDir: string) => path.join(path.dirname(runDir), 'seccomp.bpf');
+const SECCOMP = seccompProgram();
 
 /**
  * The command line of one sandbox. `fileCountLimit` (bwrap only): mount the scratch tmpfs with an
@@ -134,6 +138,7 @@ export function sandboxCommand(
   if (level === 'bwrap') {
     const bwrap = ['bwrap', '--die-with-parent', '--new-session', '--unshare-all', '--clearenv', '--cap-drop', 'ALL'];
     if (o.fileCountLimit) bwrap.push('--unshare-user', '--disable-userns', '--uid', '1000', '--gid', '1000');
+    if (o.fileCountLimit && SECCOMP) bwrap.push('--seccomp', '3'); // fd 3: opened by the shell below
     // /dev is a tmpfs bwrap creates: read-only, else it is unbounded scratch space outside diskMb.
     bwrap.push(...systemMounts(), '--proc', '/proc', '--dev', '/dev', '--remount-ro', '/dev');
     const scratch = scratchDirOf(o.runDir);
@@ -144,8 +149,8 @@ export function sandboxCommand(
     const mountScratch = o.fileCountLimit
       ? [
           'unshare', '--user', '--map-root-user', '--mount', '--',
-          '/bin/sh', '-c', 'mount -t tmpfs -o "$1" tmpfs "$2" && shift 2 && exec "$@"', 'sh',
-          `size=${o.limits.diskMb * MiB},nr_inodes=${o.limits.maxFiles},mode=0700`, scratch,
+          '/bin/sh', '-c', 'mount -t tmpfs -o "$1" tmpfs "$2" && exec 3<"$3" && shift 3 && exec "$@"', 'sh',
+          `size=${o.limits.diskMb * MiB},nr_inodes=${o.limits.maxFiles},mode=0700`, scratch, SECCOMP ? seccompFileOf(o.runDir) : '/dev/null',
         ]
       : [];
     const argv = [...rlimits, ...mountScratch, ...bwrap, ...node];
@@ -167,7 +172,7 @@ export function sandboxCommand(
 export function describeIsolation(level: IsolationLevel, uid: boolean, rlimits: boolean, fileCountLimit = false): SandboxIsolation {
   const parts = [
     level === 'bwrap'
-      ? `bubblewrap namespaces (mount, net, pid, ipc, uts; only /usr and /dev read-only + a private tmpfs holding the bundle visible, capped in size${fileCountLimit ? ' and files; no nested user namespaces' : ' (not in files)'}; caps dropped)`
+      ? `bubblewrap namespaces (mount, net, pid, ipc, uts; only /usr and /dev read-only + a private tmpfs holding the bundle visible, capped in size${fileCountLimit ? ` and files; no nested user namespaces${SECCOMP ? `; seccomp filter refusing ${SECCOMP_DENIED.length} system calls` : '; no seccomp filter (not x86-64)'}` : ' (not in files); no seccomp filter'}; caps dropped)`
       : level === 'unshare-net'
         ? 'network namespace via `unshare --net` (no network); no mount namespace'
         : 'no namespaces: NETWORK NOT BLOCKED',
@@ -205,6 +210,7 @@ export async function makeSandboxDir(uid: number | undefined): Promise<{ root: s
     await mkdir(dir, { mode: 0o700 });
     if (uid !== undefined) await chown(dir, uid, uid);
   }
+  if (SECCOMP) await writeFile(seccompFileOf(runDir), SECCOMP, { mode: 0o644 });
   return { root, runDir };
 }
 
