@@ -93,6 +93,7 @@ const TrainingSchema = z.object({
   /** trainAdapter reports the curve as mean reward per iteration (numbers), with informativeShare alongside. */
   curve: z.union([CurveSchema, z.array(z.number())]).optional(),
   informativeShare: z.array(z.number().min(0).max(1)).optional(),
+  heldoutCurve: z.array(z.object({ iteration: z.number().int().nonnegative(), meanReward: z.number() })).optional(),
   metrics: CurveSchema.optional(),
   history: CurveSchema.optional(),
   gpuSeconds: z.number().optional(),
@@ -141,9 +142,10 @@ function curvePoints(t: z.infer<typeof TrainingSchema> | undefined): { iteration
 function trainingOf(c: z.infer<typeof RunResultSchema>['capabilities'][number]): NonNullable<CapabilityRowInput['training']> {
   const t = TrainingSchema.safeParse(c.training ?? {}).data;
   const curve = curvePoints(t);
-  if (c.adapter) return { status: 'ok', curve, adapterUri: c.adapter.uri, ...(c.reusedFrom?.adapter ? { message: `adapter continued from run ${c.reusedFrom.adapter}` } : {}) };
-  if (c.status === 'failed' && /train/i.test(c.detail ?? '')) return { status: 'failed', curve, message: c.detail };
-  return { status: 'not_run', curve };
+  const heldout = t?.heldoutCurve ?? [];
+  if (c.adapter) return { status: 'ok', curve, heldout, adapterUri: c.adapter.uri, ...(c.reusedFrom?.adapter ? { message: `adapter continued from run ${c.reusedFrom.adapter}` } : {}) };
+  if (c.status === 'failed' && /train/i.test(c.detail ?? '')) return { status: 'failed', curve, heldout, message: c.detail };
+  return { status: 'not_run', curve, heldout };
 }
 
 export function createReportActivities(deps: ReportDeps = defaultDeps) {
@@ -217,6 +219,14 @@ export function createReportActivities(deps: ReportDeps = defaultDeps) {
     // Gold demonstrations are a departure from the paper (policy successes only): always said.
     if (gateInfo?.examples?.gold) {
       notes.push(`the gate was fitted on ${gateInfo.examples.policy} successful policy trajectories and ${gateInfo.examples.gold} gold demonstrations (gate.goldDemonstrations: reference solutions replayed through each capability env)`);
+    } else if (gateInfo?.examples) {
+      notes.push(`the gate was fitted on ${gateInfo.examples.policy} successful policy trajectories only (gold-free, as in the paper)`);
+    }
+    const constrained = config.training.constrainedDecoding;
+    if (constrained !== false && run.capabilities.some((c) => c.adapter)) {
+      notes.push(
+        `GRPO sampled under the JSON action grammar (training.constrainedDecoding: ${constrained}${constrained === 'auto' ? ', on for a model whose chat template has no tool format' : ''}); served evaluation decodes the same way`,
+      );
     }
 
     // Cost: policy tokens of rollouts and evaluation, analyst tokens of the labeling passes.

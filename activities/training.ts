@@ -52,7 +52,9 @@ const DoneAdapterSchema = z.object({
   adapter: ArtifactRefSchema,
   checkpoint_uri: z.string(),
   iterations: z.number().int(),
-  metrics: z.array(z.object({ mean_reward: z.number(), informative_share: z.number(), tokens_per_s: z.number() }).passthrough()),
+  metrics: z.array(
+    z.object({ mean_reward: z.number(), informative_share: z.number(), tokens_per_s: z.number(), heldout_reward_before: z.number().optional(), heldout_reward: z.number().optional() }).passthrough(),
+  ),
 });
 const DoneGateSchema = z.object({
   gate_uri: z.string(),
@@ -90,6 +92,8 @@ export interface TrainAdapterResult {
   continuedFrom?: ArtifactRef;
   /** Mean reward per iteration: the learning curve. */
   curve: number[];
+  /** Mean reward on held-out seeds after `iteration` updates (0 = before training; training.heldoutSeeds). */
+  heldoutCurve: { iteration: number; meanReward: number }[];
   informativeShare: number[];
   tokensPerSecond: number;
   /** Where the trainer ran ('cpu', 'cuda', …) and its wall-clock seconds over every attempt. */
@@ -118,6 +122,12 @@ export interface FitGateResult {
   durationSeconds: number;
 }
 
+function heldoutCurve(metrics: z.infer<typeof DoneAdapterSchema>['metrics']): TrainAdapterResult['heldoutCurve'] {
+  const before = metrics[0]?.heldout_reward_before;
+  const after = metrics.flatMap((m, i) => (m.heldout_reward === undefined ? [] : [{ iteration: i + 1, meanReward: m.heldout_reward }]));
+  return before === undefined ? after : [{ iteration: 0, meanReward: before }, ...after];
+}
+
 const keys = {
   adapterPrefix: (runId: string, capability: string) => `runs/${runId}/adapters/${capability}`,
   gatePrefix: (runId: string) => `runs/${runId}/gate`,
@@ -144,6 +154,7 @@ export async function trainAdapter(input: TrainAdapterInput): Promise<TrainAdapt
       rollouts_per_group: t.rolloutsPerGroup,
       temperature: t.temperature,
       constrained_decoding: t.constrainedDecoding,
+      heldout_seeds: t.heldoutSeeds,
       lr: t.lr,
       clip_low: t.clipLow,
       clip_high: t.clipHigh,
@@ -168,6 +179,7 @@ export async function trainAdapter(input: TrainAdapterInput): Promise<TrainAdapt
       ...(resume ? { resumedFrom: resume } : {}),
       ...(input.initAdapter ? { continuedFrom: input.initAdapter } : {}),
       curve: d.metrics.map((m) => m.mean_reward),
+      heldoutCurve: heldoutCurve(d.metrics),
       informativeShare: d.metrics.map((m) => m.informative_share),
       tokensPerSecond: d.metrics.length ? d.metrics.reduce((s, m) => s + m.tokens_per_s, 0) / d.metrics.length : 0,
       device: run.device,

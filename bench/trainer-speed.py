@@ -13,12 +13,11 @@ import sys
 import time
 from pathlib import Path
 
-import torch
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "trainer"))
 
-from trace_trainer import grpo  # noqa: E402
+from trace_trainer import grpo  # noqa: E402 — before torch: it sets the OpenMP wait policy
+import torch  # noqa: E402
 from trace_trainer.config import LoraConfig  # noqa: E402
 from trace_trainer.model import add_lora, load_base, load_tokenizer  # noqa: E402
 from trace_trainer.rollout import Rollout  # noqa: E402

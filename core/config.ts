@@ -121,6 +121,12 @@ export const ConfigSchema = z
           .describe(
             "sample every turn under the JSON action grammar (a message or a schema-valid call to one of the env's tools), as the embedded LLM server and served evaluation decode; 'auto' = on when the model's chat template has no tool format of its own (e.g. SmolLM2)",
           ),
+        heldoutSeeds: z
+          .number()
+          .int()
+          .min(0)
+          .default(0)
+          .describe('seeds never trained on, scored before training and after every iteration (rolloutsPerGroup samples each): the held-out curve; 0 = off'),
         maxNewTokens: z.number().int().positive().default(256),
         maxTurns: z.number().int().positive().default(8),
         checkpointEvery: z.number().int().positive().default(5),

@@ -72,7 +72,9 @@ function capabilitiesSection(r: Report): string {
     .map((c) => {
       const last = c.training.curve.at(-1);
       const first = c.training.curve[0];
-      const curve = last ? `${first.meanReward.toFixed(2)} → ${last.meanReward.toFixed(2)} (${c.training.curve.length} iters)` : '—';
+      const h = c.training.heldout;
+      const held = h.length > 1 ? `; held-out ${h[0].meanReward.toFixed(2)} → ${h.at(-1)!.meanReward.toFixed(2)}` : '';
+      const curve = last ? `${first.meanReward.toFixed(2)} → ${last.meanReward.toFixed(2)} (${c.training.curve.length} iters)${held}` : '—';
       return `<tr>${td(`<b>${esc(c.name)}</b><br><span class="muted">${esc(c.description)}</span>`)}${td(
         `${fix(c.meanDelta)} ± ${fix(c.stdDelta)}`,
         'num',
@@ -90,7 +92,12 @@ function capabilitiesSection(r: Report): string {
 }
 
 function trainingSection(r: Report): string {
-  const curves = rewardCurvesChart(r.capabilities.map((c) => ({ capability: c.name, points: c.training.curve })));
+  const curves = rewardCurvesChart(
+    r.capabilities.flatMap((c) => [
+      { capability: c.name, points: c.training.curve },
+      ...(c.training.heldout.length ? [{ capability: `${c.name} (held-out)`, points: c.training.heldout }] : []),
+    ]),
+  );
   const gate = routingShareChart(r.gate?.routing ?? []);
   const gateNote = r.gate?.note ? `<p class="muted">${esc(r.gate.note)}</p>` : '';
   return `<h3>Adapter training</h3>${curves}<h3>Mixture-of-experts gate</h3>${gate}${gateNote}`;

@@ -56,6 +56,8 @@ export const CapabilityRowSchema = z.object({
     .object({
       status: z.enum(['ok', 'failed', 'skipped', 'not_run']),
       curve: z.array(CurvePointSchema).default([]),
+      /** Mean reward on seeds never trained on (iteration 0 = before training). */
+      heldout: z.array(CurvePointSchema).default([]),
       message: z.string().optional(),
       adapterUri: z.string().optional(),
     })

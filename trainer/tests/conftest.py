@@ -1,5 +1,6 @@
 from pathlib import Path
 
+import trace_trainer  # noqa: F401 — first: it sets the OpenMP wait policy before torch loads
 import pytest
 import torch
 

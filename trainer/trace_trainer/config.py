@@ -75,6 +75,10 @@ class GrpoConfig:
     # DAPO dynamic sampling: up to this many extra groups per iteration, from fresh seeds/tasks, replace
     # zero-variance groups until the update has `groups` informative ones (0 = off, as the official code).
     resample_groups: int = 0
+    # Held-out seeds (disjoint from the training draws) scored before training and after every
+    # `heldout_every` iterations and the last, `rollouts_per_group` samples each (0 = off).
+    heldout_seeds: int = 0
+    heldout_every: int = 1
     # Rollouts through this server instead of in-process generation (None = in-process).
     policy_server: typing.Optional[PolicyServerConfig] = None
     checkpoint_every: int = 5
@@ -163,7 +167,7 @@ def from_dict(cls, raw, path: str = "config"):
 
 def _check_ranges(obj, path: str) -> None:
     positive = ["iterations", "groups", "rollouts_per_group", "minibatches", "micro_batch_size", "max_new_tokens",
-                "max_turns", "max_seq_len", "checkpoint_every", "steps", "batch_size", "r", "alpha"]
+                "max_turns", "max_seq_len", "checkpoint_every", "heldout_every", "steps", "batch_size", "r", "alpha"]
     for name in positive:
         v = getattr(obj, name, None)
         if v is not None and v <= 0:
@@ -174,6 +178,8 @@ def _check_ranges(obj, path: str) -> None:
         raise ConfigError(f"{path}.temperature: must be > 0 for GRPO (T = 0 makes every rollout of a group identical), got {obj.temperature}")
     if isinstance(obj, (GrpoConfig, GateConfig)) and isinstance(obj.constrained_decoding, str) and obj.constrained_decoding != "auto":
         raise ConfigError(f"{path}.constrained_decoding: expected true, false or \"auto\", got {obj.constrained_decoding!r}")
+    if isinstance(obj, GrpoConfig) and obj.heldout_seeds < 0:
+        raise ConfigError(f"{path}.heldout_seeds: must be >= 0, got {obj.heldout_seeds}")
     if isinstance(obj, GrpoConfig) and obj.resample_groups < 0:
         raise ConfigError(f"{path}.resample_groups: must be >= 0, got {obj.resample_groups}")
     if isinstance(obj, PolicyServerConfig):

@@ -212,6 +212,12 @@ class GrpoTrainer:
             raise ConfigError(f"init_adapter_uri: the adapter at {uri} has weights this model lacks, e.g. {loaded.unexpected_keys[0]}")
         self.init_adapter = uri
 
+    def prepare(self, info: dict) -> None:
+        """Per-env set-up from the env's info: its name and, under constrained decoding, the action grammar of its tools."""
+        self.env_name = info["info"]["name"]
+        if self.fmt.actions and self.grammar is None:
+            self.grammar = ActionGrammar(self.tok, action_schema(info["tools"]), self.fmt.terminator_id, self.model.config.vocab_size)
+
     def _starts(self, tasks: list, n: int) -> list[dict]:
         if tasks:
             return [{"taskId": self.draw.choice(tasks)["id"]} for _ in range(n)]
@@ -226,9 +232,7 @@ class GrpoTrainer:
         cfg = self.cfg
         info = self.env.info()
         tasks = self.env.tasks()
-        self.env_name = info["info"]["name"]
-        if self.fmt.actions:
-            self.grammar = ActionGrammar(self.tok, action_schema(info["tools"]), self.fmt.terminator_id, self.model.config.vocab_size)
+        self.prepare(info)
         # A resumed run already holds its weights (and they descend from the init adapter).
         if cfg.init_adapter_uri and self.checkpoint_uri is None and self.init_adapter is None:
             self.init_from_adapter(cfg.init_adapter_uri)
@@ -246,12 +250,33 @@ class GrpoTrainer:
         return {"adapter_uri": adapter, "adapter": files["adapter_model.safetensors"], "adapter_files": files,
                 "checkpoint_uri": self.checkpoint_uri, "iterations": self.iteration, "metrics": self.metrics}
 
+    def heldout_reward(self, info: dict) -> float:
+        """Mean reward on the held-out seeds (2**31 + i, never drawn for training: `_starts` draws
+        below 2**31), `rollouts_per_group` samples each, from a fixed torch seed so the curve
+        compares weights, not luck. The global RNG is restored, so training draws are unchanged."""
+        state = torch.get_rng_state()
+        torch.manual_seed(self.cfg.seed + 7919)
+        try:
+            rollouts = collect(self._generator(), self.fmt, self.env, info, [{"seed": 2**31 + i} for i in range(self.cfg.heldout_seeds)],
+                               rollouts_per_start=self.cfg.rollouts_per_group, max_new_tokens=self.cfg.max_new_tokens,
+                               max_turns=self.cfg.max_turns, max_errors=self.cfg.max_errors, max_seq_len=self.cfg.max_seq_len,
+                               should_stop=lambda: self.stop_requested, grammar=self.grammar)
+        finally:
+            torch.set_rng_state(state)
+        return float(np.mean([r.reward for r in rollouts]))
+
     def _loop(self, info: dict, tasks: list) -> None:
         cfg = self.cfg
+        heldout = cfg.heldout_seeds > 0 and not tasks
         while self.iteration < cfg.iterations:
             rng_at_start = checkpoint.rng_state(self.draw)
             try:
+                before = self.heldout_reward(info) if heldout and self.iteration == 0 else None
                 m = self.step(info, tasks)
+                if before is not None:
+                    m["heldout_reward_before"] = before
+                if heldout and ((self.iteration + 1) % cfg.heldout_every == 0 or self.iteration + 1 == cfg.iterations):
+                    m["heldout_reward"] = self.heldout_reward(info)
             except Interrupted:
                 # Nothing of this iteration is kept: the weights are untouched until the update, and
                 # the RNG goes back to the iteration's start, so a resume repeats it exactly.
