@@ -223,3 +223,8 @@ test('hardening: the sandboxed node runs under a seccomp filter at the bwrap lev
     await env.close();
   }
 });
+
+test('hardening: processes and threads (which could start with any V8 flag) are refused by the runner, not only by the permission model', async () => {
+  await assert.rejects(attack("return cp.spawnSync(process.execPath, ['--allow-natives-syntax', '-e', '1']).status"), isSandboxError('permission', /child_process\.spawnSync/));
+  await assert.rejects(attack("new Worker('1', { eval: true, execArgv: ['--allow-natives-syntax'] }); return 'worker'"), isSandboxError('permission', /worker_threads\.Worker/));
+});

@@ -1,9 +1,11 @@
+import childProcess from 'node:child_process';
 import { createHmac } from 'node:crypto';
 import fs from 'node:fs';
 import inspector from 'node:inspector';
 import { syncBuiltinESMExports } from 'node:module';
 import readline from 'node:readline';
 import v8 from 'node:v8';
+import workerThreads from 'node:worker_threads';
 import type { Environment } from '../environment.js';
 import { createProtocolHandler } from '../protocol/handler.js';
 import type { ProtocolErrorType } from '../protocol/schemas.js';
@@ -33,8 +35,9 @@ function classify(err: unknown): { status: number; type: ProtocolErrorType; mess
   return undefined;
 }
 
+/** A stand-in that throws when called or constructed (`new Worker(…)` must fail the same way). */
 function refused(what: string): () => never {
-  return () => {
+  return function refusedApi(): never {
     throw Object.assign(new Error(`sandbox: ${what} is disabled in the sandbox`), { code: 'ERR_ACCESS_DENIED', permission: 'Sandbox', resource: what });
   };
 }
@@ -42,14 +45,16 @@ function refused(what: string): () => never {
 /**
  * Closes the APIs that reach past JavaScript: run-time V8 flags (`--allow-natives-syntax` voids
  * V8's memory safety, `--trace-turbo-path` and heap snapshots write files), `process.report`
- * (writes wherever the process can see, past --allow-fs-write), native bindings and the inspector.
- * The permission model refuses some of these too; this does not rely on it.
+ * (writes wherever the process can see, past --allow-fs-write), native bindings, the inspector,
+ * and new processes or threads (which could start with any V8 flag). The permission model
+ * refuses some of these too; this does not rely on it.
  */
 function disableEscapeHatches(): void {
-  for (const [name, mod] of [['v8', v8], ['inspector', inspector]] as const) {
+  for (const [name, mod] of [['v8', v8], ['inspector', inspector], ['child_process', childProcess]] as const) {
     for (const k of Object.keys(mod)) (mod as Record<string, unknown>)[k] = refused(`${name}.${k}`);
     Object.freeze(mod);
   }
+  Object.defineProperty(workerThreads, 'Worker', { value: refused('worker_threads.Worker'), configurable: false, writable: false });
   syncBuiltinESMExports(); // named ESM imports of those modules see the refusals too
   Object.defineProperty(process, 'report', { get: refused('process.report'), configurable: false });
   for (const k of ['binding', '_linkedBinding', 'dlopen']) Object.defineProperty(process, k, { value: refused(`process.${k}`), configurable: false, writable: false });
