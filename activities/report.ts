@@ -119,7 +119,12 @@ function synthesisOf(c: z.infer<typeof RunResultSchema>['capabilities'][number])
   const v = ValidationSchema.safeParse(c.validation).data;
   const attempts = v?.attempts ?? (c.environment ? 1 : 0);
   // The generator's attempts all failed and the reference-library env was used instead: say so.
-  const fallback = v?.status === 'reference_fallback' ? { message: `reference env ${v.reference} used after ${attempts} failed attempt(s): ${v.lastFailure ?? 'no reason recorded'}` } : {};
+  const fallback =
+    v?.status !== 'reference_fallback'
+      ? {}
+      : attempts === 0
+        ? { message: `reference env ${v.reference} used directly (synthesis.maxAttempts: 0, no generator attempt)` }
+        : { message: `reference env ${v.reference} used after ${attempts} failed attempt(s): ${v.lastFailure ?? 'no reason recorded'}` };
   if (c.reusedFrom?.environment) return { status: 'ok', attempts: 0, message: `environment reused from run ${c.reusedFrom.environment}` };
   if (c.status === 'not_configured') return { status: 'not_run', attempts: 0 };
   if (c.environment || c.status === 'trained' || c.status === 'training') return { status: 'ok', attempts, ...fallback };

@@ -155,6 +155,7 @@ export async function trainAdapter(input: TrainAdapterInput): Promise<TrainAdapt
       temperature: t.temperature,
       constrained_decoding: t.constrainedDecoding,
       heldout_seeds: t.heldoutSeeds,
+      heldout_every: t.heldoutEvery,
       lr: t.lr,
       clip_low: t.clipLow,
       clip_high: t.clipHigh,

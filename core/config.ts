@@ -126,7 +126,8 @@ export const ConfigSchema = z
           .int()
           .min(0)
           .default(0)
-          .describe('seeds never trained on, scored before training and after every iteration (rolloutsPerGroup samples each): the held-out curve; 0 = off'),
+          .describe('seeds never trained on, scored before training and every heldoutEvery iterations (rolloutsPerGroup samples each): the held-out curve; 0 = off'),
+        heldoutEvery: z.number().int().positive().default(1).describe('iterations between held-out scores (the last iteration is always scored)'),
         maxNewTokens: z.number().int().positive().default(256),
         maxTurns: z.number().int().positive().default(8),
         checkpointEvery: z.number().int().positive().default(5),
@@ -180,6 +181,9 @@ export const ConfigSchema = z
   })
   .strict()
   .superRefine((c, ctx) => {
+    if (c.synthesis.maxAttempts === 0 && !c.synthesis.allowReferenceFallback) {
+      ctx.addIssue({ code: 'custom', path: ['synthesis', 'maxAttempts'], message: 'is 0 (no generator attempt): set synthesis.allowReferenceFallback so the reference library is used' });
+    }
     if (c.analysis.minPassesSelected > c.analysis.passes) {
       ctx.addIssue({
         code: 'custom',

@@ -7,7 +7,7 @@ import { SandboxLimitsSchema } from './sandbox.js';
  */
 export const SynthesisConfigSchema = z
   .object({
-    maxAttempts: z.number().int().positive().default(5).describe('generator attempts per capability, repairs included'),
+    maxAttempts: z.number().int().min(0).default(5).describe('generator attempts per capability, repairs included; 0 = the reference library directly (needs allowReferenceFallback)'),
     allowReferenceFallback: z.boolean().default(false).describe('offer a reference-library env when no attempt passes'),
     runner: z.enum(['sandbox', 'in-process']).default('sandbox').describe('in-process is for developing trusted modules only'),
     sandbox: SandboxLimitsSchema.extend({

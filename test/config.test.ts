@@ -29,3 +29,8 @@ test('GRPO needs a positive sampling temperature; constrained decoding defaults 
   assert.equal(parseConfig({ env: { name: 'x' }, training: { constrainedDecoding: false } }).training.constrainedDecoding, false);
   assert.throws(() => parseConfig({ env: { name: 'x' }, training: { constrainedDecoding: 'yes' } }), /training\.constrainedDecoding/);
 });
+
+test('synthesis.maxAttempts 0 uses the reference library and needs the fallback allowed', () => {
+  assert.equal(parseConfig({ env: { name: 'x' }, synthesis: { maxAttempts: 0, allowReferenceFallback: true } }).synthesis.maxAttempts, 0);
+  assert.throws(() => parseConfig({ env: { name: 'x' }, synthesis: { maxAttempts: 0 } }), (e: Error) => /synthesis\.maxAttempts: is 0/.test(e.message));
+});
