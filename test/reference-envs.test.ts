@@ -115,8 +115,9 @@ test('showcase-desk capability envs keep the target\'s tools and prompt; their f
   const eic = await loadReferenceEnv('exact_id_copying');
   const code = (inst: any) => inst.expect.code as string;
   for (const seed of [1, 2, 3]) {
-    const mangled = await variant(eic, seed, (_g, inst) => [call('cancel_booking', { booking_code: code(inst).slice(1) }), say('Cancelled.'), say('Done.')]);
-    assert.equal(mangled, 0, `seed ${seed}: a code with a character dropped → 0`);
+    const near = await variant(eic, seed, (_g, inst) => [call('cancel_booking', { booking_code: code(inst).slice(1) }), say('Cancelled.'), say('Done.')]);
+    assert.equal(near, 0.3, `seed ${seed}: a code with a character dropped → 0.3`);
+    assert.equal(await variant(eic, seed, () => [call('cancel_booking', { booking_code: '1234567890' }), say('Cancelled.'), say('Done.')]), 0, 'a placeholder code → 0');
     assert.equal(await variant(eic, seed, (_g, inst) => [call('find_booking', { guest: code(inst) }), say('Not found.'), say('Sorry.')]), 0, 'the code looked up as a name → 0');
     assert.equal(await variant(eic, seed, (g) => [call('cancel_booking', { booking_code: '12345' }), ...g]), 1, 'a placeholder corrected after the error still succeeds');
   }

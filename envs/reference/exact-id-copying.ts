@@ -4,13 +4,25 @@ import { defineEnvironment, deskHotel, deskTools, DESK_CODE_ALPHABET, DESK_POLIC
  * Exact id copying (showcase-desk): the guest names a booking by its code; the agent must call
  * cancel_booking with that code copied character for character, not look it up by name, invent a
  * placeholder ("12345") or answer in prose. Codes vary in length and alphabet, and the message may
- * carry a distracting number (the room). Reward 1.0 when exactly that booking is cancelled,
- * else 0. Failure modes: a placeholder or mangled code (error, then 0 if never fixed), find_booking
- * with the code as a name (0), a message instead of the call (0).
+ * carry a distracting number (the room). Reward 1.0 when exactly that booking is cancelled; 0.3
+ * when cancel_booking got a near copy (≤ 2 edits: "P2P6X" for "PE2P6X", "329" for "HQ329"), so
+ * groups rank closer copies higher; else 0. Failure modes: a placeholder code (0), find_booking
+ * with the code as a name (0), a message instead of the call (0), max_steps (0).
  */
 type Inst = { initialState: DeskDb; userGoal: string; userTurns: string[]; gold: AgentAction[]; expect: { code: string } };
 
 const LETTERS = 'ABCDEFGHJKLMNPQRSTUVWXYZ';
+
+/** Levenshtein distance: how far a copied code is from the real one. */
+function editDistance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const cur = [i];
+    for (let j = 1; j <= b.length; j++) cur[j] = Math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    prev = cur;
+  }
+  return prev[b.length];
+}
 // The target's phrasings, plus one with a distracting number (the room).
 const ASKS = [
   (c: string) => `Please cancel booking ${c}.`,
@@ -44,8 +56,9 @@ export default defineEnvironment<DeskDb, Inst>({
       expect: { code },
     };
   },
-  evaluate: ({ state, goldState }) => {
+  evaluate: ({ state, goldState, calls, instance }) => {
     const db = statesMatch(state, goldState);
-    return { reward: db ? 1 : 0, components: { DB: db ? 1 : 0 } };
+    const near = calls.some((c) => c.name === 'cancel_booking' && typeof c.args?.booking_code === 'string' && editDistance(c.args.booking_code, instance.expect.code) <= 2);
+    return { reward: db ? 1 : near ? 0.3 : 0, components: { DB: db ? 1 : 0, NEAR_COPY: near ? 1 : 0 } };
   },
 });

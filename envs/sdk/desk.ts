@@ -12,7 +12,9 @@ export interface DeskDb {
   bookings: Record<string, { guest: string; status: 'booked' | 'cancelled' }>;
 }
 
-export const DESK_POLICY = "You are the front desk of a hotel. Use the tools to help guests. find_booking gives the booking code for a guest's name; cancel_booking needs that code.";
+// Directive on purpose: with a neutral "use the tools to help guests" the 135M model mostly
+// answers in prose (measured: base 5/24 on the test split, failures spread over chatting).
+export const DESK_POLICY = 'You are the front desk of a hotel. Cancel bookings for guests with the tools. A cancellation needs the booking code; if the guest gives only a name, find the code with find_booking first.';
 
 export const DESK_CODE_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789';
 
