@@ -302,7 +302,8 @@ export async function checkCalibration(env: Environment, config: Config, llm: Ll
     maxSteps: cal.maxSteps,
     maxErrors: config.rollouts.maxErrors,
     timeoutMs: config.rollouts.episodeTimeoutMs,
-    temperature: config.rollouts.temperature,
+    // The temperature GRPO will sample at: the informative share is only meaningful there.
+    temperature: config.training.temperature,
     onEpisode: (_t, i) => onEpisode?.(i + 1),
   });
   const groups = groupSeeds.map((seed) => rollouts.filter((t) => t.seed === seed));
