@@ -51,6 +51,16 @@ def _lora(tool_model):
     return add_lora(tool_model, LoraConfig(r=4, alpha=4))
 
 
+def _live_lora(tool_model):
+    """A LoRA whose B ≠ 0, so the adapter changes the outputs and A gets gradients too."""
+    model = _lora(tool_model)
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if "lora_B" in n:
+                p.normal_(0, 0.1)
+    return model
+
+
 def test_b_zero_gives_base_outputs(tool_model, tool_tok):
     ids = torch.tensor([_rollouts(tool_tok)[0].ids])
     with torch.no_grad():
@@ -78,11 +88,7 @@ def test_only_lora_gets_gradients_and_base_is_unchanged(tool_model, tool_tok):
 
 
 def test_gradient_accumulation_split_equals_one_batch(tool_model, tool_tok):
-    model = _lora(tool_model)
-    with torch.no_grad():
-        for n, p in model.named_parameters():
-            if "lora_B" in n:
-                p.normal_(0, 0.1)
+    model = _live_lora(tool_model)
     rs, adv = _rollouts(tool_tok), [1.0, -1.0, 0.5, -0.5]
     grads = []
     for micro in (4, 1, 3):
@@ -170,11 +176,7 @@ def test_a_shared_prefix_computed_once_gives_the_same_logprobs_and_gradients(too
     """Rollouts of a group share their prompt: computing it once must change nothing."""
     from trace_trainer import grpo
 
-    model = _lora(tool_model)
-    with torch.no_grad():
-        for n, p in model.named_parameters():
-            if "lora_B" in n:
-                p.normal_(0, 0.1)
+    model = _live_lora(tool_model)
     g = torch.Generator().manual_seed(5)
     prompt = torch.randint(4, len(tool_tok), (30,), generator=g).tolist()
     rs = []
