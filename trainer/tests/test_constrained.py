@@ -101,3 +101,26 @@ def test_action_prompt_matches_the_embedded_servers_format(smol_tok):
     # A turn appended after a sampled call names the tool, as a full render does.
     cont = smol_tok.decode(fmt.continuation_ids([{"role": "tool", "tool_call_id": "call_0_0", "content": "2"}], True, after={"tool_calls": [call]}))
     assert "Result of tool call add (call_0_0):\n2" in cont
+
+
+def test_tool_parameters_with_local_refs_compile(smol_tok, smol_vocab_model):
+    """τ²-style tools define shared shapes under $defs; their refs must resolve under the action schema."""
+    tools = [{"type": "function", "function": {"name": "update", "parameters": {
+        "type": "object", "properties": {"passengers": {"type": "array", "items": {"$ref": "#/$defs/Passenger"}}},
+        "required": ["passengers"], "$defs": {"Passenger": {"type": "object", "properties": {"first_name": {"type": "string"}},
+                                                           "required": ["first_name"]}}}}}]
+    fmt = ChatFormat(smol_tok, actions=True)
+    grammar = ActionGrammar(smol_tok, action_schema(tools), fmt.terminator_id, smol_vocab_model.config.vocab_size)
+    text = '{"type": "tool_call", "name": "update", "arguments": {"passengers": [{"first_name": "Ana"}]}}'
+    grammar.allowed(smol_tok.encode(text, add_special_tokens=False) + [fmt.terminator_id])
+    with pytest.raises(ValueError, match="not allowed"):
+        grammar.allowed(smol_tok.encode('{"type": "tool_call", "name": "update", "arguments": {"passengers": [{"x": 1}]}}',
+                                        add_special_tokens=False))
+
+
+def test_a_vocabulary_that_cannot_spell_json_is_a_clear_error(tool_tok, tool_model):
+    fmt = ChatFormat(tool_tok, actions=True)
+    grammar = ActionGrammar(tool_tok, action_schema(TOOLS), fmt.terminator_id, tool_model.config.vocab_size)
+    prompt = fmt.encode("reach 2")
+    with pytest.raises(ValueError, match="constrainedDecoding to false"):
+        sample(tool_model, [prompt], max_new_tokens=30, temperature=1.0, stop_ids=fmt.stop_ids, pad_id=tool_tok.pad_token_id, grammar=grammar)

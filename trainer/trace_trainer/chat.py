@@ -164,11 +164,16 @@ class ChatFormat:
         return self.tok.decode(body, skip_special_tokens=False), ended
 
 
+_PROBE_ACTION = '{"type": "message", "content": "ok"}'
+
+
 def uses_actions(setting, tokenizer) -> bool:
     """Whether constrained decoding (the JSON action format) is on for `setting` (True, False or
-    "auto": on for a model whose chat template has no tool format of its own, e.g. SmolLM2)."""
+    "auto": on for a model whose chat template has no tool format of its own, e.g. SmolLM2, and
+    whose vocabulary can write JSON actions at all, which a word-level test vocabulary cannot)."""
     if setting == "auto":
-        return not ChatFormat(tokenizer).template_renders_tools
+        spells = tokenizer.decode(tokenizer.encode(_PROBE_ACTION, add_special_tokens=False)) == _PROBE_ACTION
+        return spells and not ChatFormat(tokenizer).template_renders_tools
     return bool(setting)
 
 

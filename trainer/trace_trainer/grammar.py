@@ -14,6 +14,30 @@ import torch
 _BITS = torch.arange(32, dtype=torch.int32)
 
 
+def _inline_refs(node, defs: dict, seen: tuple = ()):
+    """The schema with its local `#/$defs/X` (or `#/definitions/X`) references replaced by their
+    definitions: a tool's parameters move under the action schema, where its root refs would not resolve."""
+    if isinstance(node, list):
+        return [_inline_refs(v, defs, seen) for v in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith(("#/$defs/", "#/definitions/")):
+        name = ref.rsplit("/", 1)[1]
+        if name not in defs:
+            raise ValueError(f"tool parameters: $ref {ref} has no definition")
+        if name in seen:
+            raise ValueError(f"tool parameters: $ref {ref} is recursive, which the action grammar cannot inline")
+        rest = {k: v for k, v in node.items() if k != "$ref"}
+        return {**_inline_refs(defs[name], defs, seen + (name,)), **_inline_refs(rest, defs, seen)}
+    return {k: _inline_refs(v, defs, seen) for k, v in node.items() if k not in ("$defs", "definitions")}
+
+
+def _parameters(tool: dict) -> dict:
+    params = tool["function"].get("parameters") or {"type": "object"}
+    return _inline_refs(params, {**params.get("definitions", {}), **params.get("$defs", {})})
+
+
 def action_schema(tools: list[dict]) -> dict:
     """oneOf a message or one call per tool (properties in this order: type first, then the rest)."""
     calls = [{
@@ -21,7 +45,7 @@ def action_schema(tools: list[dict]) -> dict:
         "properties": {
             "type": {"const": "tool_call"},
             "name": {"const": t["function"]["name"]},
-            "arguments": t["function"].get("parameters") or {"type": "object"},
+            "arguments": _parameters(t),
         },
         "required": ["type", "name", "arguments"],
     } for t in tools]

@@ -66,6 +66,10 @@ def sample(model, prompts: list[list[int]], *, max_new_tokens: int | list[int], 
                 if not finished[i]:
                     m.fill_next_token_bitmask(bitmask, i)
             allowed = unpack(bitmask, grammar.vocab_size).to(device)
+            stuck = [i for i in range(n) if not finished[i] and not bool(allowed[i].any())]
+            if stuck:  # e.g. a word-level vocabulary that cannot spell JSON
+                raise ValueError(f"the action grammar allows no token of this vocabulary after {results[stuck[0]]!r}: "
+                                 "this tokenizer cannot write the JSON actions; set training.constrainedDecoding to false")
             logits = logits[:, : grammar.vocab_size].masked_fill(~allowed, float("-inf"))
         if temperature > 0:
             lp = torch.log_softmax(logits / temperature, dim=-1)
