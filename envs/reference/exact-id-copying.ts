@@ -29,6 +29,9 @@ const ASKS = [
   (c: string) => `Cancel my booking ${c}, thanks.`,
   (c: string) => `Hi, booking ${c} needs to be cancelled.`,
   (c: string, n: number) => `Please cancel booking ${c} for room ${100 + n * 7}.`,
+  // Calibration: the code named as a booking code, the phrasing SmolLM2 copies from most often.
+  (c: string) => `My booking code is ${c}. Please cancel it.`,
+  (c: string) => `My booking code is ${c}. Cancel booking ${c}, please.`,
 ];
 
 export default defineEnvironment<DeskDb, Inst>({
