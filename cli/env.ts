@@ -23,14 +23,14 @@ const stdoutIo: EnvCommandIo = { out: (t) => process.stdout.write(t) };
 function tau2Domain(env: string) {
   const bare = env.replace(/^tau2-/, '');
   if (!(TAU2_DOMAINS as string[]).includes(bare)) {
-    throw new Error(`env: '${env}' is not a built-in target environment (known: ${[...TAU2_DOMAINS.map((d) => `tau2-${d}`), ...builtInEnvironments()].join(', ')}; reference envs: trace env list)`);
+    throw new CliError(`env: '${env}' is not a built-in target environment (known: ${[...TAU2_DOMAINS.map((d) => `tau2-${d}`), ...builtInEnvironments()].join(', ')}; reference envs: trace env list)`);
   }
   return getDomain(bare).name;
 }
 
 function taskSetOption(v: string | undefined): TaskSet {
   if (v === undefined || v === 'current' || v === 'legacy') return v ?? 'current';
-  throw new Error(`--task-set: expected 'current' or 'legacy', got '${v}'`);
+  throw new CliError(`--task-set: expected 'current' or 'legacy', got '${v}'`);
 }
 
 export function registerEnvCommands(program: Command, io: EnvCommandIo = stdoutIo): void {
@@ -101,7 +101,13 @@ export function registerEnvCommands(program: Command, io: EnvCommandIo = stdoutI
         for (const t of tasks) io.out(`${JSON.stringify(await replay(env, { taskId: t.id }, t.gold))}\n`);
         return;
       }
-      for (const r of replayGoldAll(tau2Domain(name), taskSetOption(opts.taskSet), opts.task)) io.out(`${goldReplayLine(r)}\n`);
+      const d = tau2Domain(name);
+      const taskSet = taskSetOption(opts.taskSet);
+      // Checked here so that an unknown id is bad input (one line), not a failure inside the replay.
+      if (opts.task !== undefined && !(await createTau2Environment(d, { taskSet }).listTasks()).some((t) => t.id === opts.task)) {
+        throw new CliError(`--task: task '${opts.task}' not found in tau2-${d} (${taskSet} tasks)`);
+      }
+      for (const r of replayGoldAll(d, taskSet, opts.task)) io.out(`${goldReplayLine(r)}\n`);
     });
 }
 

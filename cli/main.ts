@@ -3,7 +3,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Command } from 'commander';
 import { PROJECT_ROOT } from '../infra/temporal.js';
-import { CliError } from './commands/common.js';
+import { failureText } from './commands/common.js';
 import { registerDemoCommand } from './commands/demo.js';
 import { registerImportTau2 } from './commands/import-tau2.js';
 import { registerRun } from './commands/run.js';
@@ -12,8 +12,9 @@ import { registerScheduleCommands } from './commands/schedule.js';
 import { registerStackCommands } from './commands/stack.js';
 
 /**
- * The `trace` command. Known failures (bad config, unreachable Temporal, unknown run) print one
- * line and exit 1; anything else prints its stack.
+ * The `trace` command. Every command fails through failureText (commands/common.ts): bad input
+ * (bad config, unknown env or task, unreachable Temporal, unknown run) prints one line and exits 1;
+ * anything else prints its stack.
  */
 // `trace list | head` closes stdout early: that is the reader's choice, not an error.
 process.stdout.on('error', (err: NodeJS.ErrnoException) => {
@@ -40,15 +41,9 @@ if (existsSync(envModule)) {
   registerEnvCommands(program);
 }
 
-const KNOWN = new Set(['ConfigError', 'CliError', 'Tau2ImportError']);
 try {
   await program.parseAsync(process.argv);
 } catch (err) {
-  const e = err as Error;
-  if (KNOWN.has(e.name) || err instanceof CliError) {
-    console.error(`trace: ${e.message}`);
-  } else {
-    console.error(e.stack ?? String(e));
-  }
+  console.error(failureText(err));
   process.exitCode = 1;
 }

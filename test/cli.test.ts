@@ -58,6 +58,22 @@ test('trace CLI: --help everywhere, one-line config errors naming the field', as
   assert.equal(r3.stderr.trim().split('\n').length, 1);
 });
 
+test('trace CLI: bad input to env show / env replay ends in one line naming the value, no stack', async () => {
+  const cases: [string[], RegExp][] = [
+    [['env', 'show', 'nope'], /^trace: env: 'nope' is not a built-in target environment/],
+    [['env', 'replay', 'tau2-airline', '--gold', '--task', 'NOPE'], /^trace: --task: task 'NOPE' not found in tau2-airline/],
+  ];
+  for (const [args, message] of cases) {
+    const r = await trace(args);
+    const what = args.join(' ');
+    assert.notEqual(r.code, 0, what);
+    assert.equal(r.stderr.trim().split('\n').length, 1, `${what}: one line on stderr, got:\n${r.stderr}`);
+    assert.match(r.stderr, message, what);
+    assert.doesNotMatch(r.stderr, /^\s*at /m, `${what}: no stack frames`);
+    assert.equal(r.stdout, '', what);
+  }
+});
+
 test('trace CLI against a dev server: run --detach, status, list, cancel, schedules, import-tau2', async (t) => {
   const tmp = await tempDir('trace-cli-srv-');
   const temporal = await startTestTemporal({ dbFile: path.join(tmp.dir, 'temporal.db') });

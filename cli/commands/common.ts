@@ -15,6 +15,20 @@ export class CliError extends Error {
   override name = 'CliError';
 }
 
+// Errors that mean "the input was wrong": by name, so errors thrown by modules loaded separately
+// (cli/env.ts is imported by path) are recognised as well as instances of this module's classes.
+const USER_ERRORS = new Set(['ConfigError', 'CliError', 'Tau2ImportError']);
+
+/**
+ * The one way every `trace` command ends in failure: bad input (the errors above) prints
+ * `trace: <message>` on one line; anything else is a bug and keeps its stack.
+ */
+export function failureText(err: unknown): string {
+  const e = err as Error | undefined;
+  if (e && (err instanceof CliError || USER_ERRORS.has(e.name))) return `trace: ${e.message.split('\n')[0]}`;
+  return e?.stack ?? String(err);
+}
+
 /** Reads and validates a config file; throws ConfigError with `file: field: problem`. */
 export function loadConfigFile(file: string): Config {
   let text: string;
