@@ -39,7 +39,7 @@ def _parameters(tool: dict) -> dict:
 
 
 def action_schema(tools: list[dict]) -> dict:
-    """oneOf a message or one call per tool (properties in this order: type first, then the rest)."""
+    """A message or one call per tool (properties in this order: type first, then the rest)."""
     calls = [{
         "type": "object",
         "properties": {
@@ -51,7 +51,8 @@ def action_schema(tools: list[dict]) -> dict:
     } for t in tools]
     message = {"type": "object", "properties": {"type": {"const": "message"}, "content": {"type": "string"}},
                "required": ["type", "content"]}
-    return {"oneOf": [message, *calls]}
+    # anyOf, not oneOf: the branches are disjoint by their const fields, which xgrammar cannot prove (it warns and uses anyOf).
+    return {"anyOf": [message, *calls]}
 
 
 def parse_action(text: str, call_id: str) -> tuple[str, list[dict]]:
