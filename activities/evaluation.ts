@@ -1,4 +1,3 @@
-import { Context } from '@temporalio/activity';
 import { Stage1ResultSchema } from '../core/capability.js';
 import type { Config } from '../core/config.js';
 import {
@@ -17,6 +16,7 @@ import type { Environment } from '../envs/environment.js';
 import { openEnvironment } from '../envs/registry.js';
 import type { ArtifactRef, ArtifactStore } from '../store/artifact-store.js';
 import { openStore } from '../store/index.js';
+import { heartbeat } from './heartbeat.js';
 import { createLlm } from './llm.js';
 import { runEpisodes } from './rollout.js';
 import { startPolicyServer, type PolicyServer } from './serving.js';
@@ -94,15 +94,6 @@ const keys = {
 const taskPart = (t: EvalTask) => (t.taskId !== undefined ? `task-${taskKey(t.taskId)}` : `seed-${t.seed}`);
 const taskLabel = (t: EvalTask) => t.taskId ?? `seed-${t.seed}`;
 
-function heartbeat(details: unknown): void {
-  let ctx: Context;
-  try {
-    ctx = Context.current();
-  } catch {
-    return;
-  }
-  ctx.heartbeat(details);
-}
 
 async function closeEnv(env: Environment): Promise<void> {
   const close = (env as Environment & { close?: () => Promise<void> }).close;

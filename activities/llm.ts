@@ -4,11 +4,13 @@ import { z } from 'zod';
 import type { Config, LlmRoleName } from '../core/config.js';
 import type { Usage } from '../core/trajectory.js';
 import { Semaphore } from './concurrency.js';
+import { keepAliveDuring } from './heartbeat.js';
 
 /**
  * One OpenAI-compatible client per LLM role. Transport failures (5xx, 429 honouring Retry-After,
  * 408/409, timeouts, connection errors) are retried with backoff by the `openai` client itself;
- * structured outputs are parsed, zod-validated and repaired by a bounded re-ask.
+ * structured outputs are parsed, zod-validated and repaired by a bounded re-ask. Inside an
+ * activity, a request heartbeats while it waits and is aborted when the activity is cancelled.
  */
 
 export const DEFAULT_LLM_BASE_URL = 'http://127.0.0.1:8765/v1';
@@ -47,6 +49,8 @@ export interface Llm {
 
 export interface LlmOptions {
   maxRetries?: number;
+  /** Heartbeat interval while a request waits inside an activity (default KEEPALIVE_MS). */
+  heartbeatMs?: number;
 }
 
 /** Per process and endpoint, so concurrent activities of one worker share a role's bound. */
@@ -139,7 +143,8 @@ export function createLlm(config: Config, role: LlmRoleName, opts: LlmOptions = 
       ...(params.temperature === undefined && rc.temperature !== undefined ? { temperature: rc.temperature } : {}),
       ...(params.max_tokens === undefined && rc.maxTokens !== undefined ? { max_tokens: rc.maxTokens } : {}),
     };
-    const res = await sem.run(() => client.chat.completions.create(body, { signal: o.signal }));
+    // Heartbeating while queued too: the semaphore wait can be as long as the call itself.
+    const res = await keepAliveDuring((signal) => sem.run(() => client.chat.completions.create(body, { signal })), o.signal, opts.heartbeatMs);
     total.calls++;
     total.promptTokens += res.usage?.prompt_tokens ?? 0;
     total.completionTokens += res.usage?.completion_tokens ?? 0;

@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import { Context } from '@temporalio/activity';
 import {
   CapabilityDictionarySchema,
   discoveryOutputSchema,
@@ -27,6 +26,7 @@ import type { Environment } from '../envs/environment.js';
 import { openEnvironment } from '../envs/registry.js';
 import type { ArtifactRef, ArtifactStore } from '../store/artifact-store.js';
 import { mapLimit } from './concurrency.js';
+import { activityContext, heartbeat, keepingAlive } from './heartbeat.js';
 import { addUsage, createLlm, InvalidLlmOutputError, parseJsonReply, ZERO_USAGE } from './llm.js';
 import { runEpisodes, type TaskSpec } from './rollout.js';
 
@@ -45,39 +45,6 @@ const defaultDeps: Stage1Deps = {
   openStore: async (c) => (await import('../store/index.js')).openStore(c),
   openEnvironment,
 };
-
-function activityContext(): Context | undefined {
-  try {
-    return Context.current();
-  } catch {
-    return undefined;
-  }
-}
-
-const lastDetails = new WeakMap<Context, unknown>();
-
-/** Heartbeats when running inside a Temporal activity; a no-op when called directly (tests, CLI). */
-function heartbeat(details?: unknown): void {
-  const ctx = activityContext();
-  if (!ctx) return;
-  lastDetails.set(ctx, details);
-  ctx.heartbeat(details);
-}
-
-/** Between item-level heartbeats (an episode or an LLM call may take minutes): proof the worker lives. */
-const KEEPALIVE_MS = 5_000;
-
-function keepingAlive<I, O>(fn: (input: I) => Promise<O>): (input: I) => Promise<O> {
-  return async (input) => {
-    const ctx = activityContext();
-    const timer = ctx && setInterval(() => ctx.heartbeat(lastDetails.get(ctx)), KEEPALIVE_MS);
-    try {
-      return await fn(input);
-    } finally {
-      if (timer) clearInterval(timer);
-    }
-  };
-}
 
 /** The activity's cancellation signal (cancellation arrives through heartbeats), when in one. */
 function cancellation(): AbortSignal | undefined {

@@ -152,3 +152,21 @@ test('requests beyond the parallel sequences queue and all complete', async () =
   const rs = await Promise.all([1, 2, 3, 4].map(ask));
   for (const r of rs) assert.ok(r.usage!.completion_tokens > 0);
 });
+
+test('a client that disconnects mid-generation frees its sequence: the server goes idle', async () => {
+  const health = async () => (await (await fetch(`${server.baseURL.replace(/\/v1$/, '')}/health`)).json()) as { busy: number; queued: number };
+  const ac = new AbortController();
+  const call = client.chat.completions.create(
+    { model: server.model, messages: [{ role: 'user', content: 'Write a very long story about a lighthouse.' }], max_tokens: 1500, temperature: 1 },
+    { signal: ac.signal },
+  );
+  call.catch(() => undefined);
+  let h = await health();
+  for (let i = 0; i < 200 && h.busy === 0; i++) h = await (new Promise((r) => setTimeout(r, 25)).then(health));
+  assert.equal(h.busy, 1, 'the long generation is running');
+  ac.abort();
+  await assert.rejects(call);
+  const abortedAt = Date.now();
+  for (h = await health(); h.busy > 0 && Date.now() - abortedAt < 5_000; ) h = await (new Promise((r) => setTimeout(r, 25)).then(health));
+  assert.deepEqual([h.busy, h.queued], [0, 0], `still generating ${Date.now() - abortedAt} ms after the client left`);
+});

@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { MockActivityEnvironment } from '@temporalio/testing';
 import { z } from 'zod';
 import { createLlm, InvalidLlmOutputError, jsonSchemaFor } from '../activities/llm.js';
 import { startScriptedLlm, type ScriptedReply } from './helpers/scripted-llm.js';
@@ -128,4 +129,57 @@ test('the wire schema drops string length bounds (rejected by strict mode) but k
     required: ['name', 'minLength'],
     additionalProperties: false,
   });
+});
+
+/** Waits for `cond`, failing (not hanging) after `ms`. */
+async function until(cond: () => boolean, what: string, ms = 10_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) assert.fail(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+test('inside an activity a slow call heartbeats on a timer, and cancellation aborts the request within one heartbeat', async () => {
+  const server = await startScriptedLlm(() => ({ hang: true }));
+  try {
+    const HEARTBEAT_MS = 200;
+    const llm = createLlm(testConfig(server.baseURL, '/tmp/unused'), 'policy', { maxRetries: 0, heartbeatMs: HEARTBEAT_MS });
+    const env = new MockActivityEnvironment();
+    // As on a real worker, a cancellation request reaches the activity in a heartbeat's answer.
+    let requestedAt: number | undefined;
+    let beats = 0;
+    env.on('heartbeat', () => {
+      beats++;
+      if (requestedAt !== undefined) env.cancel();
+    });
+    const call = env.run(() => llm.chat({ messages: [{ role: 'user', content: 'a long answer please' }] }));
+    await until(() => beats >= 2, 'heartbeats while the call waits', 1_500);
+    assert.equal(server.requests.length, 1, 'the request is in flight while the activity heartbeats');
+    assert.equal(server.disconnects.length, 0);
+    requestedAt = Date.now();
+    await assert.rejects(call);
+    await until(() => server.disconnects.length > 0, 'the server to see the client go');
+    const latency = server.disconnects[0].at - requestedAt;
+    // One heartbeat interval, plus slack for timers on a busy 2-core machine.
+    assert.ok(latency <= HEARTBEAT_MS + 300, `aborted ${latency} ms after the cancel request (heartbeat every ${HEARTBEAT_MS} ms)`);
+    assert.equal(server.requests.length, 1, 'a cancelled call is not retried');
+  } finally {
+    await server.close();
+  }
+});
+
+test('outside an activity the caller\'s signal still aborts the request', async () => {
+  const server = await startScriptedLlm(() => ({ hang: true }));
+  try {
+    const llm = createLlm(testConfig(server.baseURL, '/tmp/unused'), 'policy', { maxRetries: 0 });
+    const ac = new AbortController();
+    const call = llm.chat({ messages: [{ role: 'user', content: 'hi' }] }, { signal: ac.signal });
+    await until(() => server.requests.length > 0, 'the request');
+    ac.abort();
+    await assert.rejects(call);
+    await until(() => server.disconnects.length > 0, 'the server to see the client go');
+  } finally {
+    await server.close();
+  }
 });

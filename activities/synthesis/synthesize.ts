@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import { Context } from '@temporalio/activity';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import type { Config } from '../../core/config.js';
 import { Stage1ResultSchema } from '../../core/capability.js';
@@ -17,6 +16,7 @@ import type { Environment } from '../../envs/environment.js';
 import { openEnvironment } from '../../envs/registry.js';
 import { loadReferenceEnv, referenceSource } from '../../envs/reference/index.js';
 import { openStore, type ArtifactRef, type ArtifactStore } from '../../store/index.js';
+import { heartbeat } from '../heartbeat.js';
 import { createLlm } from '../llm.js';
 import { loadTrajectories } from '../stage1.js';
 import { generateCandidate, generatorMessages, matchReference, repairMessages } from './generate.js';
@@ -60,14 +60,8 @@ const sha = (s: string) => createHash('sha256').update(s).digest('hex');
 export const verdictKey = (runId: string, cap: string, source: string) => `${base(runId, cap)}/verdicts/${sha(source)}.json`;
 export const manifestKey = (runId: string, cap: string, source: string) => `${base(runId, cap)}/manifests/${sha(source)}.json`;
 
-/** Records progress for Temporal (no-op outside an activity). */
-function beat(details: Record<string, unknown>): void {
-  try {
-    Context.current().heartbeat(details);
-  } catch {
-    // Not running inside an activity (tests, CLI).
-  }
-}
+/** Records progress for Temporal (no-op outside an activity); LLM calls keep it alive in between. */
+const beat = (details: Record<string, unknown>): void => heartbeat(details);
 
 async function closeEnv(env: Environment): Promise<void> {
   await (env as Environment & { close?: () => Promise<void> }).close?.();

@@ -26,11 +26,14 @@ export type Script = (req: ChatRequest, index: number) => ScriptedReply | Promis
 export interface ScriptedLlm {
   baseURL: string;
   requests: ChatRequest[];
+  /** Hanging requests whose client went away (aborted, timed out), with the time it did. */
+  disconnects: { index: number; at: number }[];
   close(): Promise<void>;
 }
 
 export async function startScriptedLlm(script: Script, model = 'scripted-model'): Promise<ScriptedLlm> {
   const requests: ChatRequest[] = [];
+  const disconnects: ScriptedLlm['disconnects'] = [];
   const hanging = new Set<http.ServerResponse>();
   const server = http.createServer(async (req, res) => {
     if (req.method === 'GET' && req.url === '/v1/models') {
@@ -49,6 +52,7 @@ export async function startScriptedLlm(script: Script, model = 'scripted-model')
     const reply = await script(body, index);
     if ('hang' in reply) {
       hanging.add(res);
+      res.on('close', () => hanging.delete(res) && disconnects.push({ index, at: Date.now() }));
       return;
     }
     if ('status' in reply) {
@@ -79,6 +83,7 @@ export async function startScriptedLlm(script: Script, model = 'scripted-model')
   return {
     baseURL: `http://127.0.0.1:${port}/v1`,
     requests,
+    disconnects,
     async close() {
       for (const res of hanging) res.destroy();
       server.closeAllConnections();
