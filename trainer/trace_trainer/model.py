@@ -6,6 +6,7 @@ import os
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from .attention import use_grouped_attention
 from .config import LoraConfig
 from .events import TrainerError
 
@@ -47,6 +48,7 @@ def load_base(name: str, device: torch.device, dtype: torch.dtype):
     except OSError as e:
         raise TrainerError("ModelNotFound", f"model: cannot load {name}: {e}", retryable=False) from e
     model.to(device)
+    use_grouped_attention(model)
     for p in model.parameters():
         p.requires_grad_(False)
     return model

@@ -1,7 +1,8 @@
 """Batched sampling with a KV cache, written out so the distribution is exactly softmax(logits / T)
 (no top-k/top-p defaults from a model's generation config) over the tokens an optional action
 grammar allows, and the sampled ids are returned as-is. Identical prompts (the K rollouts of a
-group) share one prefill; logits are computed only at the position being sampled."""
+group) share one prefill and the prefix all prompts share runs once; logits are computed only at
+the position being sampled."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -28,13 +29,42 @@ def _left_pad(prompts: list[list[int]], pad_id: int, device) -> tuple[torch.Tens
     return ids, attn
 
 
+# Below this many shared tokens a separate forward for the prefix costs more than it saves.
+MIN_SHARED_PREFIX = 16
+
+
+def _shared_prefix(prompts: list[list[int]]) -> int:
+    n = min(len(p) for p in prompts)
+    for i in range(n):
+        t = prompts[0][i]
+        if any(p[i] != t for p in prompts[1:]):
+            return i
+    return n
+
+
 def _prefill(model, prompts: list[list[int]], pad_id: int, device):
-    """One forward over the distinct prompts, its cache and last logits expanded to every row."""
+    """One forward over the distinct prompts, its cache and last logits expanded to every row. The
+    prefix all distinct prompts share (system prompt and tools; at later turns the whole first
+    prompt of a group) runs once, and only the rest of each prompt runs per row, left-padded
+    after the prefix (masked, so it is invisible)."""
     distinct: dict[tuple, int] = {}
     rows = [distinct.setdefault(tuple(p), len(distinct)) for p in prompts]
-    ids, attn = _left_pad([list(p) for p in distinct], pad_id, device)
-    pos = (attn.cumsum(-1) - 1).clamp(min=0)
-    out = model(input_ids=ids, attention_mask=attn, position_ids=pos, use_cache=True, logits_to_keep=1)
+    uniq = [list(p) for p in distinct]
+    # Every row keeps at least its last token: its logits are the first to sample from.
+    shared = min(_shared_prefix(uniq), min(len(p) for p in uniq) - 1) if len(uniq) > 1 else 0
+    if shared >= MIN_SHARED_PREFIX:
+        head = model(input_ids=torch.tensor([uniq[0][:shared]], device=device), use_cache=True, logits_to_keep=1)
+        cache = head.past_key_values
+        cache.reorder_cache(torch.zeros(len(uniq), dtype=torch.long, device=device))
+        ids, tail_attn = _left_pad([p[shared:] for p in uniq], pad_id, device)
+        attn = torch.cat([torch.ones((len(uniq), shared), dtype=tail_attn.dtype, device=device), tail_attn], dim=1)
+        pos = (attn.cumsum(-1) - 1).clamp(min=0)
+        out = model(input_ids=ids, attention_mask=attn, position_ids=pos[:, shared:], past_key_values=cache, use_cache=True,
+                    logits_to_keep=1)
+    else:
+        ids, attn = _left_pad(uniq, pad_id, device)
+        pos = (attn.cumsum(-1) - 1).clamp(min=0)
+        out = model(input_ids=ids, attention_mask=attn, position_ids=pos, use_cache=True, logits_to_keep=1)
     cache, logits = out.past_key_values, out.logits[:, -1, :]
     if len(distinct) < len(prompts):
         index = torch.tensor(rows, device=device)

@@ -6,6 +6,8 @@ import torch
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
+from .attention import use_grouped_attention
+
 CHATML = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
           "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
 SPECIALS = ["<pad>", "<unk>", "<|im_start|>", "<|im_end|>"]
@@ -39,6 +41,7 @@ def build_model(vocab_size: int, *, hidden: int = 64, layers: int = 2, heads: in
                       tie_word_embeddings=False, initializer_range=init_std, pad_token_id=pad_id, eos_token_id=eos_id, bos_token_id=None)
     torch.manual_seed(seed)
     model = LlamaForCausalLM(cfg)
+    use_grouped_attention(model)
     model.eval()
     return model
 
