@@ -123,10 +123,17 @@ test('showcase-desk capability envs keep the target\'s tools and prompt; their f
   }
   const lta = await loadReferenceEnv('lookup_then_act');
   for (const seed of [1, 2, 3]) {
+    const inst = JSON.parse(lta.inspect(seed).instance);
+    const ep = await lta.reset({ seed });
+    // Opened after the lookup: the call and the tool's real result, before the agent's first action.
+    const first = ep.initialMessages();
+    assert.deepEqual(first.map((m) => m.role), ['user', 'assistant', 'tool']);
+    assert.equal(first[1].role === 'assistant' && first[1].tool_calls?.[0].function.name, 'find_booking');
+    assert.deepEqual(JSON.parse(first[2].content), { guest: inst.expect.guest, booking_code: inst.expect.code });
+    await ep.close();
     assert.equal(await variant(lta, seed, () => [call('cancel_booking', { booking_code: '1234567890' }), say('Cancelled.'), say('Done.')]), 0, 'an invented code → 0');
-    assert.equal(await variant(lta, seed, (g) => [g[0], say('Found it.'), say('Bye.')]), 0.5, 'lookup right, no cancellation → 0.5');
-    assert.equal(await variant(lta, seed, (_g, inst) => [call('find_booking', { guest: inst.expect.guest.split(' ')[0] }), say('Not found.'), say('Bye.')]), 0, 'a lookup under part of the name → 0');
-    assert.equal(await variant(lta, seed, (_g, inst) => [call('find_booking', { guest: 'Nobody Here' }), call('cancel_booking', { booking_code: Object.keys(inst.initialState.bookings).find((c) => c !== inst.expect.code)! })]), 0, 'another guest\'s booking cancelled → 0');
+    assert.equal(await variant(lta, seed, () => [call('find_booking', { guest: inst.expect.guest }), say('Found it.'), say('Bye.')]), 0, 'the lookup repeated, no cancellation → 0');
+    assert.equal(await variant(lta, seed, () => [call('find_booking', { guest: 'Nobody Here' }), call('cancel_booking', { booking_code: Object.keys(inst.initialState.bookings).find((c) => c !== inst.expect.code)! })]), 0, 'another guest\'s booking cancelled → 0');
   }
 });
 

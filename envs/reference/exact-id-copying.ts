@@ -24,12 +24,15 @@ function editDistance(a: string, b: string): number {
   return prev[b.length];
 }
 // The target's phrasings, plus one with a distracting number (the room).
-const ASKS = [
+const TARGET_ASKS = [
   (c: string) => `Please cancel booking ${c}.`,
   (c: string) => `Cancel my booking ${c}, thanks.`,
   (c: string) => `Hi, booking ${c} needs to be cancelled.`,
   (c: string, n: number) => `Please cancel booking ${c} for room ${100 + n * 7}.`,
-  // Calibration: the code named as a booking code, the phrasing SmolLM2 copies from most often.
+];
+// Calibration: the code named as a booking code, the phrasing SmolLM2 copies from most often; half
+// the requests, so the base policy's mean reward sits inside the band, not at its lower edge.
+const NAMED_ASKS = [
   (c: string) => `My booking code is ${c}. Please cancel it.`,
   (c: string) => `My booking code is ${c}. Cancel booking ${c}, please.`,
 ];
@@ -52,7 +55,7 @@ export default defineEnvironment<DeskDb, Inst>({
     const code = rng.pick(Object.keys(hotel.bookings));
     return {
       initialState: hotel,
-      userGoal: rng.pick(ASKS)(code, rng.int(1, 9)),
+      userGoal: rng.pick(rng.bool(0.5) ? NAMED_ASKS : TARGET_ASKS)(code, rng.int(1, 9)),
       // As in the target: the guest answers the agent's first message with a confirmation.
       userTurns: ['Yes, please cancel it.'],
       gold: [call('cancel_booking', { booking_code: code })],

@@ -1,26 +1,22 @@
-import { defineEnvironment, deskHotel, deskTools, DESK_POLICY, call, say, statesMatch, calledWith, type AgentAction, type DeskDb } from '#env-sdk';
+import { defineEnvironment, deskHotel, deskTools, DESK_POLICY, call, statesMatch, type AgentAction, type DeskDb } from '#env-sdk';
 
 /**
- * Lookup then act (showcase-desk): the guest gives only a name; the agent must call find_booking
- * with that full name, then cancel_booking with the code the lookup returned. 70% of requests are
- * scaffolded — "Find the booking for X." first, the cancellation in the guest's next turn — since
- * the base 135M policy almost never looks anything up when the first message says "cancel"; the
- * rest are the target's one-line requests. Reward 1.0 when exactly that booking is cancelled; 0.5
- * when only the lookup was right (the first step, which the target's failures lack); else 0.
- * Failure modes: cancelling with an invented code (0), a lookup under a mangled name (0),
- * stopping after the lookup or cancelling another booking (0.5; 0 when the episode runs out of its
- * 4 actions), a message instead (0).
+ * Lookup then act (showcase-desk), its second step: the guest gives only a name, and the episode
+ * opens after the lookup (`prefix`: the agent's find_booking call for that name and its real
+ * result). The agent must cancel with the code the lookup returned, not repeat the lookup, invent
+ * a code or answer in prose. Reward 1.0 when exactly that booking is cancelled, else 0.
+ *
+ * Why only the second step: with both steps to do, the base 135M policy almost never completes the
+ * sequence (trainer's sampler, 8 groups × 4: 0 of 32 at T = 0.5 and at 1.0, also with requests
+ * that name both tools; 3 of 32 with a quarter of the episodes opened at the lookup), and GRPO
+ * cannot learn from groups whose rewards are all 0. Opened after the lookup: 6 of 32 at T = 0.5
+ * (mean 0.19, 62% informative groups) and 5 of 32 at T = 1.0. The first step (looking up at all)
+ * is not trained here.
  */
-type Inst = { initialState: DeskDb; userGoal: string; userTurns: string[]; gold: AgentAction[]; expect: { guest: string; code: string } };
+type Inst = { initialState: DeskDb; userGoal: string; userTurns: string[]; prefix: AgentAction[]; gold: AgentAction[]; expect: { guest: string; code: string } };
 
-// Scaffolded requests ask for the lookup ("find" matches the tool's name, which is what moves a
-// tiny model) and ask to cancel in the next turn; the others are the target's phrasing, answered
-// like the target (one confirmation).
-const EXPLICIT = [
-  (n: string) => `Find the booking for ${n}.`,
-  (n: string) => `Find the booking of ${n}.`,
-];
-const IMPLICIT = [
+// The target's by-name requests, answered like the target (one confirmation).
+const ASKS = [
   (n: string) => `Please cancel the booking for ${n}.`,
   (n: string) => `Hi, I'm ${n}. Cancel my booking, please.`,
   (n: string) => `Cancel ${n}'s booking, thanks.`,
@@ -31,7 +27,7 @@ export default defineEnvironment<DeskDb, Inst>({
     name: 'desk-cancel-by-name',
     capability: 'lookup_then_act',
     targetEnv: 'showcase-desk',
-    transferRationale: 'Half of showcase-desk tasks name only the guest; the base policy there calls cancel_booking at once with an invented code. This drills the find_booking → cancel_booking sequence, using the looked-up code, with the same tools.',
+    transferRationale: 'Half of showcase-desk tasks name only the guest; the base policy there calls cancel_booking at once with an invented code, or repeats the lookup. This drills the find_booking → cancel_booking sequence, using the looked-up code, with the same tools.',
     description: 'A guest asks to cancel a booking by guest name; the agent must look the code up, then cancel with it.',
   },
   systemPrompt: DESK_POLICY,
@@ -41,21 +37,17 @@ export default defineEnvironment<DeskDb, Inst>({
   generate(_seed, rng) {
     const hotel = deskHotel(rng, rng.int(3, 5));
     const [code, { guest }] = rng.pick(Object.entries(hotel.bookings));
-    const explicit = rng.bool(0.7);
     return {
       initialState: hotel,
-      userGoal: rng.pick(explicit ? EXPLICIT : IMPLICIT)(guest),
-      userTurns: [explicit ? 'Thanks. Please cancel that booking.' : 'Yes, please cancel it.'],
-      gold: explicit
-        ? [call('find_booking', { guest }), say(`Your booking code is ${code}.`), call('cancel_booking', { booking_code: code })]
-        : [call('find_booking', { guest }), call('cancel_booking', { booking_code: code })],
+      userGoal: rng.pick(ASKS)(guest),
+      userTurns: ['Yes, please cancel it.'],
+      prefix: [call('find_booking', { guest })],
+      gold: [call('cancel_booking', { booking_code: code })],
       expect: { guest, code },
     };
   },
-  evaluate: ({ state, goldState, messages, calls, instance }) => {
+  evaluate: ({ state, goldState }) => {
     const db = statesMatch(state, goldState);
-    // The lookup counts only when its result (the code) reached the transcript.
-    const found = calledWith(calls, 'find_booking', {}) && messages.some((m) => m.role === 'tool' && m.content.includes(`"booking_code":"${instance.expect.code}"`));
-    return { reward: db ? 1 : found ? 0.5 : 0, components: { DB: db ? 1 : 0, LOOKUP: found ? 1 : 0 } };
+    return { reward: db ? 1 : 0, components: { DB: db ? 1 : 0 } };
   },
 });

@@ -27,6 +27,12 @@ export interface Instance<S> {
   userGoal: string;
   /** Scripted follow-ups, one per agent message (used by the default user); then the user stops. */
   userTurns?: string[];
+  /**
+   * Tool calls already made when the episode opens, after `userGoal` (e.g. a lookup already done,
+   * so an environment can isolate the step after it). They run on the initial state at reset and
+   * their real results open the transcript; the gold state replays them before `gold`.
+   */
+  prefix?: AgentAction[];
   /** A reference solution: replayed by validation (gate 3) and to compute the gold state. */
   gold: AgentAction[];
   /** Anything else the verifier needs (expected values to communicate, required arguments…). */
@@ -107,8 +113,21 @@ export function defineEnvironment<S, I extends Instance<S>>(def: EnvironmentDefi
 
   const goldStateOf = (instance: I): S => {
     const state = cloneState(instance.initialState);
-    for (const a of instance.gold) if (a.type === 'tool_call') runTool(state, instance, a.call);
+    for (const a of [...(instance.prefix ?? []), ...instance.gold]) if (a.type === 'tool_call') runTool(state, instance, a.call);
     return state;
+  };
+
+  /** The state and opening transcript of a fresh episode: the user's goal, then the prefix's calls and their results. */
+  const open = (instance: I): { state: S; opening: Message[] } => {
+    const state = cloneState(instance.initialState);
+    const opening: Message[] = [{ role: 'user', content: instance.userGoal }];
+    (instance.prefix ?? []).forEach((a, i) => {
+      if (a.type !== 'tool_call') throw new Error(`${def.metadata.name}: instance.prefix[${i}] must be a tool call`);
+      const call = { ...a.call, id: `prefix_${i}` };
+      const r = runTool(state, instance, call);
+      opening.push({ role: 'assistant', content: null, tool_calls: [call] }, { role: 'tool', tool_call_id: call.id, content: r.content });
+    });
+    return { state, opening };
   };
 
   class SyntheticEpisode implements Episode {
@@ -206,7 +225,8 @@ export function defineEnvironment<S, I extends Instance<S>>(def: EnvironmentDefi
       }
       const seed = 'seed' in req ? req.seed : parseSeed(req.taskId.replace(/^seed-/, ''), req.taskId);
       const instance = make(seed);
-      return new SyntheticEpisode(id, `seed-${seed}`, instance, cloneState(instance.initialState), [{ role: 'user', content: instance.userGoal }]);
+      const { state, opening } = open(instance);
+      return new SyntheticEpisode(id, `seed-${seed}`, instance, state, opening);
     },
   };
 }

@@ -70,3 +70,19 @@ def test_a_prefix_shared_by_all_prompts_runs_once_with_the_same_result(tool_tok,
     assert shared_fw[0] == (1, 20) and shared_fw[1] == (3, 6)  # the prefix once, then the distinct tails
     assert shared.ids == plain.ids
     torch.testing.assert_close(torch.tensor(shared.logprobs), torch.tensor(plain.logprobs), atol=1e-5, rtol=1e-5)
+
+
+def test_rows_that_finish_leave_the_batch_without_changing_the_others(tool_tok):
+    """Greedy, each prompt alone vs all together with different budgets: the batch drops rows as
+    they finish (their cache rows too), and every row's continuation stays the same."""
+    model = build_model(len(tool_tok))
+    g = torch.Generator().manual_seed(4)
+    prompts = [torch.randint(4, len(tool_tok), (n,), generator=g).tolist() for n in (7, 12, 9, 12, 5)]
+    caps = [1, 8, 2, 5, 3]
+    kw = dict(temperature=0.0, stop_ids=[], pad_id=tool_tok.pad_token_id)
+    together = sample(model, prompts, max_new_tokens=caps, **kw)
+    alone = [sample(model, [p], max_new_tokens=[c], **kw) for p, c in zip(prompts, caps)]
+    assert [len(x) for x in together.ids] == caps
+    assert together.ids == [a.ids[0] for a in alone]
+    torch.testing.assert_close(torch.tensor(sum(together.logprobs, [])), torch.tensor(sum((a.logprobs[0] for a in alone), [])),
+                               atol=1e-5, rtol=1e-5)

@@ -89,14 +89,23 @@ def sample(model, prompts: list[list[int]], *, max_new_tokens: int | list[int], 
     results: list[list[int]] = [[] for _ in range(n)]
     logps: list[list[float]] = [[] for _ in range(n)]
     finished = [c <= 0 for c in caps]
+    rows = list(range(n))  # the prompt each batch row continues
     while not all(finished):
+        # Rows that finished leave the batch (their cache rows dropped) once they are a quarter of it.
+        done_rows = [j for j, i in enumerate(rows) if finished[i]]
+        if done_rows and len(done_rows) * 4 >= len(rows) and len(done_rows) < len(rows):
+            keep = [j for j, i in enumerate(rows) if not finished[i]]
+            index = torch.tensor(keep, device=device)
+            cache.reorder_cache(index)
+            logits, attn, pos, rows = logits[index], attn[index], pos[index], [rows[j] for j in keep]
+        b = len(rows)
         logits = logits.float()
         if matchers:
-            for i, m in enumerate(matchers):
+            for j, i in enumerate(rows):
                 if not finished[i]:
-                    m.fill_next_token_bitmask(bitmask, i)
-            allowed = unpack(bitmask, grammar.vocab_size).to(device)
-            stuck = [i for i in range(n) if not finished[i] and not bool(allowed[i].any())]
+                    matchers[i].fill_next_token_bitmask(bitmask, j)
+            allowed = unpack(bitmask[:b], grammar.vocab_size).to(device)
+            stuck = [i for j, i in enumerate(rows) if not finished[i] and not bool(allowed[j].any())]
             if stuck:  # e.g. a word-level vocabulary that cannot spell JSON
                 raise ValueError(f"the action grammar allows no token of this vocabulary after {results[stuck[0]]!r}: "
                                  "this tokenizer cannot write the JSON actions; set training.constrainedDecoding to false")
@@ -108,18 +117,19 @@ def sample(model, prompts: list[list[int]], *, max_new_tokens: int | list[int], 
             lp = torch.log_softmax(logits, dim=-1)
             nxt = logits.argmax(-1)
         chosen = lp.gather(-1, nxt.unsqueeze(-1)).squeeze(-1).tolist()
-        for i, t in enumerate(nxt.tolist()):
+        for j, t in enumerate(nxt.tolist()):
+            i = rows[j]
             if finished[i]:
                 continue
             results[i].append(t)
-            logps[i].append(chosen[i])
+            logps[i].append(chosen[j])
             if matchers:
                 matchers[i].accept_token(t)
             done = matchers[i].is_terminated() if matchers else t in stop
             finished[i] = done or len(results[i]) >= caps[i]
         if all(finished):
             break
-        attn = torch.cat([attn, torch.ones((n, 1), dtype=attn.dtype, device=device)], dim=1)
+        attn = torch.cat([attn, torch.ones((b, 1), dtype=attn.dtype, device=device)], dim=1)
         pos = pos + 1
         out = model(input_ids=nxt.unsqueeze(-1), attention_mask=attn, position_ids=pos, past_key_values=cache, use_cache=True)
         cache, logits = out.past_key_values, out.logits[:, -1, :]
