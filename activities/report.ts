@@ -105,6 +105,7 @@ const ValidationSchema = z.object({ attempts: z.number().int().nonnegative().opt
 const GateSchema = z.object({
   routing: z.union([z.array(z.object({ capability: z.string(), share: z.number() })), z.record(z.string(), z.number())]).optional(),
   examples: z.object({ policy: z.number(), gold: z.number() }).optional(),
+  peakRssMb: z.number().optional(),
 });
 
 function activityWorkflowId(fallback: string): string {
@@ -277,7 +278,7 @@ export function createReportActivities(deps: ReportDeps = defaultDeps) {
           }
         : null,
       capabilities,
-      gate: run.gate !== undefined ? { routing } : null,
+      gate: run.gate !== undefined ? { routing, ...(gateInfo?.peakRssMb !== undefined ? { peakRssMb: gateInfo.peakRssMb } : {}) } : null,
       cost: {
         llm: [
           { role: 'policy (rollouts)', ...rolloutUsage },

@@ -55,6 +55,7 @@ const DoneAdapterSchema = z.object({
   metrics: z.array(
     z.object({ mean_reward: z.number(), informative_share: z.number(), tokens_per_s: z.number(), heldout_reward_before: z.number().optional(), heldout_reward: z.number().optional() }).passthrough(),
   ),
+  peak_rss_mb: z.number().optional(),
 });
 const DoneGateSchema = z.object({
   gate_uri: z.string(),
@@ -62,6 +63,7 @@ const DoneGateSchema = z.object({
   gates: ArtifactRefSchema,
   routing: z.record(z.string(), z.number()),
   examples: z.object({ policy: z.number().int(), gold: z.number().int() }),
+  peak_rss_mb: z.number().optional(),
 });
 
 export interface TrainAdapterInput {
@@ -99,6 +101,8 @@ export interface TrainAdapterResult {
   /** Where the trainer ran ('cpu', 'cuda', …) and its wall-clock seconds over every attempt. */
   device: string;
   durationSeconds: number;
+  /** The trainer process's peak resident memory (MiB), when it reported it. */
+  peakRssMb?: number;
   /** Gold demonstrations stored for the gate (gate.goldDemonstrations), and seeds whose replay failed. */
   goldDemonstrations?: { stored: number; rejected: { seed: number; reason: string }[] };
 }
@@ -120,6 +124,8 @@ export interface FitGateResult {
   examples: { policy: number; gold: number };
   device: string;
   durationSeconds: number;
+  /** The trainer process's peak resident memory (MiB), when it reported it. */
+  peakRssMb?: number;
 }
 
 function heldoutCurve(metrics: z.infer<typeof DoneAdapterSchema>['metrics']): TrainAdapterResult['heldoutCurve'] {
@@ -185,6 +191,7 @@ export async function trainAdapter(input: TrainAdapterInput): Promise<TrainAdapt
       tokensPerSecond: d.metrics.length ? d.metrics.reduce((s, m) => s + m.tokens_per_s, 0) / d.metrics.length : 0,
       device: run.device,
       durationSeconds: run.seconds,
+      ...(d.peak_rss_mb !== undefined ? { peakRssMb: d.peak_rss_mb } : {}),
       ...(gold ? { goldDemonstrations: gold } : {}),
     };
   } finally {
@@ -222,6 +229,7 @@ export async function fitGate(input: FitGateInput): Promise<FitGateResult> {
     examples: d.examples,
     device: run.device,
     durationSeconds: run.seconds,
+    ...(d.peak_rss_mb !== undefined ? { peakRssMb: d.peak_rss_mb } : {}),
   };
 }
 

@@ -99,7 +99,10 @@ function trainingSection(r: Report): string {
     ]),
   );
   const gate = routingShareChart(r.gate?.routing ?? []);
-  const gateNote = r.gate?.note ? `<p class="muted">${esc(r.gate.note)}</p>` : '';
+  const gateNote = [r.gate?.note, r.gate?.peakRssMb !== undefined ? `Peak memory of the gate fit: ${(r.gate.peakRssMb / 1024).toFixed(2)} GiB.` : undefined]
+    .filter((n) => n)
+    .map((n) => `<p class="muted">${esc(n!)}</p>`)
+    .join('');
   return `<h3>Adapter training</h3>${curves}<h3>Mixture-of-experts gate</h3>${gate}${gateNote}`;
 }
 

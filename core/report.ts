@@ -110,6 +110,8 @@ export const ReportSchema = z.object({
     .object({
       routing: z.array(z.object({ capability: z.string(), share: z.number().min(0).max(1) })),
       note: z.string().optional(),
+      /** Peak resident memory of the gate fit (MiB). */
+      peakRssMb: z.number().optional(),
     })
     .nullable(),
   cost: CostSchema,

@@ -129,7 +129,7 @@ test('showcase-desk capability envs keep the target\'s tools and prompt; their f
     const first = ep.initialMessages();
     assert.deepEqual(first.map((m) => m.role), ['user', 'assistant', 'tool']);
     assert.equal(first[1].role === 'assistant' && first[1].tool_calls?.[0].function.name, 'find_booking');
-    assert.deepEqual(JSON.parse(first[2].content), { guest: inst.expect.guest, booking_code: inst.expect.code });
+    assert.deepEqual(JSON.parse(String(first[2].content)), { guest: inst.expect.guest, booking_code: inst.expect.code });
     await ep.close();
     assert.equal(await variant(lta, seed, () => [call('cancel_booking', { booking_code: '1234567890' }), say('Cancelled.'), say('Done.')]), 0, 'an invented code → 0');
     assert.equal(await variant(lta, seed, () => [call('find_booking', { guest: inst.expect.guest }), say('Found it.'), say('Bye.')]), 0, 'the lookup repeated, no cancellation → 0');

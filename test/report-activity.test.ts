@@ -112,7 +112,7 @@ test('buildReport gathers stage 1, children, gate and evaluation into JSON + HTM
         // As activities/training.ts trainAdapter returns it: mean reward per iteration as numbers.
         { name: 'verify_identity', status: 'trained', detail: 'adapter trained', adapter, training: { curve: [0.1, 0.3], informativeShare: [1, 0.5] } },
       ],
-      gate: { routing: { structured_data_reasoning: 1 }, examples: { policy: 3, gold: 8 }, device: 'cpu', durationSeconds: 8 },
+      gate: { routing: { structured_data_reasoning: 1 }, examples: { policy: 3, gold: 8 }, device: 'cpu', durationSeconds: 8, peakRssMb: 1536 },
       evaluation,
       notConfigured: [],
     };
@@ -143,6 +143,8 @@ test('buildReport gathers stage 1, children, gate and evaluation into JSON + HTM
     assert.match(out.summary, /prompt_only\s+prompt_only\s+2\s+50\.0% \[\d+\.\d, \d+\.\d\]\s+\+50\.0 pp/);
     const html = await store.getText(out.htmlRef);
     assert.match(html, /data-chart="reward-curves"/);
+    assert.equal(report.gate!.peakRssMb, 1536);
+    assert.match(html, /Peak memory of the gate fit: 1\.50 GiB/);
     // Rebuilding from the same artifacts gives byte-identical output (seeded bootstrap, pinned clock).
     const again = await acts.buildReport({ config, runId, result });
     assert.equal(again.htmlRef.sha256, out.htmlRef.sha256);

@@ -42,6 +42,7 @@ def test_grpo_cli_emits_progress_and_a_peft_adapter(tmp_path, say_model_dir, say
         assert p["checkpoint_uri"].endswith(f"iter-{p['iteration']:06d}")
     done = events[-1]
     assert done["event"] == "done" and done["adapter_uri"].endswith("iter-000003/adapter")
+    assert done["peak_rss_mb"] > 50, "the trainer reports its peak memory (MiB)"
     assert len(done["adapter"]["sha256"]) == 64
     local = done["adapter_uri"][len("file://"):]
     model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(say_model_dir), local)

@@ -7,7 +7,7 @@ import os
 import signal
 import sys
 
-from .events import classify, emit
+from .events import classify, emit, peak_rss_mb
 
 
 def _grpo(args) -> None:
@@ -25,14 +25,14 @@ def _grpo(args) -> None:
     signal.signal(signal.SIGINT, stop)
     if args.resume:
         trainer.resume(args.resume)
-    emit("done", **trainer.run())
+    emit("done", **trainer.run(), peak_rss_mb=peak_rss_mb())
 
 
 def _gate(args) -> None:
     from .config import GateConfig, load_config
     from .gate import fit_gate
 
-    emit("done", **fit_gate(load_config(GateConfig, args.config)))
+    emit("done", **fit_gate(load_config(GateConfig, args.config)), peak_rss_mb=peak_rss_mb())
 
 
 def _serve(args) -> None:

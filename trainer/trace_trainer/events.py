@@ -28,6 +28,13 @@ class Interrupted(TrainerError):
         super().__init__("Interrupted", message, retryable=True)
 
 
+def peak_rss_mb() -> float:
+    """This process's peak resident memory so far, in MiB (Linux reports ru_maxrss in KiB)."""
+    import resource
+
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
 def emit(event: str, **fields) -> None:
     sys.stdout.write(json.dumps({"event": event, **fields}, default=float) + "\n")
     sys.stdout.flush()
