@@ -1,10 +1,12 @@
 """Trainer speed on SmolLM2-135M (the bundled GGUF), each figure a ratio against a baseline run in
 this process on the same batch:
-- grouped sampling (K rollouts of one prompt: one shared prefill, logits only at the sampled
-  position) against Hugging Face `generate` sampling the same [K, prompt] batch;
+- grouped sampling (an iteration's batch: G groups of K rollouts, the G prompts sharing a system
+  prompt and tools block and differing in the user's message; one prefill of the shared prefix,
+  one of each group's tail, finished rows leaving the batch, logits only at the sampled position)
+  against Hugging Face `generate` sampling the same [G·K, prompt] batch;
 - the training forward+backward of a group (shared prompt once) against the plain batched
   forward+backward of the same K sequences.
-Usage: .venv/bin/python bench/trainer-speed.py [--k 8] [--prompt 175] [--new 32] [--repeats 2]"""
+Usage: .venv/bin/python bench/trainer-speed.py [--groups 4] [--k 8] [--prompt 175] [--tail 16] [--new 32] [--repeats 2]"""
 from __future__ import annotations
 
 import argparse
@@ -36,7 +38,9 @@ def best(f, repeats: int) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default=str(ROOT / ".cache/models/SmolLM2-135M-Instruct.Q4_1.gguf"))
+    ap.add_argument("--groups", type=int, default=4)
     ap.add_argument("--k", type=int, default=8)
+    ap.add_argument("--tail", type=int, default=16, help="tokens of each group's own user message at the end of the prompt")
     ap.add_argument("--prompt", type=int, default=175)
     ap.add_argument("--new", type=int, default=32)
     ap.add_argument("--repeats", type=int, default=2)
@@ -46,19 +50,22 @@ def main() -> None:
     model = load_base(a.model, torch.device("cpu"), torch.float32)
     g = torch.Generator().manual_seed(0)
     prompt = torch.randint(100, 40000, (a.prompt,), generator=g).tolist()
-    batch = torch.tensor([prompt] * a.k)
+    shared = prompt[: a.prompt - a.tail]
+    prompts = [shared + torch.randint(100, 40000, (a.tail,), generator=g).tolist() for _ in range(a.groups)]
+    rows = [p for p in prompts for _ in range(a.k)]
+    batch = torch.tensor(rows)
 
     def ours():
-        sample(model, [prompt] * a.k, max_new_tokens=a.new, temperature=1.0, stop_ids=set(), pad_id=tok.pad_token_id)
+        sample(model, rows, max_new_tokens=a.new, temperature=1.0, stop_ids=set(), pad_id=tok.pad_token_id)
 
     def hf():
         with torch.no_grad():
             model.generate(batch, attention_mask=torch.ones_like(batch), do_sample=True, temperature=1.0, top_k=0, top_p=1.0,
                            max_new_tokens=a.new, min_new_tokens=a.new, pad_token_id=tok.pad_token_id)
 
-    tokens = a.k * a.new
+    tokens = len(rows) * a.new
     t_ours, t_hf = best(ours, a.repeats), best(hf, a.repeats)
-    print(json.dumps({"bench": "grouped_sampling", "k": a.k, "prompt": a.prompt, "new": a.new, "ours_tok_s": tokens / t_ours,
+    print(json.dumps({"bench": "grouped_sampling", "groups": a.groups, "k": a.k, "tail": a.tail, "prompt": a.prompt, "new": a.new, "ours_tok_s": tokens / t_ours,
                       "hf_generate_tok_s": tokens / t_hf, "ratio_vs_hf_generate": t_hf / t_ours}), flush=True)
 
     lora = add_lora(model, LoraConfig(r=8, alpha=16))
