@@ -272,10 +272,14 @@ export function createEvaluationActivities(deps: EvaluationDeps = defaultDeps) {
     if (config.evaluation.promptOnly) {
       const stage1Ref = await store.stat(keys.stage1(runId));
       const selected = stage1Ref ? Stage1ResultSchema.parse(await store.getJson(stage1Ref)).selected : [];
-      if (selected.length > 0) {
-        variants.push({ ...base, name: 'prompt_only', kind: 'prompt_only', systemPromptSuffix: promptOnlySuffix(selected) });
+      // The capabilities TRACE trains: those selected and those the config requests.
+      const requested = config.analysis.requestedCapabilities.filter((r) => !selected.some((s) => s.name === r.name));
+      const described = [...selected, ...requested];
+      if (described.length > 0) {
+        variants.push({ ...base, name: 'prompt_only', kind: 'prompt_only', systemPromptSuffix: promptOnlySuffix(described) });
+        if (requested.length) notes.push(`prompt-only baseline describes the capabilities requested by config: ${requested.map((r) => r.name).join(', ')}`);
       } else {
-        notes.push('prompt-only baseline not evaluated: no capability was selected');
+        notes.push('prompt-only baseline not evaluated: no capability was selected or requested');
       }
     }
     for (const v of configured.filter((x) => x.kind !== 'base')) {

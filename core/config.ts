@@ -91,7 +91,7 @@ export const ConfigSchema = z
         temperature: z.number().min(0).max(2).default(0),
         maxTasks: z.number().int().positive().optional().describe('cap on held-out tasks; default env.maxTasks'),
         batchSize: z.number().int().positive().default(8).describe('tasks per evaluation activity'),
-        promptOnly: z.boolean().default(false).describe('also evaluate the base with the selected capabilities described in its system prompt'),
+        promptOnly: z.boolean().default(false).describe('also evaluate the base with the selected (and requested) capabilities described in its system prompt'),
         singleAdapters: z.boolean().default(false).describe('also evaluate each capability adapter alone'),
         variants: z.array(VariantSpecSchema).default([]).describe('extra variants to evaluate, e.g. a served TRACE agent'),
         promotionMargin: z.number().min(0).max(1).default(0.02).describe('a retrained agent replaces the current one only if its pass rate is higher by this much'),

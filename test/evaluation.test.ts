@@ -116,6 +116,16 @@ test('a configured base variant replaces the default one, and the prompt-only ba
     assert.deepEqual(r.variants.map((v) => [v.name, v.kind, v.passRate]), [['base_served', 'base', 0], ['prompt_only', 'prompt_only', 0.5]]);
     assert.equal(policyLlm.requests.length, 0, 'nothing went to the default policy endpoint');
     assert.ok(sameBackend.requests.length > 0 && sameBackend.requests.every((q) => q.model === 'served-base'));
+    // Nothing selected, a capability requested by config: the prompt-only baseline describes it.
+    const requested = config(policyLlm.baseURL, {
+      evaluation: { promptOnly: true },
+      analysis: { requestedCapabilities: [{ name: 'exact_id_copying', description: 'Copies the code the user gives verbatim. LACKING: an invented code. PRESENT: the exact code.' }] },
+    });
+    await store.put('runs/r5/capabilities/stage1.json', JSON.stringify(stage1Fixture([])));
+    const plan = await acts.planEvaluation({ runId: 'r5', config: requested, capabilities: [] });
+    const prompt = plan.variants.find((v) => v.kind === 'prompt_only');
+    assert.match(prompt?.systemPromptSuffix ?? '', /- exact id copying: Copies the code the user gives verbatim/);
+    assert.ok(plan.notes.some((n) => /describes the capabilities requested by config: exact_id_copying/.test(n)), plan.notes.join(' | '));
     await assert.rejects(
       acts.evaluateRun({ runId: 'r4', config: config(policyLlm.baseURL, { evaluation: { variants: [{ name: 'a', kind: 'base' }, { name: 'b', kind: 'base' }] } }) }),
       /more than one base variant/,
