@@ -23,7 +23,7 @@ from .grammar import ActionGrammar, action_schema
 from .model import add_lora, load_base, load_tokenizer, pick_device, pick_dtype, trainable_parameters
 from .policy_server import PolicyServer
 from .rollout import Generate, Rollout, collect
-from .sampler import in_process
+from .sampler import in_process, shared_prefix
 from .storage import Store, join
 
 
@@ -73,9 +73,7 @@ def _hidden_states(decoder, seqs: list[list[int]], ids: torch.Tensor, attn: torc
     copied to every row, so K rollouts of a group cost one prompt plus K continuations; gradients
     flow through the shared prefix from every row, so this is the same computation, not an
     approximation. Only the unshared part is recomputed per row."""
-    shared = len(seqs[0])
-    for s in seqs[1:]:
-        shared = next((i for i, (a, b) in enumerate(zip(s, seqs[0])) if a != b), min(shared, len(s)))
+    shared = shared_prefix(seqs)
     # The last shared token stays with the rows: its state predicts the first token after it.
     p = min(shared - 1, int(scored.any(0).nonzero()[0]) if scored.any() else shared - 1)
     if len(seqs) == 1 or p < MIN_SHARED_PREFIX:

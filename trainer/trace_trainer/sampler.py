@@ -33,7 +33,8 @@ def _left_pad(prompts: list[list[int]], pad_id: int, device) -> tuple[torch.Tens
 MIN_SHARED_PREFIX = 16
 
 
-def _shared_prefix(prompts: list[list[int]]) -> int:
+def shared_prefix(prompts: list[list[int]]) -> int:
+    """Length of the prefix every sequence shares."""
     n = min(len(p) for p in prompts)
     for i in range(n):
         t = prompts[0][i]
@@ -51,7 +52,7 @@ def _prefill(model, prompts: list[list[int]], pad_id: int, device):
     rows = [distinct.setdefault(tuple(p), len(distinct)) for p in prompts]
     uniq = [list(p) for p in distinct]
     # Every row keeps at least its last token: its logits are the first to sample from.
-    shared = min(_shared_prefix(uniq), min(len(p) for p in uniq) - 1) if len(uniq) > 1 else 0
+    shared = min(shared_prefix(uniq), min(len(p) for p in uniq) - 1) if len(uniq) > 1 else 0
     if shared >= MIN_SHARED_PREFIX:
         head = model(input_ids=torch.tensor([uniq[0][:shared]], device=device), use_cache=True, logits_to_keep=1)
         cache = head.past_key_values
