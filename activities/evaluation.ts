@@ -212,7 +212,7 @@ export function createEvaluationActivities(deps: EvaluationDeps = defaultDeps) {
           env,
           llm,
           tasks: pending.map((p) => ({ ...p.task, trial: p.trial })),
-          concurrency: config.llm.policy.concurrency,
+          concurrency: config.evaluation.concurrency ?? config.llm.policy.concurrency,
           maxSteps: config.rollouts.maxSteps,
           maxErrors: config.rollouts.maxErrors,
           timeoutMs: config.rollouts.episodeTimeoutMs,

@@ -91,6 +91,12 @@ export const ConfigSchema = z
         temperature: z.number().min(0).max(2).default(0),
         maxTasks: z.number().int().positive().optional().describe('cap on held-out tasks; default env.maxTasks'),
         batchSize: z.number().int().positive().default(8).describe('tasks per evaluation activity'),
+        concurrency: z
+          .number()
+          .int()
+          .positive()
+          .optional()
+          .describe("episodes in flight per variant; default llm.policy.concurrency (the trainer's server decodes requests in flight together as one batch)"),
         promptOnly: z.boolean().default(false).describe('also evaluate the base with the selected (and requested) capabilities described in its system prompt'),
         singleAdapters: z.boolean().default(false).describe('also evaluate each capability adapter alone'),
         variants: z.array(VariantSpecSchema).default([]).describe('extra variants to evaluate, e.g. a served TRACE agent'),

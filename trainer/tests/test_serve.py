@@ -162,3 +162,35 @@ def test_runtime_lora_needs_enable_lora(tool_model_dir, adapter_dir):
     assert status == 400 and "--enable-lora" in err["error"]["message"]
     with pytest.raises(ValueError, match="--enable-lora"):
         load_policy(tool_model_dir, adapter=adapter_dir, enable_lora=True)
+
+
+def test_chat_requests_in_flight_together_decode_as_one_batch_with_their_own_answers(tool_model_dir):
+    tools = [{"type": "function", "function": {"name": "add", "parameters": {"type": "object", "properties": {"n": {"type": "integer"}}}}}]
+    bodies = [{"messages": [{"role": "system", "content": "use add"}, {"role": "user", "content": "reach " + "3 " * i}],
+               "tools": tools, "temperature": 0, "max_tokens": 3 + 2 * i} for i in range(4)]
+    alone_policy = load_policy(tool_model_dir)
+    alone_policy.batcher.window_s = 0
+    alone = [alone_policy.complete(b) for b in bodies]
+    assert alone_policy.batcher.sizes == [1, 1, 1, 1]
+
+    policy = load_policy(tool_model_dir)
+    # The batch waits until all four requests are queued (no timing involved: max_batch is reached).
+    policy.batcher.window_s, policy.batcher.max_batch = 600, 4
+    server, url = _serve(policy)
+    replies = [None] * 4
+    try:
+        threads = [threading.Thread(target=lambda i=i: replies.__setitem__(i, _post(url + "/chat/completions", bodies[i]))) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        server.shutdown()
+    assert policy.batcher.sizes == [4]
+    for (status, out), ref in zip(replies, alone):
+        assert status == 200, out
+        got, want = out["choices"][0]["message"], ref["choices"][0]["message"]
+        assert got["content"] == want["content"] and out["usage"] == ref["usage"]
+        # Call ids number requests in the order they ran; the calls themselves must match.
+        assert [c["function"] for c in got.get("tool_calls", [])] == [c["function"] for c in want.get("tool_calls", [])]
+    assert len({out["usage"]["completion_tokens"] for _, out in replies}) > 1  # each row kept its own max_tokens

@@ -1,7 +1,10 @@
 """Loading the frozen base model (HF id, local directory or GGUF file) and wrapping it in a LoRA."""
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import tempfile
 
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -24,11 +27,52 @@ def pick_dtype(dtype: str, device: torch.device) -> torch.dtype:
     return getattr(torch, dtype)
 
 
+def _dequantized(gguf: str) -> str | None:
+    """The GGUF's weights and tokenizer dequantized to float32 in Hugging Face layout, in a sibling
+    directory `<file>.hf` written on first use. Parsing the GGUF costs ~40 s on 2 CPU cores every
+    time a trainer or server starts; the safetensors copy loads in seconds and holds the same
+    float32 values. None where the directory cannot be written (the GGUF is then read directly)."""
+    stat = os.stat(gguf)
+    source = {"gguf": os.path.basename(gguf), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+    out = gguf + ".hf"
+    marker = os.path.join(out, "source.json")
+    if os.path.isfile(marker):
+        with open(marker) as f:
+            if json.load(f) == source:
+                return out
+    src, kw = os.path.dirname(os.path.abspath(gguf)), {"gguf_file": os.path.basename(gguf)}
+    try:
+        tmp = tempfile.mkdtemp(dir=os.path.dirname(os.path.abspath(gguf)), prefix=".dequantize-")
+    except OSError:
+        return None
+    try:
+        AutoTokenizer.from_pretrained(src, **kw).save_pretrained(tmp)
+        model = AutoModelForCausalLM.from_pretrained(src, dtype=torch.float32, **kw)
+        # Dequantized at load, the weights are plain float32; only the GGUF marker blocks saving.
+        model.hf_quantizer = None
+        model.config.__dict__.pop("quantization_config", None)
+        model.save_pretrained(tmp)
+        with open(os.path.join(tmp, "source.json"), "w") as f:
+            json.dump(source, f)
+        if os.path.isdir(out):  # a copy of an older file with the same name
+            shutil.rmtree(out, ignore_errors=True)
+        try:
+            os.rename(tmp, out)
+        except OSError:  # another process finished its copy first; both hold the same values
+            pass
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
 def _source(name: str) -> tuple[str, dict]:
-    """GGUF files load through transformers' GGUF loader, which dequantizes (e.g. Q4_1) to `dtype`."""
+    """GGUF files are dequantized (e.g. Q4_1) by transformers' GGUF loader, once (`_dequantized`)."""
     if name.endswith(".gguf"):
         if not os.path.isfile(name):
             raise TrainerError("ModelNotFound", f"model: no such GGUF file {name}", retryable=False)
+        cached = _dequantized(name)
+        if cached:
+            return cached, {}
         return os.path.dirname(os.path.abspath(name)), {"gguf_file": os.path.basename(name)}
     return name, {}
 

@@ -28,9 +28,74 @@ class NotFound(Exception):
     """A model or adapter name the server does not hold (HTTP 404, as vLLM answers)."""
 
 
+class _Job:
+    """One chat request waiting to be decoded: `run` decodes a batch of jobs that share its key."""
+
+    def __init__(self, key, prompt: list[int], cap: int, run):
+        self.key, self.prompt, self.cap, self.run = key, prompt, cap, run
+        self.done = threading.Event()
+        self.out: list[int] = []
+        self.n = 0
+        self.error: BaseException | None = None
+
+
+class Batcher:
+    """Decodes chat requests that are in flight together as one batch: at batch 1 a CPU decode step
+    is bound by reading the weights, so 8 rows cost ~2.3× one row (bench/trainer-speed.py), and the
+    shared system prompt and tools are prefilled once. A batch takes the oldest request and every
+    queued one with the same key, after waiting up to `window_s` for others to arrive."""
+
+    def __init__(self, max_batch: int = 16, window_s: float = 0.02):
+        self.max_batch, self.window_s = max_batch, window_s
+        self.queue: list[_Job] = []
+        self.cond = threading.Condition()
+        self.calls = 0
+        self.sizes: list[int] = []  # batch sizes decoded so far (tests, logs)
+        threading.Thread(target=self._loop, daemon=True, name="batcher").start()
+
+    def submit(self, job: _Job) -> tuple[list[int], int]:
+        """The job's sampled ids and its request number, once its batch has run."""
+        with self.cond:
+            self.queue.append(job)
+            self.cond.notify_all()
+        job.done.wait()
+        if job.error is not None:
+            raise job.error
+        return job.out, job.n
+
+    def _take(self) -> list[_Job]:
+        with self.cond:
+            while not self.queue:
+                self.cond.wait()
+            key = self.queue[0].key
+            deadline = time.monotonic() + self.window_s
+            while sum(j.key == key for j in self.queue) < self.max_batch and (left := deadline - time.monotonic()) > 0:
+                self.cond.wait(left)
+            batch = [j for j in self.queue if j.key == key][: self.max_batch]
+            self.queue = [j for j in self.queue if j not in batch]
+        return batch
+
+    def _loop(self) -> None:
+        while True:
+            batch = self._take()
+            try:
+                outs = batch[0].run(batch)
+                for j, out in zip(batch, outs):
+                    self.calls += 1
+                    j.out, j.n = out, self.calls
+                self.sizes.append(len(batch))
+            except BaseException as e:  # noqa: BLE001 — every request of the batch answers with it
+                for j in batch:
+                    j.error = e
+            finally:
+                for j in batch:
+                    j.done.set()
+
+
 class Policy:
-    """A loaded model variant that answers requests one at a time; with `enable_lora`, LoRA adapters
-    loaded at runtime are served beside it under their own names."""
+    """A loaded model variant; chat requests in flight together decode as one batch (`Batcher`),
+    other requests one at a time. With `enable_lora`, LoRA adapters loaded at runtime are served
+    beside it under their own names."""
 
     def __init__(self, model, tokenizer, name: str, *, enable_lora: bool = False, constrained_decoding: bool | str = False):
         self.model, self.tok, self.name = model.eval(), tokenizer, name
@@ -41,6 +106,7 @@ class Policy:
         self.grammars: dict[str, ActionGrammar] = {}
         self.lock = threading.Lock()
         self.calls = 0
+        self.batcher = Batcher()
         self.enable_lora = enable_lora
         self.adapters: dict[str, str] = {}  # runtime-loaded adapter name -> path
 
@@ -116,14 +182,21 @@ class Policy:
         prompt = self.fmt.prompt_ids(system, tools, rest)
         temperature = float(body.get("temperature", 1.0))
         max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 512)
-        grammar = self._grammar(action_schema(tools)) if tools and self.constrained else None
-        with self.lock, self._use(body.get("model")):
-            if body.get("seed") is not None:
-                torch.manual_seed(int(body["seed"]))
-            [out] = sample(self.model, [prompt], max_new_tokens=max_tokens, temperature=temperature,
-                           stop_ids=self.fmt.stop_ids, pad_id=self.tok.pad_token_id, grammar=grammar).ids
-            self.calls += 1
-            n = self.calls
+        schema = action_schema(tools) if tools and self.constrained else None
+        grammar = self._grammar(schema) if schema else None
+        seed = body.get("seed")
+        # Requests for the same weights, grammar and temperature decode together; a seeded sampled
+        # request runs alone so that its seed alone decides its draws.
+        key = (body.get("model"), json.dumps(schema, sort_keys=True), temperature) if seed is None or temperature == 0 else object()
+
+        def run(jobs: list[_Job]) -> list[list[int]]:
+            with self.lock, self._use(body.get("model")):
+                if seed is not None:
+                    torch.manual_seed(int(seed))
+                return sample(self.model, [j.prompt for j in jobs], max_new_tokens=[j.cap for j in jobs], temperature=temperature,
+                              stop_ids=self.fmt.stop_ids, pad_id=self.tok.pad_token_id, grammar=grammar).ids
+
+        out, n = self.batcher.submit(_Job(key, prompt, max_tokens, run))
         text, ended = self.fmt.decode_sample(out)
         content, calls = self.fmt.parse(text, f"call_{n}") if tools else (text.strip(), [])
         message = {"role": "assistant", "content": content or (None if calls else "")}
