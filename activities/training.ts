@@ -162,6 +162,7 @@ export async function trainAdapter(input: TrainAdapterInput): Promise<TrainAdapt
       constrained_decoding: t.constrainedDecoding,
       heldout_seeds: t.heldoutSeeds,
       heldout_every: t.heldoutEvery,
+      heldout_rollouts: t.heldoutRollouts ?? t.rolloutsPerGroup,
       lr: t.lr,
       clip_low: t.clipLow,
       clip_high: t.clipHigh,

@@ -40,3 +40,11 @@ if ! stamp_ok venv "$req_hash" || [ ! -x .venv/bin/python ]; then
 fi
 
 if [ -x infra/fetch-model.sh ]; then bash infra/fetch-model.sh; fi
+# The trainer's float32 copy of the GGUF (trainer/trace_trainer/model.py), made once here rather
+# than by the first trainer or server of a run.
+GGUF=.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf
+if [ -f "$GGUF" ] && [ ! -f "$GGUF.hf/source.json" ]; then
+  echo "[setup] dequantizing $GGUF for the trainer"
+  PYTHONPATH=trainer .venv/bin/python -c "import sys, trace_trainer.model as m; m.dequantized(sys.argv[1])" "$GGUF" 2>.cache/dequantize.log \
+    || { tail -3 .cache/dequantize.log >&2; exit 1; }
+fi

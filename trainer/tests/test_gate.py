@@ -100,7 +100,10 @@ def _trajectory(target):
                          {"role": "assistant", "content": "ok"}]}
 
 
-def test_fit_gate_lowers_ce_and_saves_a_loadable_gate(two_adapters, tool_tok, tmp_path):
+def test_fit_gate_lowers_ce_and_saves_a_loadable_gate(two_adapters, tool_tok, tmp_path, monkeypatch):
+    import trace_trainer.gate as gate_mod
+
+    monkeypatch.setattr(gate_mod, "ROUTING_EXAMPLES", 3)
     base, dirs = two_adapters
     data = tmp_path / "traj.jsonl"
     data.write_text("\n".join(json.dumps(_trajectory(t)) for t in (1, 2, 3)) + "\n")
@@ -116,6 +119,7 @@ def test_fit_gate_lowers_ce_and_saves_a_loadable_gate(two_adapters, tool_tok, tm
     assert manifest["examples_by_source"] == {"policy": 3, "gold": 1} == result["examples"]
     assert set(result["routing"]) == {"a", "b"} and sum(result["routing"].values()) == pytest.approx(1.0, abs=1e-3)
     assert manifest["routing_share"] == result["routing"]
+    assert manifest["routing_examples"] == 3, "routing is measured on a sample of at most ROUTING_EXAMPLES"
     assert [a["name"] for a in manifest["adapters"]] == ["a", "b"] and all(len(a["sha256"]) == 64 for a in manifest["adapters"])
     h = manifest["history"]
     assert h[-1]["ce"] < h[0]["ce"] - 0.05, (h[0], h[-1])

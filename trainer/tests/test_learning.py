@@ -28,3 +28,24 @@ def test_grpo_raises_mean_reward(tmp_path):
     gain = sum(curve[-4:]) / 4 - curve[0]
     assert gain >= 0.3, (gain, curve)
     assert sum(success[-4:]) / 4 > success[0] + 0.2
+
+
+def test_held_out_score_draws_heldout_rollouts_per_seed(tmp_path, monkeypatch):
+    import trace_trainer.grpo as grpo_mod
+
+    model_dir = save_tiny(str(tmp_path / "model"), ["say", "bye", "red", "blue"])
+    served = ServedEnv(SayWordEnv(words=("red", "blue"), partial=0.3))
+    drawn = []
+    real = grpo_mod.collect
+    monkeypatch.setattr(grpo_mod, "collect", lambda *a, **kw: drawn.append((len(a[4]), kw["rollouts_per_start"])) or real(*a, **kw))
+    try:
+        cfg = from_dict(GrpoConfig, {"model": model_dir, "env_url": served.url, "output_uri": str(tmp_path / "out"), "iterations": 1,
+                                     "groups": 2, "rollouts_per_group": 4, "max_new_tokens": 1, "max_turns": 1, "checkpoint_every": 100,
+                                     "save_trajectories": False, "heldout_seeds": 3, "heldout_rollouts": 2})
+        trainer = GrpoTrainer(cfg)
+        trainer.run()
+    finally:
+        served.close()
+    # Before training, the iteration's 2 groups of 4, after the last iteration: 3 seeds × 2 samples.
+    assert drawn[0] == (3, 2) and drawn[-1] == (3, 2) and (2, 4) in drawn
+    assert "heldout_reward_before" in trainer.metrics[0] and "heldout_reward" in trainer.metrics[-1]

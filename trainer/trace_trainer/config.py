@@ -76,9 +76,11 @@ class GrpoConfig:
     # zero-variance groups until the update has `groups` informative ones (0 = off, as the official code).
     resample_groups: int = 0
     # Held-out seeds (disjoint from the training draws) scored before training and after every
-    # `heldout_every` iterations and the last, `rollouts_per_group` samples each (0 = off).
+    # `heldout_every` iterations and the last, `heldout_rollouts` samples each (0 = off).
     heldout_seeds: int = 0
     heldout_every: int = 1
+    # Samples per held-out seed (None = rollouts_per_group).
+    heldout_rollouts: typing.Optional[int] = None
     # Rollouts through this server instead of in-process generation (None = in-process).
     policy_server: typing.Optional[PolicyServerConfig] = None
     checkpoint_every: int = 5
@@ -167,7 +169,7 @@ def from_dict(cls, raw, path: str = "config"):
 
 def _check_ranges(obj, path: str) -> None:
     positive = ["iterations", "groups", "rollouts_per_group", "minibatches", "micro_batch_size", "max_new_tokens",
-                "max_turns", "max_seq_len", "checkpoint_every", "heldout_every", "steps", "batch_size", "r", "alpha"]
+                "max_turns", "max_seq_len", "checkpoint_every", "heldout_every", "heldout_rollouts", "steps", "batch_size", "r", "alpha"]
     for name in positive:
         v = getattr(obj, name, None)
         if v is not None and v <= 0:

@@ -250,13 +250,13 @@ class GrpoTrainer:
 
     def heldout_reward(self, info: dict) -> float:
         """Mean reward on the held-out seeds (2**31 + i, never drawn for training: `_starts` draws
-        below 2**31), `rollouts_per_group` samples each, from a fixed torch seed so the curve
+        below 2**31), `heldout_rollouts` samples each, from a fixed torch seed so the curve
         compares weights, not luck. The global RNG is restored, so training draws are unchanged."""
         state = torch.get_rng_state()
         torch.manual_seed(self.cfg.seed + 7919)
         try:
             rollouts = collect(self._generator(), self.fmt, self.env, info, [{"seed": 2**31 + i} for i in range(self.cfg.heldout_seeds)],
-                               rollouts_per_start=self.cfg.rollouts_per_group, max_new_tokens=self.cfg.max_new_tokens,
+                               rollouts_per_start=self.cfg.heldout_rollouts or self.cfg.rollouts_per_group, max_new_tokens=self.cfg.max_new_tokens,
                                max_turns=self.cfg.max_turns, max_errors=self.cfg.max_errors, max_seq_len=self.cfg.max_seq_len,
                                should_stop=lambda: self.stop_requested, grammar=self.grammar)
         finally:

@@ -27,7 +27,7 @@ def pick_dtype(dtype: str, device: torch.device) -> torch.dtype:
     return getattr(torch, dtype)
 
 
-def _dequantized(gguf: str) -> str | None:
+def dequantized(gguf: str) -> str | None:
     """The GGUF's weights and tokenizer dequantized to float32 in Hugging Face layout, in a sibling
     directory `<file>.hf` written on first use. Parsing the GGUF costs ~40 s on 2 CPU cores every
     time a trainer or server starts; the safetensors copy loads in seconds and holds the same
@@ -66,11 +66,11 @@ def _dequantized(gguf: str) -> str | None:
 
 
 def _source(name: str) -> tuple[str, dict]:
-    """GGUF files are dequantized (e.g. Q4_1) by transformers' GGUF loader, once (`_dequantized`)."""
+    """GGUF files are dequantized (e.g. Q4_1) by transformers' GGUF loader, once (`dequantized`)."""
     if name.endswith(".gguf"):
         if not os.path.isfile(name):
             raise TrainerError("ModelNotFound", f"model: no such GGUF file {name}", retryable=False)
-        cached = _dequantized(name)
+        cached = dequantized(name)
         if cached:
             return cached, {}
         return os.path.dirname(os.path.abspath(name)), {"gguf_file": os.path.basename(name)}
