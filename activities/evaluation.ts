@@ -14,7 +14,8 @@ import {
 } from '../core/evaluation.js';
 import type { Environment } from '../envs/environment.js';
 import { openEnvironment } from '../envs/registry.js';
-import type { ArtifactRef, ArtifactStore } from '../store/artifact-store.js';
+import type { ArtifactStore } from '../store/artifact-store.js';
+import type { ArtifactRef } from '../core/artifact-ref.js';
 import { openStore } from '../store/index.js';
 import { heartbeat } from './heartbeat.js';
 import { createLlm } from './llm.js';
@@ -112,10 +113,14 @@ function withPromptSuffix(env: Environment, suffix: string | undefined): Environ
   };
 }
 
-/** The config whose policy role serves this variant at the evaluation temperature. */
+/**
+ * The config whose policy role serves this variant, with evaluation.concurrency requests in flight
+ * (the role's client bounds them: the trainer's server batches only what arrives together).
+ */
 function variantConfig(config: Config, v: VariantSpec): Config {
   const policy = {
     ...config.llm.policy,
+    concurrency: config.evaluation.concurrency ?? config.llm.policy.concurrency,
     ...(v.baseURL ? { baseURL: v.baseURL } : {}),
     ...(v.model ? { model: v.model } : {}),
   };
@@ -212,7 +217,7 @@ export function createEvaluationActivities(deps: EvaluationDeps = defaultDeps) {
           env,
           llm,
           tasks: pending.map((p) => ({ ...p.task, trial: p.trial })),
-          concurrency: config.evaluation.concurrency ?? config.llm.policy.concurrency,
+          concurrency: vconfig.llm.policy.concurrency,
           maxSteps: config.rollouts.maxSteps,
           maxErrors: config.rollouts.maxErrors,
           timeoutMs: config.rollouts.episodeTimeoutMs,

@@ -152,3 +152,30 @@ function stage1Fixture(selected: unknown[]) {
     summary: '',
   };
 }
+
+test('evaluation.concurrency episodes of a variant are in flight at once, above the policy role concurrency', async () => {
+  const { dir, config } = await setup();
+  // The first requests are held until four are in flight (the served trainer batches what
+  // arrives together); a client bounded by llm.policy.concurrency (2) would never get there.
+  let inFlight = 0;
+  let most = 0;
+  const waiting: (() => void)[] = [];
+  const llm = await startScriptedLlm(async (req, index) => {
+    most = Math.max(most, ++inFlight);
+    if (inFlight >= 4) waiting.splice(0).forEach((go) => go());
+    else if (index < 4) await new Promise<void>((go) => (waiting.push(go), setTimeout(go, 30_000).unref()));
+    inFlight--;
+    return toyPolicy(req);
+  });
+  try {
+    const acts = createEvaluationActivities();
+    const c = config(llm.baseURL, { evaluation: { trials: 2, temperature: 1, concurrency: 4 } });
+    const { tasks: held } = await acts.listEvaluationTasks({ config: c });
+    const r = await acts.evaluateVariant({ config: c, runId: 'rc', variant: { name: 'base', kind: 'base' }, tasks: held });
+    assert.equal(r.n, 4);
+    assert.equal(most, 4);
+  } finally {
+    await llm.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+});
