@@ -7,7 +7,8 @@ import { PromotionDecisionSchema } from '../core/promotion.js';
 import { assembleReport, formatSummary, type CapabilityRowInput, type ReportInputs } from '../core/report.js';
 import { renderReportHtml } from '../core/report-html.js';
 import { temporalSettings, workflowUiLink } from '../infra/temporal.js';
-import { ArtifactRefSchema, type ArtifactRef, type ArtifactStore } from '../store/artifact-store.js';
+import { type ArtifactStore } from '../store/artifact-store.js';
+import { ArtifactRefSchema, type ArtifactRef } from '../core/artifact-ref.js';
 import { openStore } from '../store/index.js';
 
 /**

@@ -24,7 +24,8 @@ import { DISCOVERY_SYSTEM, discoveryUser, LABELING_SYSTEM, labelingUser } from '
 import { TrajectorySchema, type Trajectory, type Usage } from '../core/trajectory.js';
 import type { Environment } from '../envs/environment.js';
 import { openEnvironment } from '../envs/registry.js';
-import type { ArtifactRef, ArtifactStore } from '../store/artifact-store.js';
+import type { ArtifactStore } from '../store/artifact-store.js';
+import type { ArtifactRef } from '../core/artifact-ref.js';
 import { mapLimit } from './concurrency.js';
 import { activityContext, heartbeat, keepingAlive } from './heartbeat.js';
 import { addUsage, createLlm, InvalidLlmOutputError, parseJsonReply, ZERO_USAGE } from './llm.js';

@@ -7,8 +7,9 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { execa } from 'execa';
 import { z } from 'zod';
 import type { Config } from '../core/config.js';
-import type { ArtifactRef } from '../store/artifact-store.js';
-import { ArtifactRefSchema } from '../store/artifact-store.js';
+import { gateTrainerConfig, grpoTrainerConfig } from '../core/trainer-config.js';
+import type { ArtifactRef } from '../core/artifact-ref.js';
+import { ArtifactRefSchema } from '../core/artifact-ref.js';
 import { openStore } from '../store/index.js';
 import { serveEnvironment } from '../envs/protocol/server.js';
 import { startSandboxedEnv } from '../envs/sandbox/index.js';
@@ -141,7 +142,6 @@ const keys = {
 
 export async function trainAdapter(input: TrainAdapterInput): Promise<TrainAdapterResult> {
   const { config, runId, capability } = input;
-  const t = config.training;
   const store = openStore(config.store);
   const prefixKey = keys.adapterPrefix(runId, capability.name);
   const prefixUri = store.uri(prefixKey);
@@ -149,33 +149,12 @@ export async function trainAdapter(input: TrainAdapterInput): Promise<TrainAdapt
   const resume = await resumePoint(async () => ((await store.stat(latestKey)) ? LatestCheckpointSchema.parse(await store.getJson(latestKey)).uri : undefined));
   const env = await openEnvServer(input, store);
   try {
-    const trainerConfig = {
-      model: resolveModel(t.model),
-      ...(t.tokenizer ? { tokenizer: resolveModel(t.tokenizer) } : {}),
-      env_url: env.url,
-      output_uri: prefixUri,
-      lora: { r: t.lora.r, alpha: t.lora.alpha, dropout: t.lora.dropout },
-      iterations: t.iterations,
-      groups: t.groupsPerIteration,
-      rollouts_per_group: t.rolloutsPerGroup,
-      temperature: t.temperature,
-      constrained_decoding: t.constrainedDecoding,
-      heldout_seeds: t.heldoutSeeds,
-      heldout_every: t.heldoutEvery,
-      heldout_rollouts: t.heldoutRollouts ?? t.rolloutsPerGroup,
-      lr: t.lr,
-      clip_low: t.clipLow,
-      clip_high: t.clipHigh,
-      max_new_tokens: t.maxNewTokens,
-      max_turns: t.maxTurns,
-      checkpoint_every: t.checkpointEvery,
-      seed: t.seed,
-      device: t.device,
-      resample_groups: t.resampleGroups,
-      ...(t.policyServer ? { policy_server: policyServerSettings(t.policyServer) } : {}),
-      ...(input.initAdapter ? { init_adapter_uri: parentUri(input.initAdapter.uri) } : {}),
-      ...s3Settings(config),
-    };
+    const trainerConfig = grpoTrainerConfig(config, {
+      ...trainerPaths,
+      envUrl: env.url,
+      outputUri: prefixUri,
+      ...(input.initAdapter ? { initAdapterUri: parentUri(input.initAdapter.uri) } : {}),
+    });
     const run = await runTrainer(config, 'grpo', trainerConfig, resume ? ['--resume', resume] : []);
     const d = DoneAdapterSchema.parse(run.done);
     const gold = config.stages.gate && config.gate.goldDemonstrations > 0 ? await storeGoldDemonstrations(config, store, prefixKey, env.env) : undefined;
@@ -204,21 +183,12 @@ export async function fitGate(input: FitGateInput): Promise<FitGateResult> {
   const { config, runId } = input;
   if (input.adapters.length === 0) throw ApplicationFailure.nonRetryable('fitGate: no adapters to combine', 'InvalidInput');
   const store = openStore(config.store);
-  const g = config.gate;
-  const gateConfig = {
-    model: resolveModel(config.training.model),
-    ...(config.training.tokenizer ? { tokenizer: resolveModel(config.training.tokenizer) } : {}),
+  const gateConfig = gateTrainerConfig(config, {
+    ...trainerPaths,
     adapters: input.adapters.map((a) => ({ name: a.capability, uri: parentUri(a.adapter.uri) })),
     trajectories: input.adapters.map((a) => store.uri(`${keys.adapterPrefix(runId, a.capability)}/trajectories`)),
-    output_uri: store.uri(keys.gatePrefix(runId)),
-    lambda_lb: g.lambdaLB,
-    steps: g.steps,
-    lr: g.lr,
-    batch_size: g.batchSize,
-    constrained_decoding: config.training.constrainedDecoding,
-    device: config.training.device,
-    ...s3Settings(config),
-  };
+    outputUri: store.uri(keys.gatePrefix(runId)),
+  });
   const run = await runTrainer(config, 'gate', gateConfig, []);
   const d = DoneGateSchema.parse(run.done);
   return {
@@ -286,26 +256,11 @@ async function openEnvServer(input: TrainAdapterInput, store: ReturnType<typeof 
   }
 }
 
-function s3Settings(config: Config) {
-  const s = config.store;
-  return s.kind === 's3' ? { s3: { endpoint: s.endpoint ?? null, region: s.region, force_path_style: s.forcePathStyle } } : {};
-}
-
-/** The trainer's policy_server object (trainer/trace_trainer/config.py PolicyServerConfig). */
-function policyServerSettings(p: NonNullable<Config['training']['policyServer']>) {
-  return {
-    base_url: p.baseURL,
-    lora_dir: path.resolve(PROJECT_ROOT, p.loraDir),
-    ...(p.serverLoraDir ? { server_lora_dir: p.serverLoraDir } : {}),
-    ...(p.apiKeyEnv ? { api_key_env: p.apiKeyEnv } : {}),
-  };
-}
-
-/** Relative paths that exist under the project are made absolute; anything else is an HF model id. */
-function resolveModel(name: string): string {
-  const abs = path.resolve(PROJECT_ROOT, name);
-  return existsSync(abs) ? abs : name;
-}
+const trainerPaths = {
+  /** Relative paths that exist under the project are made absolute; anything else (an HF model id) is kept. */
+  resolve: (name: string) => (existsSync(path.resolve(PROJECT_ROOT, name)) ? path.resolve(PROJECT_ROOT, name) : name),
+  absolute: (dir: string) => path.resolve(PROJECT_ROOT, dir),
+};
 
 function parentUri(uri: string): string {
   return uri.slice(0, uri.lastIndexOf('/'));

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ArtifactRefSchema } from '../store/artifact-store.js';
+import { ArtifactRefSchema } from './artifact-ref.js';
 import { UsageSchema } from './trajectory.js';
 
 /** Stage 1 boundary objects: the capability dictionary, per-pass labels and the selection result. */

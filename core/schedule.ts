@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ArtifactRefSchema } from '../store/artifact-store.js';
+import { ArtifactRefSchema } from './artifact-ref.js';
 import type { AgentSpec, CandidateResult, Lineage } from './promotion.js';
 
 /**

@@ -1,15 +1,4 @@
-import { z } from 'zod';
-
-/**
- * A small, verifiable pointer to bytes in the artifact store: what workflows pass around instead
- * of data (Temporal payloads stay far below 2 MB).
- */
-export const ArtifactRefSchema = z.object({
-  uri: z.string().min(1).describe('file:///abs/path or s3://bucket/key'),
-  sha256: z.string().regex(/^[0-9a-f]{64}$/),
-  bytes: z.number().int().nonnegative(),
-});
-export type ArtifactRef = z.infer<typeof ArtifactRefSchema>;
+import type { ArtifactRef } from '../core/artifact-ref.js';
 
 /**
  * One interface, two backends (local directory, S3 API). Writes are atomic (temp + rename, or a

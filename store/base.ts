@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { ArtifactRef, ArtifactStore } from './artifact-store.js';
+import type { ArtifactStore } from './artifact-store.js';
+import type { ArtifactRef } from '../core/artifact-ref.js';
 
 /** What both backends share: key rules, hashing, integrity checks and the derived read/write helpers. */
 export class ArtifactIntegrityError extends Error {

@@ -4,7 +4,7 @@ import type { ArtifactStore } from './artifact-store.js';
 import { LocalArtifactStore } from './local.js';
 import { S3ArtifactStore } from './s3.js';
 
-export type { ArtifactRef, ArtifactStore } from './artifact-store.js';
+export type { ArtifactStore } from './artifact-store.js';
 export { ArtifactIntegrityError } from './base.js';
 export { LocalArtifactStore } from './local.js';
 export { S3ArtifactStore } from './s3.js';

@@ -1,7 +1,7 @@
 import { mkdir, open, readdir, readFile, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import type { ArtifactRef } from './artifact-store.js';
+import type { ArtifactRef } from '../core/artifact-ref.js';
 import { BaseArtifactStore, checkKey, isTempName, sha256Hex, tempName, toBytes, verifyRef } from './base.js';
 
 /**

@@ -7,7 +7,7 @@ import {
   PutObjectCommand,
   S3Client,
 } from '@aws-sdk/client-s3';
-import type { ArtifactRef } from './artifact-store.js';
+import type { ArtifactRef } from '../core/artifact-ref.js';
 import { ArtifactIntegrityError, BaseArtifactStore, checkKey, sha256Hex, toBytes, verifyRef } from './base.js';
 
 /**

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { Client, Connection, ScheduleOverlapPolicy } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { openStore } from '../store/index.js';
-import type { ArtifactRef } from '../store/artifact-store.js';
+import type { ArtifactRef } from '../core/artifact-ref.js';
 import { startWorkers } from '../workers/run.js';
 import type { RetrainResult } from '../workflows/retrain.js';
 import { TASK_QUEUE_CPU, type CapabilityResult, type PipelineResult } from '../workflows/types.js';

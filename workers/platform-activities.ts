@@ -1,5 +1,6 @@
 import type { Config } from '../core/config.js';
-import type { ArtifactRef, ArtifactStore } from '../store/artifact-store.js';
+import type { ArtifactStore } from '../store/artifact-store.js';
+import type { ArtifactRef } from '../core/artifact-ref.js';
 import type { PipelineResult, StagePlan } from '../workflows/types.js';
 
 /**

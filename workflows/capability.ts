@@ -1,7 +1,7 @@
 import { ActivityFailure, ApplicationFailure, defineQuery, isCancellation, proxyActivities, setHandler } from '@temporalio/workflow';
 import type * as synthesis from '../activities/synthesis/index.js';
 import type * as training from '../activities/training.js';
-import type { ArtifactRef } from '../store/artifact-store.js';
+import type { ArtifactRef } from '../core/artifact-ref.js';
 import type { CapabilityInput, CapabilityResult, CapabilityStatus } from './types.js';
 import { gpuActivity, longActivity } from './options.js';
 import { failureMessage } from './pool.js';

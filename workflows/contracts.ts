@@ -1,5 +1,5 @@
 import type { Config } from '../core/config.js';
-import type { ArtifactRef } from '../store/artifact-store.js';
+import type { ArtifactRef } from '../core/artifact-ref.js';
 import type { createStage1Activities } from '../activities/stage1.js';
 import type { PipelineResult, StagePlan } from './types.js';
 

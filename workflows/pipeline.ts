@@ -16,7 +16,7 @@ import { reusePlan } from '../core/schedule.js';
 import type { createEvaluationActivities } from '../activities/evaluation.js';
 import type { createReportActivities } from '../activities/report.js';
 import type * as training from '../activities/training.js';
-import type { ArtifactRef } from '../store/artifact-store.js';
+import type { ArtifactRef } from '../core/artifact-ref.js';
 import type { PlatformActivities, Stage1Activities } from './contracts.js';
 import { capabilityWorkflow, type CapabilityActivities } from './capability.js';
 import { evaluationWorkflow } from './evaluation.js';

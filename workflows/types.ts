@@ -1,6 +1,6 @@
 import type { Config } from '../core/config.js';
 import type { RunArtifacts } from '../core/schedule.js';
-import type { ArtifactRef } from '../store/artifact-store.js';
+import type { ArtifactRef } from '../core/artifact-ref.js';
 
 /**
  * The pipeline's boundary objects: workflow inputs, the `progress` query answer and the results.

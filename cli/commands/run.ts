@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { z } from 'zod';
 import { ConfigError, type Config } from '../../core/config.js';
 import { knownEnvironments } from '../../envs/registry.js';
-import { ArtifactRefSchema } from '../../store/artifact-store.js';
+import { ArtifactRefSchema } from '../../core/artifact-ref.js';
 import type { ImportedRollouts, PipelineInput, PipelineResult } from '../../workflows/types.js';
 import { CliError, connectClient, formatRate, loadConfigFile, newRunId, queryProgress, uiLink } from './common.js';
 import { progressLine } from './progress.js';

@@ -7,7 +7,8 @@ import torch
 from peft import LoraConfig, PeftModel, get_peft_model
 
 from trace_trainer.config import GateConfig, from_dict
-from trace_trainer.gate import attach_moe, fit_gate, gate_losses, load_balance_loss, load_gate, read_adapter, routing_on, set_top1
+from trace_trainer.gate import fit_gate, gate_losses, routing_on
+from trace_trainer.moe import attach_moe, load_balance_loss, load_gate, read_adapter, set_top1
 from trace_trainer.storage import Store
 from trace_trainer.tiny import build_model
 

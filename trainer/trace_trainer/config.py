@@ -13,18 +13,18 @@ from .events import ConfigError
 
 @dataclass
 class LoraConfig:
-    r: int = 16
-    alpha: int = 16
-    dropout: float = 0.0
+    r: int = 16  # rank of each adapter's A (r × d_in) and B (d_out × r)
+    alpha: int = 16  # scale: the update is (alpha / r) · B A
+    dropout: float = 0.0  # dropout on the LoRA input (the paper's code: none)
     # PEFT's "all-linear": every attention and MLP projection, never the output head.
     target_modules: typing.Union[str, list] = "all-linear"
 
 
 @dataclass
 class S3Config:
-    endpoint: typing.Optional[str] = None
+    endpoint: typing.Optional[str] = None  # S3-compatible endpoint URL (None = AWS)
     region: str = "us-east-1"
-    force_path_style: bool = False
+    force_path_style: bool = False  # bucket in the path, as MinIO-style servers need
 
 
 @dataclass
@@ -38,40 +38,40 @@ class PolicyServerConfig:
     server_lora_dir: typing.Optional[str] = None
     # Name of the environment variable holding the API key, so no secret sits in a config file.
     api_key_env: typing.Optional[str] = None
-    timeout_s: float = 600.0
+    timeout_s: float = 600.0  # per request; a batch of long rollouts can take minutes
 
 
 @dataclass
 class GrpoConfig:
-    model: str
-    env_url: str
-    output_uri: str
-    tokenizer: typing.Optional[str] = None
+    model: str  # base model: HF id, local HF directory or GGUF file
+    env_url: str  # the env protocol server of the capability environment
+    output_uri: str  # where checkpoints, the adapter and trajectories go (local path or s3://)
+    tokenizer: typing.Optional[str] = None  # default: the model's own
     lora: LoraConfig = field(default_factory=LoraConfig)
     # A PEFT adapter directory (local path or s3://) the LoRA weights start from: scheduled
     # retraining continues the previous run's adapter (fresh optimizer, iteration 0). --resume wins.
     init_adapter_uri: typing.Optional[str] = None
-    iterations: int = 40
-    groups: int = 4
-    rollouts_per_group: int = 16
+    iterations: int = 40  # GRPO updates (the paper: 40)
+    groups: int = 4  # seeds (or tasks) per iteration
+    rollouts_per_group: int = 16  # samples per seed; advantages are normalised within a group
     # Sampling temperature; the update scores softmax(logits / T), so T must be > 0.
     temperature: float = 1.0
     # Sample every turn under the JSON action grammar (grammar.py), as the serving side decodes:
     # True, False or "auto" (on when the chat template has no tool format of its own).
     constrained_decoding: typing.Union[bool, str] = False
-    lr: float = 1e-5
+    lr: float = 1e-5  # AdamW learning rate of the LoRA weights (the paper: 1e-5)
     weight_decay: float = 0.0
-    warmup_steps: int = 0
-    clip_low: float = 0.2
+    warmup_steps: int = 0  # linear warm-up of the learning rate, in optimizer steps
+    clip_low: float = 0.2  # the ratio is clipped to [1 − clip_low, 1 + clip_high] (DAPO's clip-higher)
     clip_high: float = 0.28
-    adv_eps: float = 1e-6
-    max_grad_norm: float = 1.0
-    minibatches: int = 1
-    micro_batch_size: int = 8
-    max_new_tokens: int = 256
-    max_turns: int = 8
-    max_errors: int = 4
-    max_seq_len: int = 4096
+    adv_eps: float = 1e-6  # added to the group's std before dividing
+    max_grad_norm: float = 1.0  # gradient clipping (global L2 norm)
+    minibatches: int = 1  # optimizer steps per iteration, each on a share of the rollouts
+    micro_batch_size: int = 8  # rollouts per forward/backward (memory, not maths: gradients accumulate)
+    max_new_tokens: int = 256  # per assistant turn
+    max_turns: int = 8  # assistant turns per episode
+    max_errors: int = 4  # tool errors before an episode ends
+    max_seq_len: int = 4096  # a row out of room ends its episode alone
     # DAPO dynamic sampling: up to this many extra groups per iteration, from fresh seeds/tasks, replace
     # zero-variance groups until the update has `groups` informative ones (0 = off, as the official code).
     resample_groups: int = 0
@@ -83,37 +83,37 @@ class GrpoConfig:
     heldout_rollouts: typing.Optional[int] = None
     # Rollouts through this server instead of in-process generation (None = in-process).
     policy_server: typing.Optional[PolicyServerConfig] = None
-    checkpoint_every: int = 5
-    seed: int = 0
-    device: str = "auto"
-    dtype: str = "auto"
-    save_trajectories: bool = True
+    checkpoint_every: int = 5  # iterations between checkpoints (the last is always saved)
+    seed: int = 0  # Python, NumPy and torch generators and the seed draws
+    device: str = "auto"  # "auto" = CUDA when present, else CPU
+    dtype: str = "auto"  # of the frozen base: "auto" = bfloat16 on CUDA, float32 on CPU
+    save_trajectories: bool = True  # each iteration's rollouts as JSONL (the gate's training data)
     s3: S3Config = field(default_factory=S3Config)
 
 
 @dataclass
 class GateAdapter:
-    name: str
-    uri: str
+    name: str  # the capability the adapter was trained for
+    uri: str  # its PEFT directory
 
 
 @dataclass
 class GateConfig:
-    model: str
-    adapters: list
-    trajectories: list
-    output_uri: str
-    tokenizer: typing.Optional[str] = None
-    lambda_lb: float = 0.05
-    steps: int = 100
-    lr: float = 1e-3
-    batch_size: int = 4
-    max_seq_len: int = 4096
-    seed: int = 0
-    device: str = "auto"
-    dtype: str = "auto"
-    only_successful: bool = True
-    gradient_checkpointing: bool = True
+    model: str  # the base the adapters were trained on
+    adapters: list  # GateAdapter objects, in expert order
+    trajectories: list  # .jsonl URIs or GRPO trajectory directories (or {uri, tools})
+    output_uri: str  # where gates.safetensors and the manifest go
+    tokenizer: typing.Optional[str] = None  # default: the model's own
+    lambda_lb: float = 0.05  # weight of the load-balance term λ_LB
+    steps: int = 100  # optimizer steps
+    lr: float = 1e-3  # AdamW learning rate of the gates
+    batch_size: int = 4  # trajectories per step
+    max_seq_len: int = 4096  # longer trajectories are left out
+    seed: int = 0  # generators and the batch draws
+    device: str = "auto"  # "auto" = CUDA when present, else CPU
+    dtype: str = "auto"  # of the frozen base: "auto" = bfloat16 on CUDA, float32 on CPU
+    only_successful: bool = True  # the paper fits the gate on successful trajectories only
+    gradient_checkpointing: bool = True  # recompute activations in backward (memory)
     # The format the adapters were trained in (GrpoConfig.constrained_decoding), so the gate sees the same turns.
     constrained_decoding: typing.Union[bool, str] = False
     s3: S3Config = field(default_factory=S3Config)

@@ -13,7 +13,8 @@ import torch
 
 from .config import GateConfig, GrpoConfig, LoraConfig, from_dict
 from .env_server import ServedEnv
-from .gate import attach_moe, fit_gate, read_adapter, set_top1
+from .gate import fit_gate
+from .moe import attach_moe, read_adapter, set_top1
 from .grpo import GrpoTrainer, accumulate_gradients, group_advantages
 from .model import add_lora, trainable_parameters
 from .rollout import collect

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import checkpoint
+from . import batching, checkpoint
 from .chat import ChatFormat, uses_actions
 from .config import GrpoConfig
 from .envclient import EnvClient
@@ -38,16 +38,6 @@ def group_advantages(rewards: list[float], eps: float) -> list[float] | None:
 def _module_names(v) -> list[str]:
     """PEFT target_modules as saved (list) or resolved (set), or a single name/pattern."""
     return sorted(v) if isinstance(v, (list, set, tuple)) else [str(v)]
-
-
-def _pad(seqs: list[list[int]], pad: int, device) -> tuple[torch.Tensor, torch.Tensor]:
-    width = max(len(s) for s in seqs)
-    ids = torch.full((len(seqs), width), pad, dtype=torch.long)
-    attn = torch.zeros((len(seqs), width), dtype=torch.long)
-    for i, s in enumerate(seqs):
-        ids[i, : len(s)] = torch.tensor(s)
-        attn[i, : len(s)] = 1
-    return ids.to(device), attn.to(device)
 
 
 def _causal_lm(model):
@@ -94,7 +84,7 @@ def token_logprobs(model, seqs: list[list[int]], masks: list[list[int]], pad: in
     The output head runs only at scored positions: a [B, L, V] float32 logits tensor is tens of GB
     at Qwen-size vocabularies."""
     device = next(model.parameters()).device
-    ids, attn = _pad(seqs, pad, device)
+    ids, attn = batching.pad(seqs, pad, device=device)
     scored = _mask_tensor(masks, ids.shape[1] - 1, device)
     where = scored.nonzero(as_tuple=True)
     causal = _causal_lm(model)
@@ -146,9 +136,7 @@ class GrpoTrainer:
     def __init__(self, cfg: GrpoConfig, *, model=None, tokenizer=None, store: Store | None = None):
         self.cfg = cfg
         self.device = pick_device(cfg.device)
-        random.seed(cfg.seed)
-        np.random.seed(cfg.seed)
-        torch.manual_seed(cfg.seed)
+        batching.seed_all(cfg.seed)
         self.tok = tokenizer or load_tokenizer(cfg.tokenizer or cfg.model)
         base = model if model is not None else load_base(cfg.model, self.device, pick_dtype(cfg.dtype, self.device))
         self.model = add_lora(base, cfg.lora)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from .batching import pad
 from .grammar import ActionGrammar, unpack
 
 
@@ -17,16 +18,6 @@ class Samples:
     ids: list[list[int]]
     # log-prob of each sampled token under the distribution it was drawn from (masked, at T).
     logprobs: list[list[float]] = field(default_factory=list)
-
-
-def _left_pad(prompts: list[list[int]], pad_id: int, device) -> tuple[torch.Tensor, torch.Tensor]:
-    width = max(len(p) for p in prompts)
-    ids = torch.full((len(prompts), width), pad_id, dtype=torch.long, device=device)
-    attn = torch.zeros((len(prompts), width), dtype=torch.long, device=device)
-    for i, p in enumerate(prompts):  # left padding keeps every row's next token at the last column
-        ids[i, width - len(p):] = torch.tensor(p, device=device)
-        attn[i, width - len(p):] = 1
-    return ids, attn
 
 
 # Below this many shared tokens a separate forward for the prefix costs more than it saves.
@@ -57,13 +48,13 @@ def _prefill(model, prompts: list[list[int]], pad_id: int, device):
         head = model(input_ids=torch.tensor([uniq[0][:shared]], device=device), use_cache=True, logits_to_keep=1)
         cache = head.past_key_values
         cache.reorder_cache(torch.zeros(len(uniq), dtype=torch.long, device=device))
-        ids, tail_attn = _left_pad([p[shared:] for p in uniq], pad_id, device)
+        ids, tail_attn = pad([p[shared:] for p in uniq], pad_id, left=True, device=device)
         attn = torch.cat([torch.ones((len(uniq), shared), dtype=tail_attn.dtype, device=device), tail_attn], dim=1)
         pos = (attn.cumsum(-1) - 1).clamp(min=0)
         out = model(input_ids=ids, attention_mask=attn, position_ids=pos[:, shared:], past_key_values=cache, use_cache=True,
                     logits_to_keep=1)
     else:
-        ids, attn = _left_pad(uniq, pad_id, device)
+        ids, attn = pad(uniq, pad_id, left=True, device=device)
         pos = (attn.cumsum(-1) - 1).clamp(min=0)
         out = model(input_ids=ids, attention_mask=attn, position_ids=pos, use_cache=True, logits_to_keep=1)
     cache, logits = out.past_key_values, out.logits[:, -1, :]

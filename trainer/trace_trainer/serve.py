@@ -311,7 +311,7 @@ def load_policy(model: str, *, tokenizer: str | None = None, adapter: str | None
         with tempfile.TemporaryDirectory() as tmp:
             base = PeftModel.from_pretrained(base, store.get_dir(adapter, tmp)).to(dev)
     elif gate:
-        from .gate import load_gate
+        from .moe import load_gate
 
         load_gate(base, store, gate)
     variant = "adapter" if adapter else "gate" if gate else "base"
