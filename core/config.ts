@@ -135,6 +135,12 @@ export const ConfigSchema = z
           .describe('seeds never trained on, scored before training and every heldoutEvery iterations (heldoutRollouts samples each): the held-out curve; 0 = off'),
         heldoutEvery: z.number().int().positive().default(1).describe('iterations between held-out scores (the last iteration is always scored)'),
         heldoutRollouts: z.number().int().positive().optional().describe('samples per held-out seed; default rolloutsPerGroup'),
+        microBatchSize: z
+          .number()
+          .int()
+          .positive()
+          .default(8)
+          .describe('rollouts per forward/backward of the update: memory only, the gradients accumulate to the same update'),
         maxNewTokens: z.number().int().positive().default(256),
         maxTurns: z.number().int().positive().default(8),
         checkpointEvery: z.number().int().positive().default(5),
