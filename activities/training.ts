@@ -258,7 +258,10 @@ async function openEnvServer(input: TrainAdapterInput, store: ReturnType<typeof 
 
 const trainerPaths = {
   /** Relative paths that exist under the project are made absolute; anything else (an HF model id) is kept. */
-  resolve: (name: string) => (existsSync(path.resolve(PROJECT_ROOT, name)) ? path.resolve(PROJECT_ROOT, name) : name),
+  resolve: (name: string) => {
+    const abs = path.resolve(PROJECT_ROOT, name);
+    return existsSync(abs) ? abs : name;
+  },
   absolute: (dir: string) => path.resolve(PROJECT_ROOT, dir),
 };
 
