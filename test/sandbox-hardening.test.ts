@@ -7,6 +7,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SandboxError, sandboxIsolation, startSandboxedEnv, type SandboxOptions } from '../envs/sandbox/index.js';
 import { ISOLATION_LEVELS, isolationIfAvailable, type IsolationLevel } from '../envs/sandbox/isolation.js';
+import { seccompProgram } from '../envs/sandbox/seccomp.js';
 import { ATTACK, attackSource } from './fixtures/sandbox/attack-source.js';
 
 /** The red-team findings of issue 13 that the escape suite did not cover, one test each. */
@@ -204,9 +205,9 @@ test('hardening: a SIGKILL no sandbox limit sent says so (a busy machine, not a 
   await assert.rejects(attack("process.kill(process.pid, 'SIGKILL'); return 'alive'"), isSandboxError('crash', /killed by SIGKILL, not by a sandbox wall clock.*OOM killer/));
 });
 
-test('hardening: the sandboxed node runs under a seccomp filter at the bwrap level (x86-64)', async (t) => {
+test('hardening: the sandboxed node runs under a seccomp filter at the bwrap level (x86-64, arm64)', async (t) => {
   const iso = await sandboxIsolation();
-  if (iso.level !== 'bwrap' || iso.fileCountLimit === false || process.arch !== 'x64') return t.skip('no seccomp filter at this level or architecture');
+  if (iso.level !== 'bwrap' || iso.fileCountLimit === false || !seccompProgram()) return t.skip(`no seccomp filter at this level or architecture (${process.arch})`);
   const env = await startSandboxedEnv({ source: attackSource("return 'up'") });
   try {
     const node = descendants(process.pid).find((pid) => {

@@ -3,7 +3,7 @@ import { existsSync, lstatSync, readlinkSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
-import { SECCOMP_DENIED, seccompProgram } from './seccomp.js';
+import { seccompDenied, seccompProgram } from './seccomp.js';
 
 /**
  * How generated env code is confined, strongest first. Every level adds Node's permission model
@@ -98,7 +98,7 @@ function permissionFlag(): string {
 
 /** Where the worker creates the (empty) mount point of the bwrap level's scratch tmpfs. */
 export const scratchDirOf = (runDir: string) => path.join(path.dirname(runDir), 'scratch');
-/** Where the worker writes the seccomp filter bwrap loads (x86-64 only, see seccomp.ts). */
+/** Where the worker writes the seccomp filter bwrap loads (x86-64 and arm64, see seccomp.ts). */
 const seccompFileOf = (runDir: string) => path.join(path.dirname(runDir), 'seccomp.bpf');
 const SECCOMP = seccompProgram();
 
@@ -172,7 +172,7 @@ export function sandboxCommand(
 export function describeIsolation(level: IsolationLevel, uid: boolean, rlimits: boolean, fileCountLimit = false): SandboxIsolation {
   const parts = [
     level === 'bwrap'
-      ? `bubblewrap namespaces (mount, net, pid, ipc, uts; only /usr and /dev read-only + a private tmpfs holding the bundle visible, capped in size${fileCountLimit ? ` and files; no nested user namespaces${SECCOMP ? `; seccomp filter refusing ${SECCOMP_DENIED.length} system calls` : '; no seccomp filter (not x86-64)'}` : ' (not in files); no seccomp filter'}; caps dropped)`
+      ? `bubblewrap namespaces (mount, net, pid, ipc, uts; only /usr and /dev read-only + a private tmpfs holding the bundle visible, capped in size${fileCountLimit ? ` and files; no nested user namespaces${SECCOMP ? `; seccomp filter refusing ${seccompDenied().length} system calls` : `; no seccomp filter (no syscall table for ${process.arch})`}` : ' (not in files); no seccomp filter'}; caps dropped)`
       : level === 'unshare-net'
         ? 'network namespace via `unshare --net` (no network); no mount namespace'
         : 'no namespaces: NETWORK NOT BLOCKED',

@@ -1,0 +1,70 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import { RET_ALLOW, RET_EPERM, SYSCALL_TABLES, seccompDenied, seccompProgram } from '../envs/sandbox/seccomp.js';
+
+/**
+ * The seccomp program per architecture, run through a classic-BPF interpreter (the subset the
+ * filter uses) on the seccomp_data the kernel would pass, so the arm64 filter is checked on an
+ * x86-64 machine too. The live filter is checked in sandbox-hardening (Seccomp: 2 in /proc).
+ */
+function runFilter(program: Buffer, arch: number, nr: number): number {
+  let acc = 0;
+  for (let pc = 0; pc < program.length / 8; ) {
+    const code = program.readUInt16LE(pc * 8);
+    const jt = program.readUInt8(pc * 8 + 2);
+    const jf = program.readUInt8(pc * 8 + 3);
+    const k = program.readUInt32LE(pc * 8 + 4);
+    if (code === 0x20) acc = k === 0 ? nr : k === 4 ? arch : assert.fail(`load of offset ${k}`);
+    else if (code === 0x15) pc += acc === k ? jt : jf;
+    else if (code === 0x35) pc += acc >= k ? jt : jf;
+    else if (code === 0x06) return k;
+    else assert.fail(`opcode ${code.toString(16)}`);
+    pc += 1;
+  }
+  return assert.fail('the program ran off its end');
+}
+
+// Calls every node process makes (read, write, openat, close, mmap, futex, epoll wait, clone, exit_group).
+const NEEDED = {
+  x64: [0, 1, 257, 3, 9, 202, 232, 56, 231],
+  arm64: [63, 64, 56, 57, 222, 98, 22, 220, 94],
+} as const;
+const AUDIT_I386 = 0x40000003;
+const AUDIT_ARM = 0x40000028;
+
+for (const arch of ['x64', 'arm64'] as const) {
+  test(`seccomp (${arch}): denied calls fail with EPERM, node's own calls pass, a foreign ABI fails`, () => {
+    const table = SYSCALL_TABLES[arch]!;
+    const program = seccompProgram(arch)!;
+    for (const [name, nr] of Object.entries(table.denied)) assert.equal(runFilter(program, table.audit, nr), RET_EPERM, name);
+    for (const nr of NEEDED[arch]) assert.equal(runFilter(program, table.audit, nr), RET_ALLOW, `syscall ${nr}`);
+    for (const foreign of [AUDIT_I386, AUDIT_ARM, arch === 'x64' ? SYSCALL_TABLES.arm64!.audit : SYSCALL_TABLES.x64!.audit]) {
+      assert.equal(runFilter(program, foreign, NEEDED[arch][0]), RET_EPERM, `arch ${foreign.toString(16)}`);
+    }
+    if (arch === 'x64') assert.equal(runFilter(program, table.audit, 0x40000000 | 1), RET_EPERM, 'x32 write');
+  });
+}
+
+test('seccomp: arm64 refuses what x86-64 refuses, less the x86-only calls; other architectures get no filter', () => {
+  const x86Only = ['uselib', 'iopl', 'ioperm'];
+  assert.deepEqual(seccompDenied('arm64').sort(), seccompDenied('x64').filter((n) => !x86Only.includes(n)).sort());
+  assert.equal(seccompProgram('ppc64'), undefined);
+  assert.deepEqual(seccompDenied('ppc64'), []);
+});
+
+test("seccomp: syscall numbers agree with this machine's kernel headers", (t) => {
+  const headers = { x64: '/usr/include/x86_64-linux-gnu/asm/unistd_64.h', arm64: '/usr/include/asm-generic/unistd.h' } as const;
+  let checked = 0;
+  for (const [arch, file] of Object.entries(headers) as [keyof typeof headers, string][]) {
+    if (!existsSync(file)) continue;
+    const text = readFileSync(file, 'utf8');
+    for (const [name, nr] of Object.entries(SYSCALL_TABLES[arch]!.denied)) {
+      const m = new RegExp(`^#define __NR(?:3264)?_${name}\\s+(\\d+)`, 'm').exec(text);
+      assert.ok(m, `${file}: no __NR_${name}`);
+      assert.equal(Number(m[1]), nr, `${arch} ${name}`);
+      checked += 1;
+    }
+  }
+  if (checked === 0) t.skip('no kernel headers (linux-libc-dev) on this machine');
+});
