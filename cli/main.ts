@@ -1,8 +1,4 @@
-import { existsSync } from 'node:fs';
-import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { Command } from 'commander';
-import { PROJECT_ROOT } from '../infra/temporal.js';
 import { failureText } from './commands/common.js';
 import { registerDemoCommand } from './commands/demo.js';
 import { registerImportTau2 } from './commands/import-tau2.js';
@@ -10,6 +6,7 @@ import { registerRun } from './commands/run.js';
 import { registerRunCommands } from './commands/runs.js';
 import { registerScheduleCommands } from './commands/schedule.js';
 import { registerStackCommands } from './commands/stack.js';
+import { registerEnvCommands } from './env.js';
 
 /**
  * The `trace` command. Every command fails through failureText (commands/common.ts): bad input
@@ -34,12 +31,7 @@ registerImportTau2(program);
 registerDemoCommand(program);
 registerStackCommands(program);
 
-// `trace env …` comes from cli/env.ts when that module is in this checkout.
-const envModule = path.join(PROJECT_ROOT, 'cli', 'env.ts');
-if (existsSync(envModule)) {
-  const { registerEnvCommands } = (await import(pathToFileURL(envModule).href)) as { registerEnvCommands(p: Command): void };
-  registerEnvCommands(program);
-}
+registerEnvCommands(program);
 
 try {
   await program.parseAsync(process.argv);

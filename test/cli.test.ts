@@ -1,8 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { statSync, utimesSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { PROJECT_ROOT } from '../infra/temporal.js';
 import { startTestTemporal, tempDir } from './helpers/temporal.js';
@@ -125,4 +127,24 @@ test('trace CLI against a dev server: run --detach, status, list, cancel, schedu
   assert.equal(imported.code, 0, imported.stderr);
   assert.match(imported.stdout, /^\d+ trajectories \(\d+ successes\) from tau2-/);
   assert.match(imported.stdout, /--rollouts .*rollouts\.json/);
+});
+
+test('trace CLI: runs compiled (.build/cli), rebuilt when a source changes, with the same errors as the tsx sources', async (t) => {
+  const { BUNDLE, bundleIsFresh } = (await import(pathToFileURL(path.join(PROJECT_ROOT, 'cli', 'build.mjs')).href)) as { BUNDLE: string; bundleIsFresh(): boolean };
+  const tmp = await tempDir('trace-cli-build-');
+  t.after(() => tmp.cleanup());
+  const bad = path.join(tmp.dir, 'bad.yaml');
+  await writeFile(bad, 'env: {name: toy-orders}\nrollouts: {batchSize: 0}\n');
+  const compiled = await trace(['run', bad]);
+  assert.ok(bundleIsFresh(), 'a trace run leaves a fresh bundle');
+  // A changed input (here only its mtime) makes the bundle stale; the next trace rebuilds it.
+  const source = path.join(PROJECT_ROOT, 'cli', 'commands', 'demo.ts');
+  const built = statSync(BUNDLE).mtimeMs;
+  const changed = new Date(statSync(source).mtimeMs - 1000); // earlier, so the rebuild can record it
+  utimesSync(source, changed, changed);
+  assert.equal(bundleIsFresh(), false, 'stale after a source changed');
+  assert.deepEqual(await trace(['run', bad]), compiled);
+  assert.ok(bundleIsFresh() && statSync(BUNDLE).mtimeMs > built, 'rebuilt');
+  assert.deepEqual(await trace(['run', bad], { TRACE_CLI_TSX: '1' }), compiled, 'tsx and compiled runs answer alike');
+  assert.match(compiled.stderr, /^trace: bad\.yaml: rollouts\.batchSize: /);
 });

@@ -35,5 +35,6 @@ export function referenceSource(capability: ReferenceCapability): Promise<string
 }
 
 export async function loadReferenceEnv(capability: ReferenceCapability): Promise<SyntheticEnvironment> {
-  return (await import(`./${REFERENCE_ENVS[capability].replace(/\.ts$/, '.js')}`)).default as SyntheticEnvironment;
+  // The file name as written (.ts): tsx loads it, and the compiled CLI's bundler sees which files to include.
+  return (await import(`./${REFERENCE_ENVS[capability]}`)).default as SyntheticEnvironment;
 }
