@@ -94,6 +94,7 @@ export const TRAINER_DEFAULTS = {
     max_seq_len: "the model's context bound for training rows",
     dtype: 'float32 on CPU, bfloat16 on CUDA',
     save_trajectories: 'always on: the gate is fitted on them',
+    thinking: "Qwen3's enable_thinking: off, the instruct default, as the policy is served",
   },
   gate: {
     max_seq_len: "the model's context bound for training rows",
@@ -101,6 +102,7 @@ export const TRAINER_DEFAULTS = {
     dtype: 'float32 on CPU, bfloat16 on CUDA',
     only_successful: "the paper's method: successful trajectories only",
     gradient_checkpointing: 'memory only',
+    thinking: 'as GRPO: off',
   },
 } as const;
 

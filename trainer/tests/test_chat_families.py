@@ -203,3 +203,16 @@ def test_a_template_that_drops_tool_turns_gets_tool_results_as_user_turns():
     fmt = ChatFormat(_tok_with(template))
     cont = fmt.continuation_ids([{"role": "tool", "tool_call_id": "c", "content": "42"}], True)
     assert fmt.tok.decode(cont, skip_special_tokens=False) == "\n<|im_start|>user\n42<|im_end|>\n<|im_start|>assistant\n"
+
+
+def test_served_chat_takes_qwen3_thinking_as_vllm_does():
+    """`chat_template_kwargs.enable_thinking` (vLLM's request field) turns thinking on; off by default."""
+    from trace_trainer.serve import Policy
+    from trace_trainer.tiny import build_model
+
+    tok = family_tokenizer("qwen3")
+    policy = Policy(build_model(len(tok), hidden=16, layers=1, intermediate=32, pad_id=tok.pad_token_id, eos_id=tok.eos_token_id), tok, "m")
+    body = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 1, "temperature": 0}
+    off = policy.complete(body)["usage"]["prompt_tokens"]
+    on = policy.complete({**body, "chat_template_kwargs": {"enable_thinking": True}})["usage"]["prompt_tokens"]
+    assert off - on == len(policy.fmt.encode(THINK))

@@ -59,6 +59,8 @@ class GrpoConfig:
     # Sample every turn under the JSON action grammar (grammar.py), as the serving side decodes:
     # True, False or "auto" (on when the chat template has no tool format of its own).
     constrained_decoding: typing.Union[bool, str] = False
+    # Qwen3's enable_thinking (other families have no such switch): off, the instruct default.
+    thinking: bool = False
     lr: float = 1e-5  # AdamW learning rate of the LoRA weights (the paper: 1e-5)
     weight_decay: float = 0.0
     warmup_steps: int = 0  # linear warm-up of the learning rate, in optimizer steps
@@ -116,6 +118,7 @@ class GateConfig:
     gradient_checkpointing: bool = True  # recompute activations in backward (memory)
     # The format the adapters were trained in (GrpoConfig.constrained_decoding), so the gate sees the same turns.
     constrained_decoding: typing.Union[bool, str] = False
+    thinking: bool = False  # likewise GrpoConfig.thinking
     s3: S3Config = field(default_factory=S3Config)
 
 

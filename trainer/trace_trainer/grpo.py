@@ -140,7 +140,7 @@ class GrpoTrainer:
         self.tok = tokenizer or load_tokenizer(cfg.tokenizer or cfg.model)
         base = model if model is not None else load_base(cfg.model, self.device, pick_dtype(cfg.dtype, self.device))
         self.model = add_lora(base, cfg.lora)
-        self.fmt = ChatFormat(self.tok, actions=uses_actions(cfg.constrained_decoding, self.tok))
+        self.fmt = ChatFormat(self.tok, actions=uses_actions(cfg.constrained_decoding, self.tok), thinking=cfg.thinking)
         self.grammar: ActionGrammar | None = None
         self.store = store or Store(cfg.s3)
         self.env = EnvClient(cfg.env_url)

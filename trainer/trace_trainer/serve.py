@@ -103,6 +103,7 @@ class Policy:
         # in the JSON action format, as the trainer samples them (grammar.py).
         self.constrained = uses_actions(constrained_decoding, tokenizer)
         self.fmt = ChatFormat(tokenizer, actions=self.constrained)
+        self._thinking_fmt: ChatFormat | None = None
         self.grammars: dict[str, ActionGrammar] = {}
         self.lock = threading.Lock()
         self.calls = 0
@@ -179,7 +180,8 @@ class Policy:
         tools = body.get("tools") or []
         system = msgs[0]["content"] if msgs[0]["role"] == "system" else ""
         rest = msgs[1:] if msgs[0]["role"] == "system" else msgs
-        prompt = self.fmt.prompt_ids(system, tools, rest)
+        fmt = self._format(body)
+        prompt = fmt.prompt_ids(system, tools, rest)
         temperature = float(body.get("temperature", 1.0))
         max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 512)
         schema = action_schema(tools) if tools and self.constrained else None
@@ -194,11 +196,11 @@ class Policy:
                 if seed is not None:
                     torch.manual_seed(int(seed))
                 return sample(self.model, [j.prompt for j in jobs], max_new_tokens=[j.cap for j in jobs], temperature=temperature,
-                              stop_ids=self.fmt.stop_ids, pad_id=self.tok.pad_token_id, grammar=grammar).ids
+                              stop_ids=fmt.stop_ids, pad_id=self.tok.pad_token_id, grammar=grammar).ids
 
         out, n = self.batcher.submit(_Job(key, prompt, max_tokens, run))
-        text, ended = self.fmt.decode_sample(out)
-        content, calls = self.fmt.parse(text, f"call_{n}") if tools else (text.strip(), [])
+        text, ended = fmt.decode_sample(out)
+        content, calls = fmt.parse(text, f"call_{n}") if tools else (text.strip(), [])
         message = {"role": "assistant", "content": content or (None if calls else "")}
         if calls:
             message["tool_calls"] = calls
@@ -206,6 +208,18 @@ class Policy:
         return {"id": f"chatcmpl-{n}", "object": "chat.completion", "created": int(time.time()), "model": self.name,
                 "choices": [{"index": 0, "message": message, "finish_reason": finish}],
                 "usage": {"prompt_tokens": len(prompt), "completion_tokens": len(out), "total_tokens": len(prompt) + len(out)}}
+
+    def _format(self, body: dict) -> ChatFormat:
+        """The chat format of a request: Qwen3's thinking on where it asks for it as vLLM takes it
+        (`chat_template_kwargs.enable_thinking`); off, the instruct default, otherwise."""
+        kwargs = body.get("chat_template_kwargs") or {}
+        if not isinstance(kwargs, dict):
+            raise ValueError("chat_template_kwargs: expected an object")
+        if not kwargs.get("enable_thinking"):
+            return self.fmt
+        if self._thinking_fmt is None:
+            self._thinking_fmt = ChatFormat(self.tok, actions=self.constrained, thinking=True)
+        return self._thinking_fmt
 
     # ---- /v1/completions on token ids -----------------------------------------------------------
     def completion(self, body: dict) -> dict:
