@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -96,9 +96,10 @@ test('hardening: the scratch dir caps the number of files, not only bytes (bwrap
 test('hardening: requests that each stay under the wall clock still run out of the total budget, named in the error', async () => {
   const env = await startSandboxedEnv({ source: attackSource('await new Promise((r) => setTimeout(r, 300)); return "slow"'), limits: { budgetMs: 1000 } });
   try {
-    const ep = await env.reset({ taskId: 'attack' });
     await assert.rejects(
       (async () => {
+        // The reset counts too: on a busy machine the budget may already run out there.
+        const ep = await env.reset({ taskId: 'attack' });
         for (let i = 0; i < 20; i++) await ep.step(ATTACK);
       })(),
       isSandboxError('timeout', /limits\.budgetMs = 1000/),
@@ -228,4 +229,47 @@ test('hardening: the sandboxed node runs under a seccomp filter at the bwrap lev
 test('hardening: processes and threads (which could start with any V8 flag) are refused by the runner, not only by the permission model', async () => {
   await assert.rejects(attack("return cp.spawnSync(process.execPath, ['--allow-natives-syntax', '-e', '1']).status"), isSandboxError('permission', /child_process\.spawnSync/));
   await assert.rejects(attack("new Worker('1', { eval: true, execArgv: ['--allow-natives-syntax'] }); return 'worker'"), isSandboxError('permission', /worker_threads\.Worker/));
+});
+
+test('hardening: aborting the sandbox signal kills the process and fails the request in flight as cancelled, not by its wall clock', async () => {
+  const ac = new AbortController();
+  // A request that would hold the sandbox for its whole wall clock (60 s) unless cancelled.
+  const env = await startSandboxedEnv({ source: attackSource('await new Promise((r) => setTimeout(r, 120_000)); return "done"'), limits: { wallMs: 60_000 }, signal: ac.signal });
+  try {
+    const cmdline = (pid: number) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      } catch {
+        return '';
+      }
+    };
+    const box = descendants(process.pid).filter((pid) => cmdline(pid).includes('/env.mjs'));
+    assert.ok(box.length, 'no sandbox process found');
+    const ep = await env.reset({ taskId: 'attack' });
+    const step = ep.step(ATTACK);
+    setTimeout(() => ac.abort(new Error('activity cancelled')), 200);
+    await assert.rejects(step, isSandboxError('cancelled', /cancelled by the caller \(activity cancelled\); process killed/));
+    await assert.rejects(env.reset({ taskId: 'attack' }), isSandboxError('cancelled'));
+    for (let i = 0; i < 600 && box.some(alive); i++) await sleep(100);
+    assert.deepEqual(box.filter(alive), [], 'the sandbox process outlived the cancel');
+  } finally {
+    await env.close();
+  }
+});
+
+test('hardening: a file the worker inherited without close-on-exec is not writable from the sandbox', async (t) => {
+  if (!existsSync('/bin/bash')) return t.skip('needs bash to open a high descriptor without close-on-exec');
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'trace-fd-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const hostFile = path.join(dir, 'host-log');
+  writeFileSync(hostFile, 'host\n');
+  // As a shell, CI runner or supervisor might: fd 40 open on a host file when the worker starts.
+  const out = await new Promise<string>((resolve, reject) => {
+    const p = spawn('/bin/bash', ['-c', 'exec 40>>"$1"; exec "$2" --import tsx test/fixtures/sandbox/fd-parent.ts', 'sh', hostFile, process.execPath], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let text = '';
+    p.stdout.on('data', (d: Buffer) => (text += d));
+    p.on('exit', (code) => (code === 0 ? resolve(text) : reject(new Error(`the stand-in worker exited with ${code}: ${text}`))));
+  });
+  assert.match(out, /wrote into files on fds \[\]/);
+  assert.equal(readFileSync(hostFile, 'utf8'), 'host\n');
 });

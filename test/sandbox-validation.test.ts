@@ -47,3 +47,30 @@ test('without bubblewrap, validation refuses to run generated code unless the co
   assert.equal(allowed.failedGate, 'calibration', allowed.reason);
   assert.match(allowed.warnings?.[0] ?? '', /WARNING: generated code ran at sandbox isolation level 'unshare-net'/);
 });
+
+test('cancelling the validation activity kills its sandbox mid-gate and throws, leaving no verdict', async () => {
+  const { MockActivityEnvironment } = await import('@temporalio/testing');
+  const activity = new MockActivityEnvironment();
+  let cancelledAt: Record<string, unknown> | undefined;
+  const events: Record<string, unknown>[] = [];
+  const run = activity.run(() =>
+    validateCandidate({
+      source: GOOD_SOURCE,
+      manifest: GOOD_MANIFEST,
+      config: config(),
+      onProgress: (d) => {
+        events.push(d);
+        // Cancel once the determinism gate has checked 3 seeds (of 100): the sandbox is busy then.
+        if (!cancelledAt && d.gate === 'determinism' && d.seeds === 3) {
+          cancelledAt = d;
+          activity.cancel();
+        }
+      },
+    }),
+  );
+  await assert.rejects(run, (e: Error) => e.name === 'CancelledFailure');
+  assert.ok(cancelledAt, 'validation never reached the determinism gate');
+  // Without the signal the gate ran on to seed 100 and validation went on to later gates.
+  const after = events.slice(events.indexOf(cancelledAt) + 1);
+  assert.ok(after.every((e) => e.gate === 'determinism' && (e.seeds === undefined || (e.seeds as number) <= 4)), `ran on after the cancel: ${JSON.stringify(after)}`);
+});

@@ -93,10 +93,11 @@ export async function typeErrors(source: string, max = 5): Promise<string[]> {
   });
 }
 
-export async function loadCandidate(source: string, runner: Runner, sandbox: SandboxSettings = {}): Promise<LoadedEnv> {
+/** `signal` (validation's cancellation) kills the sandbox and fails its requests at once. */
+export async function loadCandidate(source: string, runner: Runner, sandbox: SandboxSettings = {}, signal?: AbortSignal): Promise<LoadedEnv> {
   if (runner === 'sandbox') {
     const { allowWeakIsolation, ...limits } = sandbox;
-    const env = await startSandboxedEnv({ source, limits, allowWeakIsolation, configPath: 'synthesis.sandbox' });
+    const env = await startSandboxedEnv({ source, limits, allowWeakIsolation, configPath: 'synthesis.sandbox', signal });
     if (!isWeak(env.isolation)) return { env, close: () => env.close() };
     const warning = `WARNING: generated code ran at sandbox isolation level '${env.isolation.level}' (${env.isolation.networkBlocked ? 'no file-system namespace' : 'NO network and NO file-system namespace'}), allowed by synthesis.sandbox.allowWeakIsolation`;
     console.warn(warning);

@@ -22,6 +22,7 @@ import {
 import type { Termination, Trajectory } from '../../core/trajectory.js';
 import type { AgentAction, Environment } from '../../envs/environment.js';
 import { inspectInstance, Rng, type InstanceView, type JsonSchema } from '../../envs/sdk/index.js';
+import { activityContext } from '../heartbeat.js';
 import type { Llm } from '../llm.js';
 import { runEpisodes } from '../rollout.js';
 import { loadCandidate, staticProblem, typeErrors, type LoadedEnv, type Runner, type SandboxSettings } from './candidate.js';
@@ -122,7 +123,7 @@ export function drawSeeds(n: number): number[] {
 export async function checkCompile(
   source: string,
   manifest: EnvManifest,
-  opts: { runner: Runner; typecheck: boolean; sandbox?: SandboxSettings },
+  opts: { runner: Runner; typecheck: boolean; sandbox?: SandboxSettings; signal?: AbortSignal },
 ): Promise<{ result: GateResult; loaded?: LoadedEnv }> {
   const fail = (reason: string, examples: string[] = []) => ({ result: { gate: 'compile' as const, passed: false, reason, metrics: {}, examples } });
   const m = EnvManifestSchema.safeParse(manifest);
@@ -135,7 +136,7 @@ export async function checkCompile(
   }
   let loaded: LoadedEnv;
   try {
-    loaded = await loadCandidate(source, opts.runner, opts.sandbox);
+    loaded = await loadCandidate(source, opts.runner, opts.sandbox, opts.signal);
   } catch (e) {
     return fail(`the module failed to load: ${(e as Error).message.slice(0, 500)}`);
   }
@@ -321,6 +322,11 @@ export interface ValidateInput {
   policy?: Llm;
   /** Progress after each gate, each seed a gate checks and each calibration episode (activities heartbeat with it). */
   onProgress?: (details: Record<string, unknown>) => void;
+  /**
+   * Cancels validation (default: the current activity's cancellation): the sandbox is killed at
+   * once and validateCandidate throws the signal's reason, so no verdict of a cancelled run is kept.
+   */
+  signal?: AbortSignal;
 }
 
 /** Runs gates 1–6 in order, stopping at the first failure. */
@@ -329,8 +335,12 @@ export async function validateCandidate(input: ValidateInput): Promise<{ verdict
   const c = input.config.synthesis;
   const gates: GateResult[] = [];
   let warnings: string[] = [];
-  const done = () => verdictOf(gates, Date.now() - started, warnings);
-  const compiled = await checkCompile(input.source, input.manifest, { runner: c.runner, typecheck: c.typecheck, sandbox: c.sandbox });
+  const signal = input.signal ?? activityContext()?.cancellationSignal;
+  const done = () => {
+    signal?.throwIfAborted(); // a gate that failed because the sandbox was cancelled is no verdict
+    return verdictOf(gates, Date.now() - started, warnings);
+  };
+  const compiled = await checkCompile(input.source, input.manifest, { runner: c.runner, typecheck: c.typecheck, sandbox: c.sandbox, signal });
   gates.push(compiled.result);
   if (!compiled.loaded) return { verdict: done(), rollouts: [] };
   const { env } = compiled.loaded;

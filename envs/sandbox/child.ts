@@ -60,6 +60,22 @@ function disableEscapeHatches(): void {
   for (const k of ['binding', '_linkedBinding', 'dlopen']) Object.defineProperty(process, k, { value: refused(`process.${k}`), configurable: false, writable: false });
 }
 
+/**
+ * Descriptors the worker held without close-on-exec (named by it in --close-fds) come through
+ * every exec; the permission model does not guard writes to an open fd, so they are closed before
+ * the module exists. Node's own descriptors cannot have those numbers: they were taken at start.
+ */
+function closeInheritedFds(): void {
+  const arg = process.argv.find((a) => a.startsWith('--close-fds='));
+  for (const fd of arg ? arg.slice('--close-fds='.length).split(',').map(Number) : []) {
+    try {
+      fs.closeSync(fd);
+    } catch {
+      // not open here (e.g. replaced on the way by the stdio set-up)
+    }
+  }
+}
+
 /** The first stdin line, read before the module exists, so only the runner ever holds it. */
 function readSessionKey(): Buffer {
   const line = Buffer.alloc(SESSION_KEY_BYTES * 2 + 1);
@@ -74,6 +90,7 @@ function readSessionKey(): Buffer {
 const REQUIRED = ['tools', 'systemPrompt', 'listTasks', 'reset'] as const;
 
 export const runSandboxChild: (mod: unknown) => void = (() => {
+  closeInheritedFds();
   disableEscapeHatches();
   const key = readSessionKey();
   const stringify = JSON.stringify;

@@ -12,6 +12,7 @@ import { BundleError, bundleEnvModule } from './bundle.js';
 import { SESSION_KEY_BYTES } from './framing.js';
 import {
   allocateUid,
+  inheritableFds,
   isolationIfAvailable,
   makeSandboxDir,
   sandboxCommand,
@@ -54,6 +55,11 @@ export interface SandboxOptions {
   allowWeakIsolation?: boolean;
   /** Where `limits` come from in the caller's config, for messages (e.g. 'synthesis.sandbox'); default 'limits'. */
   configPath?: string;
+  /**
+   * Aborting it (e.g. an activity's cancellation signal) kills the process at once: the request in
+   * flight, and every later one, rejects with SandboxError('cancelled') instead of running on.
+   */
+  signal?: AbortSignal;
 }
 
 /** Isolation without network and file-system namespaces: generated code could reach the host. */
@@ -66,6 +72,7 @@ export class SandboxedEnvironment extends RemoteEnvironment {
     described: Awaited<ReturnType<typeof RemoteEnvironment.describe>>,
     readonly isolation: SandboxIsolation,
     private readonly dir: string,
+    private readonly unlisten: () => void,
   ) {
     super(proc, described, 'sandbox');
   }
@@ -96,7 +103,7 @@ export class SandboxedEnvironment extends RemoteEnvironment {
         throw err;
       }
       await chmod(bundle, 0o444);
-      const cmd = sandboxCommand(isolation.level, { runDir, entry: 'env.mjs', limits, uid, prlimit: isolation.rlimits, fileCountLimit: isolation.fileCountLimit });
+      const cmd = sandboxCommand(isolation.level, { runDir, entry: 'env.mjs', limits, uid, prlimit: isolation.rlimits, fileCountLimit: isolation.fileCountLimit, closeFds: inheritableFds() });
       const child = execa(cmd.file, cmd.args, {
         cwd: runDir,
         env: {},
@@ -111,14 +118,19 @@ export class SandboxedEnvironment extends RemoteEnvironment {
         cleanup: true,
       });
       const proc = new SandboxProcess(child, limits, randomBytes(SESSION_KEY_BYTES), named);
+      const onAbort = () => proc.cancel(`cancelled by the caller (${String(opts.signal?.reason?.message ?? opts.signal?.reason ?? 'aborted')}); process killed`);
+      if (opts.signal?.aborted) onAbort();
+      opts.signal?.addEventListener('abort', onAbort, { once: true });
+      const unlisten = () => opts.signal?.removeEventListener('abort', onAbort);
       let described;
       try {
         described = await RemoteEnvironment.describe({ request: (m, p, b) => proc.request(m, p, b, 'startMs') }, 'sandbox');
       } catch (err) {
+        unlisten();
         await proc.close(0);
         throw err instanceof SandboxError ? err : new SandboxError('protocol', (err as Error).message);
       }
-      return new SandboxedEnvironment(proc, described, isolation, root);
+      return new SandboxedEnvironment(proc, described, isolation, root, unlisten);
     } catch (err) {
       await rm(root, { recursive: true, force: true });
       throw err;
@@ -170,6 +182,7 @@ export class SandboxedEnvironment extends RemoteEnvironment {
 
   /** Stops the process and deletes its sandbox dir; the env is unusable afterwards. */
   async close(): Promise<void> {
+    this.unlisten();
     await this.proc.close();
     await rm(this.dir, { recursive: true, force: true });
   }

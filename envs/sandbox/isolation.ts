@@ -1,5 +1,5 @@
 import { chmod, chown, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { existsSync, lstatSync, readlinkSync } from 'node:fs';
+import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
@@ -96,6 +96,31 @@ function permissionFlag(): string {
   return renamed ? '--permission' : '--experimental-permission';
 }
 
+const O_CLOEXEC = 0o2000000;
+/**
+ * The worker's descriptors without close-on-exec (from /proc/self/fdinfo): they pass through every
+ * exec into the sandboxed node, bwrap included — a file or pipe the worker's own launcher left
+ * open would be writable by the module. Node marks only fds up to the first gap after 15
+ * close-on-exec at start-up; the sandbox runner closes these before the module loads.
+ */
+export function inheritableFds(): number[] {
+  let fds: string[];
+  try {
+    fds = readdirSync('/proc/self/fd');
+  } catch {
+    return [];
+  }
+  return fds.map(Number).filter((fd) => {
+    if (!(fd > 2)) return false;
+    try {
+      const flags = /^flags:\s+([0-7]+)$/m.exec(readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8'))?.[1];
+      return flags !== undefined && (parseInt(flags, 8) & O_CLOEXEC) === 0;
+    } catch {
+      return false; // closed meanwhile (e.g. the directory listing's own fd)
+    }
+  });
+}
+
 /** Where the worker creates the (empty) mount point of the bwrap level's scratch tmpfs. */
 export const scratchDirOf = (runDir: string) => path.join(path.dirname(runDir), 'scratch');
 /** Where the worker writes the seccomp filter bwrap loads (x86-64 and arm64, see seccomp.ts). */
@@ -109,7 +134,7 @@ const SECCOMP = seccompProgram();
  */
 export function sandboxCommand(
   level: IsolationLevel,
-  o: { runDir: string; entry: string; limits: ResolvedLimits; uid?: number; prlimit: boolean; fileCountLimit?: boolean },
+  o: { runDir: string; entry: string; limits: ResolvedLimits; uid?: number; prlimit: boolean; fileCountLimit?: boolean; closeFds?: number[] },
 ): SandboxCommand {
   const dir = level === 'bwrap' ? BWRAP_DIR : o.runDir;
   const node = [
@@ -120,6 +145,7 @@ export function sandboxCommand(
     `--max-old-space-size=${o.limits.memoryMb}`,
     '--no-warnings',
     path.posix.join(dir, o.entry),
+    ...(o.closeFds?.length ? [`--close-fds=${o.closeFds.join(',')}`] : []),
   ];
   const rlimits = o.prlimit
     ? [

@@ -20,6 +20,7 @@ export type SandboxReason =
   | 'protocol' // the child broke the stdio protocol
   | 'isolation' // refused to start: the isolation level here is too weak and was not allowed
   | 'nondeterministic' // a seed's instance changed between resets
+  | 'cancelled' // the caller's signal aborted (e.g. the activity was cancelled)
   | 'closed';
 
 /**
@@ -230,6 +231,11 @@ export class SandboxProcess implements ProtocolTransport {
     } else {
       this.failWith(new SandboxError('crash', `${how}${last ? `: ${last}` : ''}`));
     }
+  }
+
+  /** Kills the process: every pending and later request rejects with SandboxError('cancelled'). */
+  cancel(why: string) {
+    this.fail('cancelled', why);
   }
 
   private fail(reason: SandboxReason, message: string, limit?: keyof ResolvedLimits) {
