@@ -3,6 +3,7 @@
  * dict/list equality), str() of extracted values, f-string fixed-point formatting (round half to
  * even on the exact binary value) and `str.format(**kwargs)` with named fields.
  */
+import { pyFloatRepr } from '../tau2/python-format.js';
 
 /** tool_sandbox.common.utils.NOT_GIVEN: an argument the call did not pass. */
 export const NOT_GIVEN: unique symbol = Symbol('NOT_GIVEN');
@@ -38,16 +39,6 @@ export function isClose(value: unknown, reference: unknown, atol?: number): bool
   const r = num(reference);
   if (atol !== undefined && v !== undefined && r !== undefined) return Math.abs(v - r) <= atol;
   return pyEquals(value, reference);
-}
-
-/** Python repr() of a float. */
-export function pyFloatRepr(x: number): string {
-  if (Number.isNaN(x)) return 'nan';
-  if (!Number.isFinite(x)) return x > 0 ? 'inf' : '-inf';
-  if (Number.isInteger(x) && Math.abs(x) < 1e16) return x.toFixed(1);
-  const s = String(x);
-  // JS writes 1e+21 / 1e-7; Python writes 1e+21 / 1e-07.
-  return s.replace(/e([+-])(\d)$/, 'e$10$2');
 }
 
 export function pyStr(v: unknown): string {
