@@ -8,7 +8,6 @@ import {
   compareIds,
   promptOnlySuffix,
   summarizeEvaluation,
-  taskKey,
   type EvalEpisode,
   type VariantSpec,
 } from '../core/evaluation.js';
@@ -17,10 +16,12 @@ import { openEnvironment } from '../envs/registry.js';
 import type { ArtifactStore } from '../store/artifact-store.js';
 import type { ArtifactRef } from '../core/artifact-ref.js';
 import { openStore } from '../store/index.js';
+import { runKeys } from '../store/keys.js';
 import { heartbeat } from './heartbeat.js';
 import { createLlm } from './llm.js';
 import { runEpisodes } from './rollout.js';
 import { startPolicyServer, type PolicyServer } from './serving.js';
+import type { FitGateResult } from './training.js';
 
 /**
  * Evaluation of agent variants on the target's held-out (test-split) tasks. One stored record per
@@ -54,7 +55,8 @@ export interface EvalTask {
 export interface EvaluationStageInput {
   runId: string;
   config: Config;
-  gate?: unknown;
+  /** The stage-4 gate, when one was fitted: the TRACE agent is the base with it. */
+  gate?: Pick<FitGateResult, 'gateUri'>;
   capabilities?: { name: string; status: string; adapter?: ArtifactRef }[];
 }
 
@@ -82,24 +84,7 @@ export interface VariantResult {
   n: number;
 }
 
-const keys = {
-  episode: (runId: string, variant: string, task: EvalTask, trial: number) =>
-    `runs/${runId}/evaluation/${variant}/episodes/${taskPart(task)}-t${trial}.json`,
-  episodes: (runId: string, variant: string) => `runs/${runId}/evaluation/${variant}/episodes/`,
-  trajectory: (runId: string, variant: string, task: EvalTask, trial: number) =>
-    `runs/${runId}/evaluation/${variant}/trajectories/${taskPart(task)}-t${trial}.json`,
-  summary: (runId: string, variant: string) => `runs/${runId}/evaluation/${variant}/summary.json`,
-  stage1: (runId: string) => `runs/${runId}/capabilities/stage1.json`,
-};
-
-const taskPart = (t: EvalTask) => (t.taskId !== undefined ? `task-${taskKey(t.taskId)}` : `seed-${t.seed}`);
 const taskLabel = (t: EvalTask) => t.taskId ?? `seed-${t.seed}`;
-
-
-async function closeEnv(env: Environment): Promise<void> {
-  const close = (env as Environment & { close?: () => Promise<void> }).close;
-  if (close) await close.call(env);
-}
 
 /** The env as the variant's agent sees it: the prompt-only baseline gets its system prompt suffix. */
 function withPromptSuffix(env: Environment, suffix: string | undefined): Environment {
@@ -153,7 +138,7 @@ export function createEvaluationActivities(deps: EvaluationDeps = defaultDeps) {
       const tasks = test.slice(0, cap ?? test.length).map((t) => ({ taskId: t.id }));
       return { split, tasks, ...(tasks.length < test.length ? { note: `${tasks.length} of ${test.length} held-out tasks (capped)` } : {}) };
     } finally {
-      await closeEnv(env);
+      await env.close?.();
     }
   }
 
@@ -172,13 +157,13 @@ export function createEvaluationActivities(deps: EvaluationDeps = defaultDeps) {
 
   async function loadEpisodes(store: ArtifactStore, runId: string, variant: string): Promise<EvalEpisode[]> {
     const out: EvalEpisode[] = [];
-    for (const k of await store.list(keys.episodes(runId, variant))) out.push(EvalEpisodeSchema.parse(await store.getJson(k)));
+    for (const k of await store.list(runKeys.evaluationEpisodes(runId, variant))) out.push(EvalEpisodeSchema.parse(await store.getJson(k)));
     return out;
   }
 
   async function writeSummary(store: ArtifactStore, config: Config, runId: string, variant: VariantSpec, split: string, episodes: EvalEpisode[]) {
     const summary = summarizeEvaluation(variant, split, config.evaluation.trials, config.evaluation.temperature, episodes);
-    const ref = await store.put(keys.summary(runId, variant.name), JSON.stringify(EvaluationSummarySchema.parse(summary), null, 2));
+    const ref = await store.put(runKeys.evaluationSummary(runId, variant.name), JSON.stringify(EvaluationSummarySchema.parse(summary), null, 2));
     return { ref, summary };
   }
 
@@ -202,7 +187,7 @@ export function createEvaluationActivities(deps: EvaluationDeps = defaultDeps) {
     const { trials, temperature } = config.evaluation;
     const items = tasks.flatMap((task) => Array.from({ length: trials }, (_, trial) => ({ task, trial })));
     const pending: typeof items = [];
-    for (const it of items) if (!(await store.stat(keys.episode(runId, variant.name, it.task, it.trial)))) pending.push(it);
+    for (const it of items) if (!(await store.stat(runKeys.evaluationEpisode(runId, variant.name, it.task, it.trial)))) pending.push(it);
     let done = items.length - pending.length;
     heartbeat({ variant: variant.name, done, total: items.length });
     const infraErrors: string[] = [];
@@ -229,7 +214,7 @@ export function createEvaluationActivities(deps: EvaluationDeps = defaultDeps) {
               infraErrors.push(`${taskLabel(task)} t${trial}: ${String(traj.rewardInfo.details?.runnerNote ?? traj.rewardInfo.details?.evaluateError ?? 'error')}`);
               return;
             }
-            const trajRef = await store.put(keys.trajectory(runId, variant.name, task, trial), JSON.stringify(traj));
+            const trajRef = await store.put(runKeys.evaluationTrajectory(runId, variant.name, task, trial), JSON.stringify(traj));
             const episode: EvalEpisode = {
               variant: variant.name,
               domain: traj.env,
@@ -246,13 +231,13 @@ export function createEvaluationActivities(deps: EvaluationDeps = defaultDeps) {
               trajectoryUri: trajRef.uri,
             };
             // The episode record is written last: its presence is what marks the item finished.
-            await store.put(keys.episode(runId, variant.name, task, trial), JSON.stringify(episode));
+            await store.put(runKeys.evaluationEpisode(runId, variant.name, task, trial), JSON.stringify(episode));
             done++;
             heartbeat({ variant: variant.name, done, total: items.length });
           },
         });
       } finally {
-        await closeEnv(base);
+        await base.close?.();
       }
       if (infraErrors.length) {
         throw new Error(`${infraErrors.length} evaluation episode(s) of ${variant.name} ended by infrastructure errors (finished ones are kept): ${infraErrors[0]}`);
@@ -275,7 +260,7 @@ export function createEvaluationActivities(deps: EvaluationDeps = defaultDeps) {
     const variants: VariantSpec[] = [base];
     const notes: string[] = [];
     if (config.evaluation.promptOnly) {
-      const stage1Ref = await store.stat(keys.stage1(runId));
+      const stage1Ref = await store.stat(runKeys.stage1(runId));
       const selected = stage1Ref ? Stage1ResultSchema.parse(await store.getJson(stage1Ref)).selected : [];
       // The capabilities TRACE trains: those selected and those the config requests.
       const requested = config.analysis.requestedCapabilities.filter((r) => !selected.some((s) => s.name === r.name));
@@ -315,9 +300,8 @@ export function createEvaluationActivities(deps: EvaluationDeps = defaultDeps) {
     const { variants, notes } = await planVariants(config, runId, store);
     if (note) notes.push(note);
     const unserved: EvaluationPlan['unserved'] = { adapters: [], notes: [] };
-    const gateUri = (input.gate as { gateUri?: unknown } | undefined)?.gateUri;
     if (input.gate && !variants.some((v) => v.kind === 'trace')) {
-      if (typeof gateUri === 'string') unserved.gateUri = gateUri;
+      unserved.gateUri = input.gate.gateUri;
       unserved.notes.push('TRACE agent (base + gate) not evaluated: no serving endpoint for it is configured (evaluation.variants)');
     }
     const trained = (input.capabilities ?? []).flatMap((c) => (c.adapter ? [{ capability: c.name, uri: c.adapter.uri }] : []));
@@ -384,8 +368,3 @@ export function createEvaluationActivities(deps: EvaluationDeps = defaultDeps) {
 
 const defaults = createEvaluationActivities();
 export const { listEvaluationTasks, planEvaluation, evaluateVariant, evaluateRun } = defaults;
-/**
- * evaluateRun as registered on the GPU queue (trace-gpu): trained agents that no endpoint serves
- * (gate, single adapters) are served by the trainer on the machine that has the accelerator.
- */
-export const evaluateServed = evaluateRun;

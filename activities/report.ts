@@ -10,6 +10,7 @@ import { temporalSettings, workflowUiLink } from '../infra/temporal.js';
 import { type ArtifactStore } from '../store/artifact-store.js';
 import { ArtifactRefSchema, type ArtifactRef } from '../core/artifact-ref.js';
 import { openStore } from '../store/index.js';
+import { runKeys } from '../store/keys.js';
 
 /**
  * The run report activity: gathers what the pipeline stored (stage 1 statistics, capability
@@ -28,10 +29,6 @@ const defaultDeps: ReportDeps = {
   now: () => new Date(),
 };
 
-export const reportKeys = {
-  json: (runId: string) => `runs/${runId}/report/report.json`,
-  html: (runId: string) => `runs/${runId}/report/report.html`,
-};
 
 /**
  * What the pipeline knows when it reports (a subset of its PipelineResult). Parts written by other
@@ -314,8 +311,8 @@ export function createReportActivities(deps: ReportDeps = defaultDeps) {
     const run = RunResultSchema.parse({ ...input.result, runId: input.runId });
     const store = await deps.openStore(input.config.store);
     const report = assembleReport(await gather(store, input.config, run, input.pipelineWorkflowId));
-    const jsonRef = await store.put(reportKeys.json(input.runId), JSON.stringify(report, null, 2));
-    const htmlRef = await store.put(reportKeys.html(input.runId), renderReportHtml(report));
+    const jsonRef = await store.put(runKeys.reportJson(input.runId), JSON.stringify(report, null, 2));
+    const htmlRef = await store.put(runKeys.reportHtml(input.runId), renderReportHtml(report));
     return { jsonRef, htmlRef, summary: formatSummary(report) };
   }
 

@@ -3,7 +3,7 @@ import { emptyLineage, LineageRecordSchema, LineageSchema, recordOutcome, type L
 import { RunArtifactsSchema, type RunArtifacts } from '../core/schedule.js';
 import type { ArtifactStore } from '../store/artifact-store.js';
 import { openStore } from '../store/index.js';
-import { manifestKey } from './synthesis/synthesize.js';
+import { lineageKey, runKeys } from '../store/keys.js';
 import { z } from 'zod';
 
 /**
@@ -22,14 +22,10 @@ const defaultDeps: RetrainDeps = {
 const StateSchema = z.object({ lineage: LineageSchema, latest: RunArtifactsSchema.optional() });
 type State = z.infer<typeof StateSchema>;
 
-/** One lineage per config name: runs of the same schedule share it. */
-export const lineageKey = (config: Config) => `lineage/${config.name.replace(/[^A-Za-z0-9_.-]/g, '_')}.json`;
-/** Where stage 1 keeps a run's capability dictionary; discovery returns an existing one as is. */
-const dictionaryKey = (runId: string) => `runs/${runId}/capabilities/dictionary.json`;
 
 export function createRetrainActivities(deps: RetrainDeps = defaultDeps) {
   async function readState(store: ArtifactStore, config: Config): Promise<State> {
-    const ref = await store.stat(lineageKey(config));
+    const ref = await store.stat(lineageKey(config.name));
     return ref ? StateSchema.parse(await store.getJson(ref)) : { lineage: emptyLineage() };
   }
 
@@ -50,11 +46,11 @@ export function createRetrainActivities(deps: RetrainDeps = defaultDeps) {
     for (const c of previous.capabilities) {
       if (!c.environment) continue;
       const source = await store.getText(c.environment);
-      const [from, to] = [manifestKey(previous.runId, c.name, source), manifestKey(runId, c.name, source)];
+      const [from, to] = [runKeys.manifest(previous.runId, c.name, source), runKeys.manifest(runId, c.name, source)];
       if (!(await store.stat(to)) && (await store.stat(from))) await store.put(to, await store.get(from));
     }
     if (!previous.dictionary) return { reusedDictionary: false, from: previous.runId };
-    if (!(await store.stat(dictionaryKey(runId)))) await store.put(dictionaryKey(runId), await store.get(previous.dictionary));
+    if (!(await store.stat(runKeys.dictionary(runId)))) await store.put(runKeys.dictionary(runId), await store.get(previous.dictionary));
     return { reusedDictionary: true, from: previous.runId };
   }
 
@@ -64,7 +60,7 @@ export function createRetrainActivities(deps: RetrainDeps = defaultDeps) {
     const state = await readState(store, input.config);
     const lineage = recordOutcome(state.lineage, LineageRecordSchema.parse(input.record));
     const next: State = { lineage, latest: RunArtifactsSchema.parse(input.artifacts) };
-    await store.put(lineageKey(input.config), JSON.stringify(next, null, 2));
+    await store.put(lineageKey(input.config.name), JSON.stringify(next, null, 2));
     return lineage;
   }
 

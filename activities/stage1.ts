@@ -25,6 +25,8 @@ import { TrajectorySchema, type Trajectory, type Usage } from '../core/trajector
 import type { Environment } from '../envs/environment.js';
 import { openEnvironment } from '../envs/registry.js';
 import type { ArtifactStore } from '../store/artifact-store.js';
+import { openStore } from '../store/index.js';
+import { runKeys } from '../store/keys.js';
 import type { ArtifactRef } from '../core/artifact-ref.js';
 import { mapLimit } from './concurrency.js';
 import { activityContext, heartbeat, keepingAlive } from './heartbeat.js';
@@ -43,7 +45,7 @@ export interface Stage1Deps {
 }
 
 const defaultDeps: Stage1Deps = {
-  openStore: async (c) => (await import('../store/index.js')).openStore(c),
+  openStore,
   openEnvironment,
 };
 
@@ -61,17 +63,6 @@ const ACCEPT_ERRORED_FROM_ATTEMPT = 3;
 export class RolloutInfrastructureError extends Error {
   override name = 'RolloutInfrastructureError';
 }
-
-const pad = (n: number, w: number) => String(n).padStart(w, '0');
-const keys = {
-  batch: (runId: string, i: number) => `runs/${runId}/rollouts/batch-${pad(i, 4)}.jsonl`,
-  batchPart: (runId: string, i: number, item: number) => `runs/${runId}/rollouts/batch-${pad(i, 4)}.parts/${pad(item, 4)}.json`,
-  batchParts: (runId: string, i: number) => `runs/${runId}/rollouts/batch-${pad(i, 4)}.parts/`,
-  dictionary: (runId: string) => `runs/${runId}/capabilities/dictionary.json`,
-  pass: (runId: string, pass: number) => `runs/${runId}/capabilities/labels/pass-${pad(pass, 2)}.json`,
-  passItems: (runId: string, pass: number) => `runs/${runId}/capabilities/labels/pass-${pad(pass, 2)}.items/`,
-  result: (runId: string) => `runs/${runId}/capabilities/stage1.json`,
-};
 
 const itemKey = (id: string) => createHash('sha256').update(id).digest('hex').slice(0, 24);
 
@@ -129,7 +120,7 @@ export function createStage1Activities(deps: Stage1Deps = defaultDeps) {
       const chosen = train.slice(0, config.env.maxTasks ?? train.length);
       return chosen.flatMap((t) => Array.from({ length: trials }, (_, trial) => ({ taskId: t.id, trial })));
     } finally {
-      await closeEnv(env);
+      await env.close?.();
     }
   }
 
@@ -143,14 +134,14 @@ export function createStage1Activities(deps: Stage1Deps = defaultDeps) {
   }): Promise<{ ref: ArtifactRef; count: number; successes: number; usage: Usage }> {
     const { config, runId, batchIndex, tasks } = input;
     const store = await deps.openStore(config.store);
-    const key = keys.batch(runId, batchIndex);
+    const key = runKeys.rolloutBatch(runId, batchIndex);
     const existing = await store.stat(key);
     if (existing) return { ref: existing, ...summarize(await loadTrajectories(store, [existing])) };
 
     // Finished episodes are persisted one key each; an episode that ended in an infrastructure error
     // is not, so the next attempt redoes exactly those.
     const done = new Map<number, Trajectory>();
-    for (const k of await store.list(keys.batchParts(runId, batchIndex))) {
+    for (const k of await store.list(runKeys.rolloutBatchParts(runId, batchIndex))) {
       const index = Number(/(\d+)\.json$/.exec(k)?.[1]);
       done.set(index, TrajectorySchema.parse(await store.getJson(k)));
     }
@@ -178,13 +169,13 @@ export function createStage1Activities(deps: Stage1Deps = defaultDeps) {
               errored.set(index, traj);
               return;
             }
-            await store.put(keys.batchPart(runId, batchIndex, index), JSON.stringify(traj));
+            await store.put(runKeys.rolloutBatchPart(runId, batchIndex, index), JSON.stringify(traj));
             done.set(index, traj);
             heartbeat({ done: done.size, total: tasks.length });
           },
         });
       } finally {
-        await closeEnv(env);
+        await env.close?.();
       }
     }
     if (errored.size) {
@@ -207,7 +198,7 @@ export function createStage1Activities(deps: Stage1Deps = defaultDeps) {
   }): Promise<{ ref: ArtifactRef; capabilities: number }> {
     const { config, runId, rolloutRefs } = input;
     const store = await deps.openStore(config.store);
-    const key = keys.dictionary(runId);
+    const key = runKeys.dictionary(runId);
     const existing = await store.stat(key);
     if (existing) {
       const d = CapabilityDictionarySchema.parse(await store.getJson(existing));
@@ -276,7 +267,7 @@ export function createStage1Activities(deps: Stage1Deps = defaultDeps) {
   }): Promise<{ ref: ArtifactRef; labeled: number; failedItems: number }> {
     const { config, runId, pass, rolloutRefs, dictionaryRef } = input;
     const store = await deps.openStore(config.store);
-    const key = keys.pass(runId, pass);
+    const key = runKeys.labelPass(runId, pass);
     const existing = await store.stat(key);
     if (existing) {
       const p = PassLabelsSchema.parse(await store.getJson(existing));
@@ -284,7 +275,7 @@ export function createStage1Activities(deps: Stage1Deps = defaultDeps) {
     }
     const dictionary = CapabilityDictionarySchema.parse(await store.getJson(dictionaryRef));
     const ts = (await loadTrajectories(store, rolloutRefs)).filter(analysable).sort(byId);
-    const prefix = keys.passItems(runId, pass);
+    const prefix = runKeys.labelPassItems(runId, pass);
 
     const finished = new Map<string, TrajectoryLabels | ItemFailure>();
     for (const k of await store.list(prefix)) {
@@ -398,7 +389,7 @@ export function createStage1Activities(deps: Stage1Deps = defaultDeps) {
       summary: '',
     };
     result.summary = stage1Summary(result, passes.length);
-    const ref = await store.put(keys.result(runId), JSON.stringify(Stage1ResultSchema.parse(result), null, 2));
+    const ref = await store.put(runKeys.stage1(runId), JSON.stringify(Stage1ResultSchema.parse(result), null, 2));
     return {
       ref,
       selected: selected.map(({ examples: _e, ...s }) => s),
@@ -431,11 +422,6 @@ function toolNamesOf(ts: readonly Trajectory[]): string[] {
 }
 
 const byId = (a: Trajectory, b: Trajectory) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
-
-async function closeEnv(env: Environment): Promise<void> {
-  const close = (env as Environment & { close?: () => Promise<void> }).close;
-  if (close) await close.call(env);
-}
 
 /**
  * Which trajectories the discovery prompt shows: failures and successes interleaved two to one

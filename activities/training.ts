@@ -3,7 +3,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
-import { ApplicationFailure, Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/activity';
 import { execa } from 'execa';
 import { z } from 'zod';
 import type { Config } from '../core/config.js';
@@ -11,12 +11,14 @@ import { gateTrainerConfig, grpoTrainerConfig } from '../core/trainer-config.js'
 import type { ArtifactRef } from '../core/artifact-ref.js';
 import { ArtifactRefSchema } from '../core/artifact-ref.js';
 import { openStore } from '../store/index.js';
+import { runKeys } from '../store/keys.js';
 import { serveEnvironment } from '../envs/protocol/server.js';
 import { startSandboxedEnv } from '../envs/sandbox/index.js';
 import type { Environment } from '../envs/environment.js';
 import { HttpEnvironment } from '../envs/protocol/client.js';
 import { PROJECT_ROOT } from '../infra/temporal.js';
 import { goldDemonstrations } from './gold-demonstrations.js';
+import { activityContext, KEEPALIVE_MS } from './heartbeat.js';
 
 /**
  * Stages 3–4 on task queue trace-gpu: each activity runs `python -m trace_trainer` in its own
@@ -135,15 +137,10 @@ function heldoutCurve(metrics: z.infer<typeof DoneAdapterSchema>['metrics']): Tr
   return before === undefined ? after : [{ iteration: 0, meanReward: before }, ...after];
 }
 
-const keys = {
-  adapterPrefix: (runId: string, capability: string) => `runs/${runId}/adapters/${capability}`,
-  gatePrefix: (runId: string) => `runs/${runId}/gate`,
-};
-
 export async function trainAdapter(input: TrainAdapterInput): Promise<TrainAdapterResult> {
   const { config, runId, capability } = input;
   const store = openStore(config.store);
-  const prefixKey = keys.adapterPrefix(runId, capability.name);
+  const prefixKey = runKeys.adapter(runId, capability.name);
   const prefixUri = store.uri(prefixKey);
   const latestKey = `${prefixKey}/checkpoints/latest.json`;
   const resume = await resumePoint(async () => ((await store.stat(latestKey)) ? LatestCheckpointSchema.parse(await store.getJson(latestKey)).uri : undefined));
@@ -186,8 +183,8 @@ export async function fitGate(input: FitGateInput): Promise<FitGateResult> {
   const gateConfig = gateTrainerConfig(config, {
     ...trainerPaths,
     adapters: input.adapters.map((a) => ({ name: a.capability, uri: parentUri(a.adapter.uri) })),
-    trajectories: input.adapters.map((a) => store.uri(`${keys.adapterPrefix(runId, a.capability)}/trajectories`)),
-    outputUri: store.uri(keys.gatePrefix(runId)),
+    trajectories: input.adapters.map((a) => store.uri(`${runKeys.adapter(runId, a.capability)}/trajectories`)),
+    outputUri: store.uri(runKeys.gate(runId)),
   });
   const run = await runTrainer(config, 'gate', gateConfig, []);
   const d = DoneGateSchema.parse(run.done);
@@ -269,20 +266,11 @@ function parentUri(uri: string): string {
   return uri.slice(0, uri.lastIndexOf('/'));
 }
 
-function activityContext(): Context | undefined {
-  try {
-    return Context.current();
-  } catch {
-    return undefined;
-  }
-}
-
 /** GPUs this worker may hand out, one per concurrent activity (TRACE_GPU_IDS="0,1"); empty = leave CUDA_VISIBLE_DEVICES alone. */
 const freeGpus = (process.env.TRACE_GPU_IDS ?? '').split(',').filter(Boolean);
 
 /** How long SIGTERM waits for the trainer's checkpoint before SIGKILL. */
 const KILL_GRACE_MS = Number(process.env.TRACE_TRAINER_KILL_GRACE_MS ?? 30_000);
-const KEEPALIVE_MS = 5_000;
 
 async function runTrainer(
   config: Config,

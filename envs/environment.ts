@@ -46,6 +46,8 @@ export interface Environment {
   /** Fixed tasks; a seeded generator env returns [] and is reset by seed. */
   listTasks(): Promise<TaskRef[]>;
   reset(req: ResetRequest): Promise<Episode>;
+  /** Releases what the env holds (a sandbox process, an HTTP connection); envs that hold nothing omit it. */
+  close?(): Promise<void>;
 }
 
 export interface Episode {

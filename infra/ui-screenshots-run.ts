@@ -23,7 +23,7 @@ const traceAgent = await startScriptedLlm((req) => {
 const uiPort = await freePort();
 const server = await startTemporalDevServer({ dbFile: `${tmp.dir}/temporal.db`, port: 0, uiPort });
 const settings = { address: server.address, namespace: 'default', embedded: true, uiBase: `http://127.0.0.1:${uiPort}` };
-const workers = await startWorkers({ queues: ['cpu'], settings, exclude: ['synthesizeEnvironment', 'validateEnvironment', 'trainAdapter', 'fitGate'], shutdownGraceMs: 2000 });
+const workers = await startWorkers({ queues: ['cpu'], settings, shutdownGraceMs: 2000 });
 const connection = await Connection.connect({ address: server.address });
 const client = new Client({ connection });
 const config = pipelineConfig(llm.baseURL, `${tmp.dir}/artifacts`, {

@@ -50,7 +50,7 @@ get_peft_model(m, LoraConfig(r=2, lora_alpha=2, target_modules="all-linear")).sa
   const handle = await client.workflow.start('evaluationWorkflow', {
     taskQueue: TASK_QUEUE_CPU,
     workflowId: 'evalserved',
-    args: [{ runId: 'evalserved', config, capabilities: [{ name: 'cap_x', status: 'trained', adapter }], timeouts: { ...FAST_TIMEOUTS, heartbeatMs: 30_000 }, serveOnGpu: true }],
+    args: [{ runId: 'evalserved', config, capabilities: [{ name: 'cap_x', status: 'trained', adapter }], timeouts: { ...FAST_TIMEOUTS, heartbeatMs: 30_000 } }],
   });
   const result = (await handle.result()) as EvaluationStageResult;
   assert.deepEqual(result.variants.map((v) => [v.name, v.kind, v.n]), [['base', 'base', 2], ['adapter-cap_x', 'adapter', 2]]);

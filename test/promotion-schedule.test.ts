@@ -5,7 +5,7 @@ import path from 'node:path';
 import { Client, Connection, ScheduleOverlapPolicy } from '@temporalio/client';
 import { Command } from 'commander';
 import { registerReportCommand } from '../cli/commands/report.js';
-import { lineageKey } from '../activities/retrain.js';
+import { lineageKey } from '../store/keys.js';
 import { LineageSchema } from '../core/promotion.js';
 import { openStore } from '../store/index.js';
 import { startWorkers } from '../workers/run.js';
@@ -29,8 +29,7 @@ test('a retraining schedule runs twice: the second run reuses the first one\'s a
     return opening === pendingTotalTask.opening ? { content: `Your pending orders total ${pendingTotalTask.communicate[0]}.` } : { content: 'Done.' };
   }, 'trace-agent');
   const temporal = await startTestTemporal({ dbFile: `${tmp.dir}/temporal.db` });
-  const exclude = ['synthesizeEnvironment', 'validateEnvironment', 'trainAdapter', 'fitGate'];
-  const workers = await startWorkers({ queues: ['cpu'], settings: temporal.settings, exclude, shutdownGraceMs: 2000 });
+  const workers = await startWorkers({ queues: ['cpu'], settings: temporal.settings, shutdownGraceMs: 2000 });
   const connection = await Connection.connect({ address: temporal.address });
   t.after(async () => {
     await connection.close();
@@ -93,7 +92,7 @@ test('a retraining schedule runs twice: the second run reuses the first one\'s a
   assert.match(second.result.promotion.reason, /below margin/);
   assert.equal(second.result.currentAgent, `${first.id}:trace`, 'the current agent stays');
 
-  const lineage = LineageSchema.parse((await store.getJson<{ lineage: unknown }>(lineageKey(config))).lineage);
+  const lineage = LineageSchema.parse((await store.getJson<{ lineage: unknown }>(lineageKey(config.name))).lineage);
   assert.deepEqual(lineage.records.map((r) => [r.runId, r.promoted, r.parentAgentId]), [
     [first.id, true, 'base'],
     [second.id, false, `${first.id}:trace`],

@@ -10,6 +10,14 @@ import { buildWorkflowBundle } from '../workers/run.js';
  * Replays recorded histories of real runs (test/histories/*.json, re-recorded by
  * test/histories/record.ts) against the current workflow code: a change that would break running
  * workflows (non-determinism) fails here.
+ *
+ * Versioning (2026-12-01, issue 12): every history was retired and re-recorded. tracePipeline no
+ * longer asks the workers which activities they implement (the `pipelinePlan` activity and the
+ * capability child's `plan` input are gone; config.stages is the only switch), and the CPU
+ * `evaluateRun` / `writeRunReport` fallbacks are deleted, so a run started by the older code would
+ * not replay. No patched(): the old branches existed only for checkouts without a stage's module,
+ * and keeping them behind a patch would keep exactly that scaffolding. Drain (or let finish) runs
+ * started before this change before upgrading workers.
  */
 const DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'histories');
 

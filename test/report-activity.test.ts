@@ -5,7 +5,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createEvaluationActivities } from '../activities/evaluation.js';
-import { createReportActivities, reportKeys } from '../activities/report.js';
+import { createReportActivities } from '../activities/report.js';
+import { runKeys } from '../store/keys.js';
 import type { PassLabels, Stage1Result } from '../core/capability.js';
 import { capabilityStats } from '../core/capability-stats.js';
 import { parseConfig, type Config } from '../core/config.js';
@@ -119,7 +120,7 @@ test('buildReport gathers stage 1, children, gate and evaluation into JSON + HTM
     const acts = createReportActivities({ openStore, now: () => new Date('2026-11-29T21:00:00Z') });
     const out = await acts.buildReport({ config, runId, result });
     const report = ReportSchema.parse(await store.getJson(out.jsonRef));
-    assert.equal(out.jsonRef.uri, store.uri(reportKeys.json(runId)));
+    assert.equal(out.jsonRef.uri, store.uri(runKeys.reportJson(runId)));
     const prompt = report.variants.find((v) => v.name === 'prompt_only')!;
     assert.equal(prompt.passRate.estimate, 0.5);
     assert.equal(prompt.deltaVsBase!.estimate, 0.5);

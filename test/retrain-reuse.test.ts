@@ -25,7 +25,7 @@ test('a retraining schedule reuses the previous run\'s environment and continues
   const llm = await startScriptedLlm(stages24Reply);
   const model = await buildTinyModel(path.join(tmp.dir, 'model'));
   const temporal = await startTestTemporal({ dbFile: `${tmp.dir}/temporal.db` });
-  const workers = await startWorkers({ queues: ['cpu', 'gpu'], settings: temporal.settings, exclude: ['fitGate'], shutdownGraceMs: 2000 });
+  const workers = await startWorkers({ queues: ['cpu', 'gpu'], settings: temporal.settings, shutdownGraceMs: 2000 });
   const connection = await Connection.connect({ address: temporal.address });
   t.after(async () => {
     await connection.close();

@@ -1,69 +1,48 @@
-import { existsSync } from 'node:fs';
-import path from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { PROJECT_ROOT } from '../infra/temporal.js';
-import { platformActivities } from './platform-activities.js';
+import { createEvaluationActivities } from '../activities/evaluation.js';
+import { createReportActivities } from '../activities/report.js';
+import { createRetrainActivities } from '../activities/retrain.js';
+import { createStage1Activities } from '../activities/stage1.js';
+import { synthesizeEnvironment, validateEnvironment } from '../activities/synthesis/index.js';
+import { fitGate, trainAdapter } from '../activities/training.js';
 
 /**
- * The activity catalog: which stage modules exist in this checkout and what they export. Stages
- * land independently, so a missing module is a stage the pipeline reports as not configured; an
- * error inside a present module is thrown, never hidden.
+ * The activities each task queue's workers register: the one place activity names are listed.
+ * workflows/contracts.ts takes its types from these functions, so a workflow can call only what a
+ * worker registers, and a module's helper exports never become activities.
  */
-export type ActivityFn = (...args: any[]) => Promise<unknown>;
 export type Queue = 'cpu' | 'gpu';
 
-/**
- * Activity modules per task queue and the activity names the workflows call from each (only
- * these are registered, so a module's helper exports never become activities).
- */
-export const ACTIVITY_MODULES: { path: string; queue: Queue; names: string[] }[] = [
-  {
-    path: 'activities/stage1.ts',
-    queue: 'cpu',
-    names: ['listRolloutTasks', 'collectRolloutBatch', 'discoverCapabilities', 'labelPass', 'selectCapabilities'],
-  },
-  { path: 'activities/synthesis/index.ts', queue: 'cpu', names: ['synthesizeEnvironment', 'validateEnvironment'] },
-  { path: 'activities/evaluation.ts', queue: 'cpu', names: ['evaluateRun', 'listEvaluationTasks', 'planEvaluation', 'evaluateVariant'] },
-  { path: 'activities/report.ts', queue: 'cpu', names: ['writeReport', 'buildReport'] },
-  { path: 'activities/retrain.ts', queue: 'cpu', names: ['loadLineage', 'seedRetrainRun', 'recordRetrainOutcome'] },
-  { path: 'activities/training.ts', queue: 'gpu', names: ['trainAdapter', 'fitGate'] },
-  { path: 'activities/evaluation.ts', queue: 'gpu', names: ['evaluateServed'] },
-];
-
-function isPlainFunction(v: unknown): v is ActivityFn {
-  return typeof v === 'function' && !/^class[\s{]/.test(Function.prototype.toString.call(v));
+/** trace-cpu: rollouts and stage 1, stage 2 (synthesis), the evaluation fan-out, reports, retraining. */
+export function createCpuActivities() {
+  const stage1 = createStage1Activities();
+  const evaluation = createEvaluationActivities();
+  const report = createReportActivities();
+  const retrain = createRetrainActivities();
+  return {
+    listRolloutTasks: stage1.listRolloutTasks,
+    collectRolloutBatch: stage1.collectRolloutBatch,
+    discoverCapabilities: stage1.discoverCapabilities,
+    labelPass: stage1.labelPass,
+    selectCapabilities: stage1.selectCapabilities,
+    synthesizeEnvironment,
+    validateEnvironment,
+    planEvaluation: evaluation.planEvaluation,
+    evaluateVariant: evaluation.evaluateVariant,
+    writeReport: report.writeReport,
+    buildReport: report.buildReport,
+    loadLineage: retrain.loadLineage,
+    seedRetrainRun: retrain.seedRetrainRun,
+    recordRetrainOutcome: retrain.recordRetrainOutcome,
+  };
 }
 
-/** The named activities a module exports, or undefined when the module is not in this checkout. */
-export async function loadModuleActivities(rel: string, names: readonly string[]): Promise<Record<string, ActivityFn> | undefined> {
-  const abs = path.join(PROJECT_ROOT, rel);
-  if (!existsSync(abs)) return undefined;
-  const mod = (await import(pathToFileURL(abs).href)) as Record<string, unknown>;
-  return Object.fromEntries(names.flatMap((n) => (isPlainFunction(mod[n]) ? [[n, mod[n]] as const] : [])));
-}
-
-export interface Catalog {
-  cpu: Record<string, ActivityFn>;
-  gpu: Record<string, ActivityFn>;
-  /** Per module: present in this checkout, and which expected activity names it does not export. */
-  modules: { path: string; queue: Queue; loaded: boolean; missing: string[] }[];
-}
-
-let cached: Promise<Catalog> | undefined;
-
-export function loadCatalog(): Promise<Catalog> {
-  cached ??= buildCatalog();
-  return cached;
-}
-
-async function buildCatalog(): Promise<Catalog> {
-  const catalog: Catalog = { cpu: {}, gpu: {}, modules: [] };
-  for (const m of ACTIVITY_MODULES) {
-    const fns = await loadModuleActivities(m.path, m.names);
-    const missing = fns ? m.names.filter((n) => !(n in fns)) : m.names;
-    catalog.modules.push({ path: m.path, queue: m.queue, loaded: !!fns, missing });
-    Object.assign(catalog[m.queue], fns);
-  }
-  Object.assign(catalog.cpu, platformActivities(() => [...Object.keys(catalog.cpu), ...Object.keys(catalog.gpu)].sort()));
-  return catalog;
+/** trace-gpu: stage 3 (GRPO per capability), stage 4 (the MoE gate), and serving trained agents for evaluation. */
+export function createGpuActivities() {
+  const evaluation = createEvaluationActivities();
+  return {
+    trainAdapter,
+    fitGate,
+    // Trained agents that no endpoint serves (gate, single adapters) are served on the machine with the accelerator.
+    evaluateServed: evaluation.evaluateRun,
+  };
 }

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { connectionOptions, PROJECT_ROOT, temporalSettings, type TemporalSettings } from '../infra/temporal.js';
 import { TASK_QUEUE_CPU, TASK_QUEUE_GPU } from '../workflows/types.js';
-import { loadCatalog, type Catalog, type Queue } from './activities.js';
+import { createCpuActivities, createGpuActivities, type Queue } from './activities.js';
 
 /**
  * Worker construction shared by workers/cpu.ts, workers/gpu.ts, workers/embedded.ts and
@@ -58,8 +58,6 @@ export interface WorkerOptions {
   /** Concurrent CPU activities (rollout batches, labeling passes); default 8. */
   cpuConcurrency?: number;
   shutdownGraceMs?: number;
-  /** Activity names to leave unregistered (and out of the stage plan), e.g. to run stage 1 only. */
-  exclude?: string[];
 }
 
 export interface RunningWorkers {
@@ -86,38 +84,21 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
   installRuntime();
   const settings = opts.settings ?? temporalSettings();
   const connection = await NativeConnection.connect(connectionOptions(settings));
-  const catalog = withoutActivities(await loadCatalog(), opts.exclude ?? []);
   const shutdownGraceTime = opts.shutdownGraceMs ?? 30_000;
   const workers: Worker[] = [];
   for (const queue of opts.queues) {
-    if (queue === 'cpu') {
-      workers.push(
-        await Worker.create({
-          connection,
-          namespace: settings.namespace,
-          taskQueue: TASK_QUEUE_CPU,
-          workflowBundle: await workflowBundle(),
-          activities: catalog.cpu,
-          maxConcurrentActivityTaskExecutions: opts.cpuConcurrency ?? Number(process.env.TRACE_CPU_CONCURRENCY ?? 8),
-          shutdownGraceTime,
-        }),
-      );
-    } else if (Object.keys(catalog.gpu).length === 0) {
-      // A worker with nothing to serve is refused by the SDK; the queue starts being polled once
-      // activities/training.ts exists.
-      console.warn(`[worker] ${TASK_QUEUE_GPU}: no GPU activities in this checkout (activities/training.ts absent); not polling`);
-    } else {
-      workers.push(
-        await Worker.create({
-          connection,
-          namespace: settings.namespace,
-          taskQueue: TASK_QUEUE_GPU,
-          activities: catalog.gpu,
-          maxConcurrentActivityTaskExecutions: gpuCount(),
-          shutdownGraceTime,
-        }),
-      );
-    }
+    const common = { connection, namespace: settings.namespace, shutdownGraceTime };
+    workers.push(
+      queue === 'cpu'
+        ? await Worker.create({
+            ...common,
+            taskQueue: TASK_QUEUE_CPU,
+            workflowBundle: await workflowBundle(),
+            activities: createCpuActivities(),
+            maxConcurrentActivityTaskExecutions: opts.cpuConcurrency ?? Number(process.env.TRACE_CPU_CONCURRENCY ?? 8),
+          })
+        : await Worker.create({ ...common, taskQueue: TASK_QUEUE_GPU, activities: createGpuActivities(), maxConcurrentActivityTaskExecutions: gpuCount() }),
+    );
   }
   const done = Promise.all(workers.map((w) => w.run())).then(() => connection.close());
   return {
@@ -131,28 +112,13 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
   };
 }
 
-function withoutActivities(catalog: Catalog, exclude: string[]): Catalog {
-  if (exclude.length === 0) return catalog;
-  const drop = (acts: Catalog['cpu']) => Object.fromEntries(Object.entries(acts).filter(([n]) => !exclude.includes(n)));
-  const cpu = drop(catalog.cpu);
-  const gpu = drop(catalog.gpu);
-  const names = [...Object.keys(cpu), ...Object.keys(gpu)].sort();
-  return { ...catalog, cpu: { ...cpu, pipelinePlan: async () => ({ activities: names }) }, gpu };
-}
-
 /** Entry-point body for workers/*.ts: run until a signal, log one line per queue. */
 export async function runWorkersMain(queues: Queue[]): Promise<void> {
   const settings = temporalSettings();
   const running = await startWorkers({ queues, settings });
-  const catalog = await loadCatalog();
-  for (const q of queues) {
-    if (!running.workers.some((w) => w.options.taskQueue === (q === 'cpu' ? TASK_QUEUE_CPU : TASK_QUEUE_GPU))) continue;
-    const names = Object.keys(q === 'cpu' ? catalog.cpu : catalog.gpu);
-    console.log(`[worker] ${q === 'cpu' ? TASK_QUEUE_CPU : TASK_QUEUE_GPU} on ${settings.address} (${settings.namespace}): ${names.length} activities${names.length ? ` (${names.join(', ')})` : ''}`);
-  }
-  for (const m of catalog.modules) {
-    if (!m.loaded) console.log(`[worker] ${m.path}: not in this checkout (its stage is reported as not configured)`);
-    else if (m.missing.length) console.warn(`[worker] ${m.path}: does not export ${m.missing.join(', ')}`);
+  for (const w of running.workers) {
+    const names = [...w.options.activities.keys()];
+    console.log(`[worker] ${w.options.taskQueue} on ${settings.address} (${settings.namespace}): ${names.length} activities (${names.join(', ')})`);
   }
   await running.done;
   console.log('[worker] shut down');

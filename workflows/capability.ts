@@ -1,28 +1,22 @@
 import { ActivityFailure, ApplicationFailure, defineQuery, isCancellation, proxyActivities, setHandler } from '@temporalio/workflow';
-import type * as synthesis from '../activities/synthesis/index.js';
-import type * as training from '../activities/training.js';
 import type { ArtifactRef } from '../core/artifact-ref.js';
-import type { CapabilityInput, CapabilityResult, CapabilityStatus } from './types.js';
+import type { CpuActivities, GpuActivities } from './contracts.js';
+import type { CapabilityInput, CapabilityResult, CapabilityStatus, CapabilityValidation } from './types.js';
 import { gpuActivity, longActivity } from './options.js';
 import { failureMessage } from './pool.js';
 
 /**
- * One kept capability: synthesize its environment → validate it → train its LoRA adapter. Each
- * stage runs only when the workers implement it; otherwise the child ends honestly with
- * 'not_configured' and says which stage is missing. In scheduled retraining the previous run's
- * environment is reused (validated under this run's config; synthesized anew if it fails) and its
- * adapter is continued (this run's iterations start from its weights).
+ * Stages 2–3 for one kept capability: synthesize its environment → validate it (stage 2) → train its
+ * LoRA adapter with GRPO (stage 3). A stage switched off by config.stages ends the child with
+ * 'not_configured', saying which. In scheduled retraining the previous run's environment is reused
+ * (validated under this run's config; synthesized anew if it fails) and its adapter is continued
+ * (this run's iterations start from its weights).
  */
-/** Stage 2 as activities/synthesis implements it (types only). */
-export type CapabilityActivities = typeof synthesis;
-/** Stage 3 as activities/training.ts implements it (types only; served on trace-gpu). */
-export type TrainingActivities = Pick<typeof training, 'trainAdapter'>;
 
 export const capabilityStatusQuery = defineQuery<CapabilityStatus>('status');
 
 export async function capabilityWorkflow(input: CapabilityInput): Promise<CapabilityResult> {
-  const { runId, config, capability, plan } = input;
-  const has = (name: string) => plan.activities.includes(name);
+  const { runId, config, capability } = input;
   let status: CapabilityStatus = 'pending';
   setHandler(capabilityStatusQuery, () => status);
   const done = (s: CapabilityStatus, detail: string, extra: Partial<CapabilityResult> = {}): CapabilityResult => {
@@ -30,40 +24,34 @@ export async function capabilityWorkflow(input: CapabilityInput): Promise<Capabi
     return { name: capability.name, status: s, detail, ...extra };
   };
 
-  if (!config.stages.synthesis) return done('not_configured', 'synthesis disabled by config (stages.synthesis: false)');
-  if (!has('synthesizeEnvironment')) return done('not_configured', 'stages 2–4 not configured: no synthesizeEnvironment activity');
+  if (!config.stages.synthesis) return done('not_configured', 'stages 2–4 not configured (stages.synthesis: false)');
 
   // Each call carries a one-line summary the Temporal UI shows next to the activity.
   const cpuOptions = longActivity(config, 'generator', input.timeouts);
-  const cpu = (summary: string) => proxyActivities<CapabilityActivities>({ ...cpuOptions, summary });
+  const cpu = (summary: string) => proxyActivities<CpuActivities>({ ...cpuOptions, summary });
   const from = input.previousRunId ?? '(unnamed)';
   const reusedFrom: NonNullable<CapabilityResult['reusedFrom']> = {};
   let environment: ArtifactRef | undefined;
-  let validation: unknown;
+  let validation: CapabilityValidation | undefined;
   let how: string;
   // The previous run's environment, checked again: this run's config (calibration band, seeds) may differ.
   let notReused = '';
   if (input.previousEnvironment) {
-    if (has('validateEnvironment')) {
-      status = 'validating';
-      try {
-        const v = await cpu(`validate ${capability.name} env of run ${from} under this config (gates 1–5)`).validateEnvironment({
-          runId,
-          config,
-          capability,
-          environment: input.previousEnvironment,
-        });
-        if (v.ok) {
-          environment = input.previousEnvironment;
-          validation = { reusedFrom: from, ...v };
-        } else notReused = `; the environment of run ${from} failed validation: ${v.reason ?? 'no reason given'}`;
-      } catch (err) {
-        if (isCancellation(err)) throw err;
-        notReused = `; the environment of run ${from} could not be validated: ${failureMessage(err)}`;
-      }
-    } else {
-      environment = input.previousEnvironment;
-      validation = { reusedFrom: from, validated: false };
+    status = 'validating';
+    try {
+      const v = await cpu(`validate ${capability.name} env of run ${from} under this config (gates 1–5)`).validateEnvironment({
+        runId,
+        config,
+        capability,
+        environment: input.previousEnvironment,
+      });
+      if (v.ok) {
+        environment = input.previousEnvironment;
+        validation = { reusedFrom: from, ...v };
+      } else notReused = `; the environment of run ${from} failed validation: ${v.reason ?? 'no reason given'}`;
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      notReused = `; the environment of run ${from} could not be validated: ${failureMessage(err)}`;
     }
   }
 
@@ -85,32 +73,22 @@ export async function capabilityWorkflow(input: CapabilityInput): Promise<Capabi
       });
     }
     how = `${synthesized.status === 'reference_fallback' ? `reference env ${synthesized.reference}` : `synthesized in ${synthesized.attempts} attempt(s)`}${notReused}`;
-    validation = synthesized;
-    if (has('validateEnvironment')) {
-      status = 'validating';
-      const v = await cpu(`validate ${capability.name} env (gates 1–5)`).validateEnvironment({ runId, config, capability, environment });
-      validation = { ...synthesized, ...v };
-      if (!v.ok) return done('failed', `environment failed validation: ${v.reason ?? 'no reason given'}`, { environment, validation });
-    }
+    status = 'validating';
+    const v = await cpu(`validate ${capability.name} env (gates 1–5)`).validateEnvironment({ runId, config, capability, environment });
+    validation = { ...synthesized, ...v };
+    if (!v.ok) return done('failed', `environment failed validation: ${v.reason ?? 'no reason given'}`, { environment, validation });
   }
   const reused = () => (Object.keys(reusedFrom).length ? { reusedFrom } : {});
 
   if (!config.stages.training) {
-    return done('not_configured', `environment ready (${how}); training disabled by config (stages.training: false)`, { environment, validation, ...reused() });
-  }
-  if (!has('trainAdapter')) {
-    return done('not_configured', `environment ready (${how}); stages 3–4 not configured: no trainAdapter activity`, {
-      environment,
-      validation,
-      ...reused(),
-    });
+    return done('not_configured', `environment ready (${how}); stages 3–4 not configured (stages.training: false)`, { environment, validation, ...reused() });
   }
   status = 'training';
   const env = environment;
   const t = config.training;
   const train = (initAdapter?: ArtifactRef) => {
     const summary = `GRPO ${capability.name}: ${t.iterations} iterations × ${t.groupsPerIteration} groups × ${t.rolloutsPerGroup} rollouts${initAdapter ? `, continuing run ${from}'s adapter` : ''}`;
-    return proxyActivities<TrainingActivities>({ ...gpuActivity(input.timeouts), summary }).trainAdapter({
+    return proxyActivities<GpuActivities>({ ...gpuActivity(input.timeouts), summary }).trainAdapter({
       runId,
       config,
       capability,

@@ -1,16 +1,12 @@
 import { proxyActivities } from '@temporalio/workflow';
-import type { createEvaluationActivities, EvaluationStageInput, EvaluationStageResult, VariantResult } from '../activities/evaluation.js';
+import type { EvaluationStageInput, EvaluationStageResult, VariantResult } from '../activities/evaluation.js';
+import type { CpuActivities, GpuActivities } from './contracts.js';
 import { rolloutActivity, shortActivity } from './options.js';
 import { chunk, failureMessage, settlePool } from './pool.js';
 import { TASK_QUEUE_GPU, type TimeoutOverrides } from './types.js';
 
-type EvaluationActivities = ReturnType<typeof createEvaluationActivities>;
-type ServedEvaluation = { evaluateServed: EvaluationActivities['evaluateRun'] };
-
 export interface EvaluationWorkflowInput extends EvaluationStageInput {
   timeouts?: TimeoutOverrides;
-  /** The GPU workers implement evaluateServed: trained agents without an endpoint are served there. */
-  serveOnGpu?: boolean;
 }
 
 /**
@@ -21,17 +17,17 @@ export interface EvaluationWorkflowInput extends EvaluationStageInput {
  */
 export async function evaluationWorkflow(input: EvaluationWorkflowInput): Promise<EvaluationStageResult> {
   const { runId, config, timeouts } = input;
-  const short = proxyActivities<EvaluationActivities>(shortActivity(timeouts));
-  const long = proxyActivities<EvaluationActivities>(rolloutActivity(config, timeouts));
+  const short = proxyActivities<CpuActivities>(shortActivity(timeouts));
+  const long = proxyActivities<CpuActivities>(rolloutActivity(config, timeouts));
   const plan = await short.planEvaluation({ runId, config, gate: input.gate, capabilities: input.capabilities });
   // A gate or adapters with no endpoint: the whole stage runs on a GPU worker, which serves them
   // and the base through one backend (a like-for-like comparison); per-episode records keep it
   // resumable. Configure evaluation.variants[].baseURL (e.g. vLLM) to fan out across CPU workers.
   const unserved = plan.unserved.gateUri !== undefined || plan.unserved.adapters.length > 0;
-  if (input.serveOnGpu && unserved && plan.tasks.length > 0) {
+  if (unserved && plan.tasks.length > 0) {
     const agents = [...(plan.unserved.gateUri ? ['TRACE (base + gate)'] : []), ...plan.unserved.adapters.map((a) => `adapter ${a.capability}`)];
     const summary = `serve and evaluate base, ${agents.join(', ')} on ${plan.tasks.length} held-out task(s)`;
-    const gpu = proxyActivities<ServedEvaluation>({ ...rolloutActivity(config, timeouts), taskQueue: TASK_QUEUE_GPU, summary });
+    const gpu = proxyActivities<GpuActivities>({ ...rolloutActivity(config, timeouts), taskQueue: TASK_QUEUE_GPU, summary });
     return gpu.evaluateServed({ runId, config, gate: input.gate, capabilities: input.capabilities });
   }
   const batches = chunk(plan.tasks, config.evaluation.batchSize);

@@ -1,16 +1,12 @@
 import { executeChild, proxyActivities, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import type { Config } from '../core/config.js';
 import { decidePromotion, type AgentSpec, type LineageRecord, type PromotionDecision } from '../core/promotion.js';
-import { previousRun, promotionPair, runArtifacts, type EvaluatedVariant } from '../core/schedule.js';
-import type { createReportActivities } from '../activities/report.js';
-import type { createRetrainActivities } from '../activities/retrain.js';
+import { previousRun, promotionPair, runArtifacts } from '../core/schedule.js';
+import type { CpuActivities } from './contracts.js';
 import { shortActivity } from './options.js';
 import { tracePipeline } from './pipeline.js';
 import * as SA from './search-attributes.js';
 import type { PipelineResult, TimeoutOverrides } from './types.js';
-
-type RetrainActivities = ReturnType<typeof createRetrainActivities>;
-type ReportActivities = ReturnType<typeof createReportActivities>;
 
 export interface RetrainInput {
   config: Config;
@@ -39,7 +35,7 @@ export interface RetrainResult {
 export async function traceRetrain(input: RetrainInput): Promise<RetrainResult> {
   const { timeouts } = input;
   const runId = workflowInfo().workflowId;
-  const acts = proxyActivities<RetrainActivities>(shortActivity(timeouts));
+  const acts = proxyActivities<CpuActivities>(shortActivity(timeouts));
   const { lineage, latest } = await acts.loadLineage({ config: input.config });
   const previous = previousRun(lineage, latest);
 
@@ -66,10 +62,9 @@ export async function traceRetrain(input: RetrainInput): Promise<RetrainResult> 
     args: [{ runId, config, timeouts, ...(previous ? { previous: previous.artifacts } : {}) }],
   });
 
-  const evaluation = result.evaluation as { variants?: (EvaluatedVariant & { name: string })[] } | undefined;
-  const variants = evaluation?.variants ?? [];
+  const variants = result.evaluation?.variants ?? [];
   const traceVariant = config.evaluation.variants.find((v) => v.kind === 'trace' && v.name !== 'current');
-  const gate = result.gate as { gateUri?: string } | undefined;
+  const gate = result.gate;
   const candidate: AgentSpec = {
     id: `${runId}:trace`,
     kind: 'trace',
@@ -95,7 +90,7 @@ export async function traceRetrain(input: RetrainInput): Promise<RetrainResult> 
   upsertSearchAttributes([{ key: SA.TracePromotion, value: promotion.promote ? 'promoted' : 'not_promoted' }]);
 
   // The run's report, rebuilt with the promotion outcome.
-  await proxyActivities<ReportActivities>(shortActivity(timeouts)).buildReport({ config, runId, result: { ...result, promotion }, pipelineWorkflowId });
+  await acts.buildReport({ config, runId, result: { ...result, promotion }, pipelineWorkflowId });
 
   const reusable = {
     environments: result.capabilities.filter((c) => c.reusedFrom?.environment).map((c) => c.name),

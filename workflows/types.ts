@@ -1,6 +1,9 @@
 import type { Config } from '../core/config.js';
 import type { RunArtifacts } from '../core/schedule.js';
 import type { ArtifactRef } from '../core/artifact-ref.js';
+import type { EvaluationStageResult } from '../activities/evaluation.js';
+import type { SynthesizeResult, ValidateResult } from '../activities/synthesis/index.js';
+import type { FitGateResult, TrainAdapterResult } from '../activities/training.js';
 
 /**
  * The pipeline's boundary objects: workflow inputs, the `progress` query answer and the results.
@@ -44,22 +47,21 @@ export interface PipelineInput {
   previous?: RunArtifacts;
 }
 
-/** Which activities the workers of this deployment implement, decided once per run (recorded in history). */
-export interface StagePlan {
-  activities: string[];
-}
-
+/** Where the run is, named after the paper's stages (Figure 2); the `TraceStage` search attribute. */
 export type PipelineStage =
   | 'starting'
   | 'rollouts'
-  | 'discovery'
-  | 'labeling'
-  | 'selection'
-  | 'capabilities'
-  | 'gate'
+  | 'stage1:discovery'
+  | 'stage1:labeling'
+  | 'stage1:selection'
+  | 'stages2-3:capabilities'
+  | 'stage4:gate'
   | 'evaluation'
   | 'report'
   | 'done';
+
+/** The stages config.stages can switch off; a switched-off one is named in `notConfigured`. */
+export type ConfigurableStage = 'synthesis' | 'training' | 'gate' | 'evaluation';
 
 export type CapabilityStatus =
   | 'pending'
@@ -86,7 +88,7 @@ export interface PipelineProgress {
   labeling: { passesDone: number; passesFailed: number; passesTotal: number };
   capabilities: CapabilityProgress[];
   currentCapability?: string;
-  notConfigured: string[];
+  notConfigured: ConfigurableStage[];
   message?: string;
 }
 
@@ -96,7 +98,6 @@ export interface CapabilityInput {
   capability: { name: string; description: string };
   /** Stage-1 artifacts a synthesizer may read (dictionary, selection with example failures); absent when stage 1 failed. */
   analysis?: ArtifactRef;
-  plan: StagePlan;
   timeouts?: TimeoutOverrides;
   /** The run the previous artifacts below come from (scheduled retraining). */
   previousRunId?: string;
@@ -114,12 +115,15 @@ export interface CapabilityResult {
   /** Trained because analysis.requestedCapabilities names it, not because stage 1 selected it. */
   requestedByConfig?: boolean;
   environment?: ArtifactRef;
-  validation?: unknown;
+  validation?: CapabilityValidation;
   adapter?: ArtifactRef;
-  training?: unknown;
+  training?: TrainAdapterResult;
   /** What this capability took over from a previous run: the run ids its environment and adapter came from. */
   reusedFrom?: { environment?: string; adapter?: string };
 }
+
+/** How the capability's environment was obtained and checked: synthesis, validation, or the previous run's. */
+export type CapabilityValidation = Partial<SynthesizeResult> & Partial<ValidateResult> & { reusedFrom?: string };
 
 export type PipelineStatus = 'completed' | 'completed_with_failures';
 
@@ -145,11 +149,11 @@ export interface PipelineResult {
     error?: string;
   };
   capabilities: CapabilityResult[];
-  gate?: unknown;
+  gate?: FitGateResult;
   /** Why the gate could not be fitted; the run still evaluates and reports. */
   gateError?: string;
-  evaluation?: unknown;
-  notConfigured: string[];
+  evaluation?: EvaluationStageResult;
+  notConfigured: ConfigurableStage[];
   /** Where the run's artifacts live, so readers can open `report` and the other refs. */
   store: Config['store'];
   report: ArtifactRef;

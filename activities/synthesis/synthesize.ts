@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import type { Config } from '../../core/config.js';
 import { Stage1ResultSchema } from '../../core/capability.js';
@@ -12,10 +11,10 @@ import {
   type ValidationVerdict,
 } from '../../core/synthesis.js';
 import { TrajectorySchema, type Trajectory } from '../../core/trajectory.js';
-import type { Environment } from '../../envs/environment.js';
 import { openEnvironment } from '../../envs/registry.js';
 import { loadReferenceEnv, referenceSource } from '../../envs/reference/index.js';
 import { openStore, type ArtifactStore } from '../../store/index.js';
+import { runKeys } from '../../store/keys.js';
 import { type ArtifactRef } from '../../core/artifact-ref.js';
 import { heartbeat } from '../heartbeat.js';
 import { createLlm } from '../llm.js';
@@ -55,18 +54,16 @@ export interface SynthesizeResult {
   reference?: string;
 }
 
-const base = (runId: string, cap: string) => `runs/${runId}/synthesis/${cap}`;
-const attemptKey = (runId: string, cap: string, n: number, file: string) => `${base(runId, cap)}/attempt-${n}/${file}`;
-const sha = (s: string) => createHash('sha256').update(s).digest('hex');
-export const verdictKey = (runId: string, cap: string, source: string) => `${base(runId, cap)}/verdicts/${sha(source)}.json`;
-export const manifestKey = (runId: string, cap: string, source: string) => `${base(runId, cap)}/manifests/${sha(source)}.json`;
+export interface ValidateResult {
+  ok: boolean;
+  reason?: string;
+  verdictRef?: ArtifactRef;
+}
+
 
 /** Records progress for Temporal (no-op outside an activity); LLM calls keep it alive in between. */
 const beat = (details: Record<string, unknown>): void => heartbeat(details);
 
-async function closeEnv(env: Environment): Promise<void> {
-  await (env as Environment & { close?: () => Promise<void> }).close?.();
-}
 
 /** Stats and up to 8 LACKING failures of the capability, from the stage-1 result or an explicit list. */
 async function evidence(store: ArtifactStore, input: SynthesizeInput) {
@@ -86,7 +83,7 @@ async function evidence(store: ArtifactStore, input: SynthesizeInput) {
 }
 
 async function basePrompt(store: ArtifactStore, input: SynthesizeInput): Promise<ChatCompletionMessageParam[]> {
-  const key = `${base(input.runId, input.capability.name)}/prompt.json`;
+  const key = runKeys.synthesisPrompt(input.runId, input.capability.name);
   if (await store.stat(key)) return store.getJson(key);
   const target = await openEnvironment(input.config.env, { config: input.config });
   let messages: ChatCompletionMessageParam[];
@@ -98,7 +95,7 @@ async function basePrompt(store: ArtifactStore, input: SynthesizeInput): Promise
       references: input.config.synthesis.references,
     });
   } finally {
-    await closeEnv(target);
+    await target.close?.();
   }
   await store.put(key, JSON.stringify(messages));
   return messages;
@@ -107,8 +104,8 @@ async function basePrompt(store: ArtifactStore, input: SynthesizeInput): Promise
 async function storedAttempts(store: ArtifactStore, runId: string, cap: string): Promise<SynthesisAttempt[]> {
   const out: SynthesisAttempt[] = [];
   for (let n = 1; ; n++) {
-    if (!(await store.stat(attemptKey(runId, cap, n, 'attempt.json')))) return out;
-    out.push(SynthesisAttemptSchema.parse(await store.getJson(attemptKey(runId, cap, n, 'attempt.json'))));
+    if (!(await store.stat(runKeys.synthesisAttempt(runId, cap, n, 'attempt.json')))) return out;
+    out.push(SynthesisAttemptSchema.parse(await store.getJson(runKeys.synthesisAttempt(runId, cap, n, 'attempt.json'))));
   }
 }
 
@@ -130,18 +127,18 @@ async function runAttempt(store: ArtifactStore, input: SynthesizeInput, n: numbe
     record = { attempt: n, verdict, generatorError: out.error };
   } else {
     const { manifest, source } = out.generated;
-    const sourceRef = await store.put(attemptKey(runId, cap, n, 'source.ts'), source);
-    await store.put(attemptKey(runId, cap, n, 'manifest.json'), JSON.stringify(manifest, null, 2));
+    const sourceRef = await store.put(runKeys.synthesisAttempt(runId, cap, n, 'source.ts'), source);
+    await store.put(runKeys.synthesisAttempt(runId, cap, n, 'manifest.json'), JSON.stringify(manifest, null, 2));
     beat({ capability: cap, attempt: n, phase: 'validating' });
     const onProgress = (d: Record<string, unknown>) => beat({ capability: cap, attempt: n, phase: 'validating', ...d });
     const { verdict, rollouts } = await validateCandidate({ source, manifest, config, policy: createLlm(config, 'policy'), onProgress });
-    const rolloutsRef = rollouts.length ? await store.put(attemptKey(runId, cap, n, 'rollouts.jsonl'), rollouts.map((t) => JSON.stringify(t)).join('\n') + '\n') : undefined;
+    const rolloutsRef = rollouts.length ? await store.put(runKeys.synthesisAttempt(runId, cap, n, 'rollouts.jsonl'), rollouts.map((t) => JSON.stringify(t)).join('\n') + '\n') : undefined;
     record = { attempt: n, manifest, sourceRef, verdict, ...(rolloutsRef ? { rolloutsRef } : {}) };
-    await store.put(verdictKey(runId, cap, source), JSON.stringify(verdict, null, 2));
-    await store.put(manifestKey(runId, cap, source), JSON.stringify(manifest, null, 2));
+    await store.put(runKeys.verdict(runId, cap, source), JSON.stringify(verdict, null, 2));
+    await store.put(runKeys.manifest(runId, cap, source), JSON.stringify(manifest, null, 2));
   }
-  await store.put(attemptKey(runId, cap, n, 'verdict.json'), JSON.stringify(record.verdict, null, 2));
-  await store.put(attemptKey(runId, cap, n, 'attempt.json'), JSON.stringify(record, null, 2));
+  await store.put(runKeys.synthesisAttempt(runId, cap, n, 'verdict.json'), JSON.stringify(record.verdict, null, 2));
+  await store.put(runKeys.synthesisAttempt(runId, cap, n, 'attempt.json'), JSON.stringify(record, null, 2));
   beat({ capability: cap, attempt: n, phase: 'done', passed: record.verdict.passed, reason: record.verdict.reason });
   return record;
 }
@@ -150,7 +147,7 @@ export async function synthesizeEnvironment(input: SynthesizeInput): Promise<Syn
   const { runId, config } = input;
   const cap = input.capability.name;
   const store = openStore(config.store);
-  const resultKey = `${base(runId, cap)}/result.json`;
+  const resultKey = runKeys.synthesisResult(runId, cap);
   if (await store.stat(resultKey)) return store.getJson<SynthesizeResult>(resultKey);
 
   const prompt = await basePrompt(store, input);
@@ -161,21 +158,21 @@ export async function synthesizeEnvironment(input: SynthesizeInput): Promise<Syn
     attempts.push(await runAttempt(store, input, attempts.length + 1, messages));
   }
 
-  const verdictRefs = (await Promise.all(attempts.map((a) => store.stat(attemptKey(runId, cap, a.attempt, 'verdict.json'))))).filter((r): r is ArtifactRef => !!r);
+  const verdictRefs = (await Promise.all(attempts.map((a) => store.stat(runKeys.synthesisAttempt(runId, cap, a.attempt, 'verdict.json'))))).filter((r): r is ArtifactRef => !!r);
   const accepted = attempts.find((a) => a.verdict.passed);
   const lastFailure = attempts.filter((a) => !a.verdict.passed).at(-1)?.verdict.reason;
   let result: SynthesizeResult;
   if (accepted) {
     const envRef = accepted.sourceRef as ArtifactRef;
-    const manifestRef = await store.stat(attemptKey(runId, cap, accepted.attempt, 'manifest.json'));
+    const manifestRef = await store.stat(runKeys.synthesisAttempt(runId, cap, accepted.attempt, 'manifest.json'));
     result = { status: 'accepted', ref: envRef, envRef, ...(manifestRef ? { manifestRef } : {}), attempts: attempts.length, ...(lastFailure ? { lastFailure } : {}), verdictRefs };
   } else {
     const reference = config.synthesis.allowReferenceFallback ? matchReference(cap) : undefined;
     if (reference) {
       const source = await referenceSource(reference);
-      const envRef = await store.put(`${base(runId, cap)}/reference/${reference}.ts`, source);
+      const envRef = await store.put(runKeys.synthesisReference(runId, cap, reference), source);
       const env = await loadReferenceEnv(reference);
-      await store.put(manifestKey(runId, cap, source), JSON.stringify({ ...env.metadata, tools: env.tools().map((t) => t.function.name) }, null, 2));
+      await store.put(runKeys.manifest(runId, cap, source), JSON.stringify({ ...env.metadata, tools: env.tools().map((t) => t.function.name) }, null, 2));
       result = { status: 'reference_fallback', ref: envRef, envRef, reference, attempts: attempts.length, ...(lastFailure ? { lastFailure } : {}), verdictRefs };
     } else {
       result = { status: 'synthesis_failed', attempts: attempts.length, lastFailure: lastFailure ?? 'no attempt was made', verdictRefs };
@@ -190,27 +187,27 @@ export async function synthesizeEnvironment(input: SynthesizeInput): Promise<Syn
  * already validated in this run, so the workflow's separate validation step costs nothing extra.
  * Without an environment (synthesis failed) it reports the stored synthesis failure.
  */
-export async function validateEnvironment(input: { config: Config; runId: string; capability: { name: string }; environment?: ArtifactRef; manifest?: EnvManifest }): Promise<{ ok: boolean; reason?: string; verdictRef?: ArtifactRef }> {
+export async function validateEnvironment(input: { config: Config; runId: string; capability: { name: string }; environment?: ArtifactRef; manifest?: EnvManifest }): Promise<ValidateResult> {
   const { config, runId } = input;
   const cap = input.capability.name;
   const store = openStore(config.store);
   if (!input.environment) {
-    const key = `${base(runId, cap)}/result.json`;
+    const key = runKeys.synthesisResult(runId, cap);
     const r = (await store.stat(key)) ? await store.getJson<SynthesizeResult>(key) : undefined;
     return { ok: false, reason: r ? `${r.status} after ${r.attempts} attempt(s): ${r.lastFailure ?? 'no reason recorded'}` : 'no environment was synthesized' };
   }
   const source = await store.getText(input.environment);
-  const key = verdictKey(runId, cap, source);
+  const key = runKeys.verdict(runId, cap, source);
   const cached = await store.stat(key);
   if (cached) {
     const v = ValidationVerdictSchema.parse(await store.getJson(cached));
     return { ok: v.passed, ...(v.reason ? { reason: v.reason } : {}), verdictRef: cached };
   }
-  const mKey = manifestKey(runId, cap, source);
+  const mKey = runKeys.manifest(runId, cap, source);
   const manifest = input.manifest ?? ((await store.stat(mKey)) ? EnvManifestSchema.parse(await store.getJson(mKey)) : undefined);
   if (!manifest) throw new Error(`validateEnvironment: no manifest stored for ${input.environment.uri}; pass one`);
   const { verdict, rollouts } = await validateCandidate({ source, manifest, config, policy: createLlm(config, 'policy') });
-  if (rollouts.length) await store.put(`${base(runId, cap)}/verdicts/${sha(source)}.rollouts.jsonl`, rollouts.map((t) => JSON.stringify(t)).join('\n') + '\n');
+  if (rollouts.length) await store.put(runKeys.verdictRollouts(runId, cap, source), rollouts.map((t) => JSON.stringify(t)).join('\n') + '\n');
   const verdictRef = await store.put(key, JSON.stringify(verdict, null, 2));
   return { ok: verdict.passed, ...(verdict.reason ? { reason: verdict.reason } : {}), verdictRef };
 }

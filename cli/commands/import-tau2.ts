@@ -30,8 +30,8 @@ export function registerImportTau2(program: Command): void {
       const out = opts.out ?? path.join('.trace', 'imports', path.basename(file).replace(/\.json$/i, ''));
       mkdirSync(out, { recursive: true });
       writeFileSync(path.join(out, 'trajectories.jsonl'), jsonl);
-      const { openRunStore } = await import('../../workers/platform-activities.js');
-      const store = await openRunStore({ kind: 'local', dir: opts.store });
+      const { openStore } = await import('../../store/index.js');
+      const store = openStore({ kind: 'local', dir: opts.store });
       const ref = await store.putContent('imports/tau2', jsonl, '.jsonl');
       const imported: ImportedRollouts = {
         refs: [ref],

@@ -17,9 +17,9 @@ export function progressLine(p: PipelineProgress): string {
     case 'rollouts':
       return `rollouts     ${bar(r.batchesDone + r.batchesFailed, r.batchesTotal)} batches ${r.batchesDone}/${r.batchesTotal}` +
         `${r.batchesFailed ? ` (${r.batchesFailed} failed)` : ''}, ${r.trajectories} trajectories, ${r.successes} successes`;
-    case 'labeling':
+    case 'stage1:labeling':
       return `labeling     ${bar(l.passesDone + l.passesFailed, l.passesTotal)} passes ${l.passesDone}/${l.passesTotal}${l.passesFailed ? ` (${l.passesFailed} failed)` : ''}`;
-    case 'capabilities': {
+    case 'stages2-3:capabilities': {
       const settled = p.capabilities.filter((c) => !['pending', 'synthesizing', 'validating', 'training'].includes(c.status)).length;
       return `capabilities ${bar(settled, p.capabilities.length)} ${settled}/${p.capabilities.length} settled` +
         (p.currentCapability ? `, current ${p.currentCapability}` : '');

@@ -88,14 +88,14 @@ export function registerRunCommands(program: Command): void {
       } finally {
         await client.connection.close();
       }
-      const { openRunStore } = await import('../../workers/platform-activities.js');
-      const store = await openRunStore(result.store);
+      const { openStore } = await import('../../store/index.js');
+      const store = openStore(result.store);
       const text = await store.getText(result.report);
       if (opts.json) {
         console.log(text);
         return;
       }
-      // The full report (activities/report.ts) has its own terminal summary; the fallback report does not.
+      // The full report has its own terminal summary; a report that does not parse as one (an older run's) prints the result.
       const { ReportSchema, formatSummary } = await import('../../core/report.js');
       const full = ReportSchema.safeParse(JSON.parse(text));
       if (full.success) {

@@ -45,13 +45,13 @@ export interface Harness {
 export async function startHarness(
   t: TestContext,
   script: Script,
-  opts: { prefix: string; exclude?: string[]; worker?: boolean },
+  opts: { prefix: string; worker?: boolean },
 ): Promise<Harness> {
   const tmp = await tempDir(opts.prefix);
   const llm = await startScriptedLlm(script);
   const temporal = await startTestTemporal({ dbFile: path.join(tmp.dir, 'temporal.db') });
   const { startWorkers } = await import('../../workers/run.js');
-  const workers = opts.worker === false ? undefined : await startWorkers({ queues: ['cpu'], settings: temporal.settings, exclude: opts.exclude, shutdownGraceMs: 2000 });
+  const workers = opts.worker === false ? undefined : await startWorkers({ queues: ['cpu'], settings: temporal.settings, shutdownGraceMs: 2000 });
   const connection = await Connection.connect({ address: temporal.address });
   t.after(async () => {
     await connection.close();
