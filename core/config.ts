@@ -158,6 +158,12 @@ export const ConfigSchema = z
             loraDir: z.string().min(1).describe('where the trainer writes each adapter version; the server must be able to read it'),
             serverLoraDir: z.string().min(1).optional().describe('loraDir as the server sees it, when mounted elsewhere there'),
             apiKeyEnv: z.string().optional().describe('name of the env var holding the server API key'),
+            logprobs: z
+              .enum(['raw', 'processed'])
+              .default('raw')
+              .describe(
+                "what the server's token log-probs are of: 'raw' log-softmax(logits) (vLLM's default) or 'processed', the tempered distribution sampled from (vLLM --logprobs-mode processed_logprobs); truncated importance sampling needs the latter unless temperature is 1",
+              ),
           })
           .strict()
           .optional()

@@ -47,6 +47,7 @@ export function grpoTrainerConfig(
             lora_dir: at.absolute(p.loraDir),
             ...(p.serverLoraDir ? { server_lora_dir: p.serverLoraDir } : {}),
             ...(p.apiKeyEnv ? { api_key_env: p.apiKeyEnv } : {}),
+            logprobs: p.logprobs,
           },
         }
       : {}),
@@ -95,6 +96,7 @@ export const TRAINER_DEFAULTS = {
     dtype: 'float32 on CPU, bfloat16 on CUDA',
     save_trajectories: 'always on: the gate is fitted on them',
     thinking: "Qwen3's enable_thinking: off, the instruct default, as the policy is served",
+    tis_cap: "truncated importance sampling against the policy server's sampler: cap 2 on the weights",
   },
   gate: {
     max_seq_len: "the model's context bound for training rows",

@@ -197,3 +197,31 @@ def test_a_shared_prefix_computed_once_gives_the_same_logprobs_and_gradients(too
     torch.testing.assert_close(results[0][0], results[1][0], atol=1e-5, rtol=1e-5)
     for a, b in zip(results[0][1], results[1][1]):
         torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4)
+
+
+def test_truncated_importance_sampling_weights_each_token_by_the_capped_ratio(tool_model, tool_tok):
+    """With the sampler's log-probs ln 4 below the trainer's, every weight is capped at 2: the
+    gradient doubles; ln 2 above, the weight is 1/2. The gap metric is that mean |difference|;
+    a rollout without the sampler's log-probs keeps weight 1."""
+    import math
+
+    model = _live_lora(tool_model)
+    rs, adv = _rollouts(tool_tok), [1.0, -1.0, 0.5, -0.5]
+    with torch.no_grad():
+        own = [token_logprobs(model, [r.ids], [r.mask], tool_tok.pad_token_id, 1.0)[0][torch.tensor(r.mask[1:], dtype=torch.bool)]
+               for r in rs]
+
+    def grads(sampler, stats=None):
+        model.zero_grad()
+        accumulate_gradients(model, rs, adv, pad=tool_tok.pad_token_id, micro_batch_size=3, clip_low=0.2, clip_high=0.28,
+                             sampler_logps=sampler, tis_cap=2.0, stats=stats)
+        return [p.grad.clone() for p in trainable_parameters(model)]
+
+    plain = grads(None)
+    for shift, factor in ((-math.log(4), 2.0), (math.log(2), 0.5)):
+        stats = {}
+        got = grads([o + shift for o in own], stats)
+        for a, b in zip(got, plain):
+            torch.testing.assert_close(a, factor * b, atol=1e-6, rtol=1e-4)
+        assert stats["gap_n"] == sum(sum(r.mask) for r in rs) and stats["gap_sum"] / stats["gap_n"] == pytest.approx(abs(shift), abs=1e-5)
+    assert all(torch.equal(a, b) for a, b in zip(grads([None] * len(rs)), plain))

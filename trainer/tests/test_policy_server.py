@@ -108,6 +108,11 @@ def test_grpo_samples_from_the_adapter_just_trained(say_model_dir, say_env, poli
     trainer.run()
 
     assert served_versions == [f"{trainer.server.prefix}-v{i}" for i in range(3)]
+    # At temperature 1 the server's raw log-probs are the sampling policy's: the update weighs
+    # tokens by truncated importance sampling, and the measured mismatch is float noise (measured
+    # in the update: an iteration without informative groups has none).
+    gaps = [m["sampler_logprob_gap"] for m in trainer.metrics if m["loss"] is not None]
+    assert gaps and all(g < 1e-3 for g in gaps), [m.get("sampler_logprob_gap") for m in trainer.metrics]
     assert probe_logprobs[0] != probe_logprobs[-1], "training must have moved the served adapter"
     assert [m["id"] for m in _call(policy_server, "/models")["data"]] == ["trace-base"], "a finished trainer unloads its adapter"
     assert not list((tmp_path / "loras").iterdir())
@@ -153,3 +158,19 @@ def test_config_errors_name_the_field():
         assert str(e.value).startswith(field), str(e.value)
     cfg = from_dict(GrpoConfig, {**base, "policy_server": {"base_url": "http://s/v1", "lora_dir": "d"}})
     assert cfg.policy_server.lora_dir == "d" and cfg.resample_groups == 0
+
+
+def test_processed_logprobs_are_those_of_the_tempered_distribution(say_model_dir):
+    """serve --logprobs-mode processed_logprobs (vLLM's flag) reports log softmax(logits / T), the
+    distribution it sampled from, which the trainer's importance weights need at T != 1."""
+    policy = load_policy(say_model_dir, logprobs_mode="processed_logprobs")
+    prompt = policy.fmt.prompt_ids("reply with the word", [], [{"role": "user", "content": "say red"}])
+    out = policy.completion({"prompt": prompt, "max_tokens": 3, "temperature": 0.5, "logprobs": 0, "return_tokens_as_token_ids": True, "seed": 1})
+    lp = out["choices"][0]["logprobs"]
+    ids = [int(t.split(":")[1]) for t in lp["tokens"]]
+    with torch.no_grad():
+        want = token_logprobs(policy.model, [prompt + ids], [[0] * len(prompt) + [1] * len(ids)], policy.tok.pad_token_id, 0.5)
+    assert lp["token_logprobs"] == pytest.approx(want[0, len(prompt) - 1:].tolist(), abs=1e-4)
+    raw = load_policy(say_model_dir).completion({"prompt": prompt + ids[:0], "max_tokens": 3, "temperature": 0.5, "logprobs": 0,
+                                                  "return_tokens_as_token_ids": True, "seed": 1})
+    assert raw["choices"][0]["logprobs"]["token_logprobs"] != lp["token_logprobs"]

@@ -39,7 +39,8 @@ def _serve(args) -> None:
     from .serve import serve
 
     serve(model=args.model, tokenizer=args.tokenizer, adapter=args.adapter, gate=args.gate, host=args.host, port=args.port,
-          name=args.name, device=args.device, enable_lora=args.enable_lora, constrained_decoding={"on": True, "off": False}.get(args.constrained_decoding, "auto"))
+          name=args.name, device=args.device, enable_lora=args.enable_lora, constrained_decoding={"on": True, "off": False}.get(args.constrained_decoding, "auto"),
+          logprobs_mode=args.logprobs_mode)
 
 
 def _tiny(args) -> None:
@@ -92,6 +93,8 @@ def main(argv=None) -> int:
     s.add_argument("--constrained-decoding", dest="constrained_decoding", choices=["on", "off", "auto"], default="off",
                    help="answer chat requests with tools under the JSON action grammar, as the trainer samples "
                         "(training.constrainedDecoding; auto = on when the chat template has no tool format)")
+    s.add_argument("--logprobs-mode", dest="logprobs_mode", choices=["raw_logprobs", "processed_logprobs"], default="raw_logprobs",
+                   help="as vLLM's: /v1/completions log-probs of the raw logits (default) or of the tempered distribution sampled from")
     t = sub.add_parser("tiny", help="write a tiny randomly initialised model + tokenizer directory")
     t.add_argument("--out", required=True)
     t.add_argument("--words", help="comma-separated extra vocabulary (default: the tool-call vocabulary)")

@@ -39,6 +39,10 @@ class PolicyServerConfig:
     # Name of the environment variable holding the API key, so no secret sits in a config file.
     api_key_env: typing.Optional[str] = None
     timeout_s: float = 600.0  # per request; a batch of long rollouts can take minutes
+    # What the server's token log-probs are of: "raw", log-softmax(logits) (vLLM's default,
+    # --logprobs-mode raw_logprobs), or "processed", the tempered distribution it sampled from
+    # (--logprobs-mode processed_logprobs). They are the sampling policy only at temperature 1 when raw.
+    logprobs: str = "raw"
 
 
 @dataclass
@@ -69,6 +73,10 @@ class GrpoConfig:
     adv_eps: float = 1e-6  # added to the group's std before dividing
     max_grad_norm: float = 1.0  # gradient clipping (global L2 norm)
     minibatches: int = 1  # optimizer steps per iteration, each on a share of the rollouts
+    # Truncated importance sampling for rollouts from the policy server (as TRL's
+    # vllm_importance_sampling_correction): each sampled token's loss is weighted by
+    # min(π_trainer / π_server, tis_cap), correcting the sampler/trainer mismatch; 0 = off.
+    tis_cap: float = 2.0
     micro_batch_size: int = 8  # rollouts per forward/backward (memory, not maths: gradients accumulate)
     max_new_tokens: int = 256  # per assistant turn
     max_turns: int = 8  # assistant turns per episode
@@ -187,6 +195,8 @@ def _check_ranges(obj, path: str) -> None:
         raise ConfigError(f"{path}.heldout_seeds: must be >= 0, got {obj.heldout_seeds}")
     if isinstance(obj, GrpoConfig) and obj.resample_groups < 0:
         raise ConfigError(f"{path}.resample_groups: must be >= 0, got {obj.resample_groups}")
+    if isinstance(obj, GrpoConfig) and obj.tis_cap < 0:
+        raise ConfigError(f"{path}.tis_cap: must be >= 0 (0 = off), got {obj.tis_cap}")
     if isinstance(obj, PolicyServerConfig):
         if not obj.base_url.startswith(("http://", "https://")):
             raise ConfigError(f"{path}.base_url: expected an http(s) URL, got {obj.base_url!r}")
@@ -194,6 +204,8 @@ def _check_ranges(obj, path: str) -> None:
             raise ConfigError(f"{path}.lora_dir: required")
         if obj.timeout_s <= 0:
             raise ConfigError(f"{path}.timeout_s: must be > 0, got {obj.timeout_s}")
+        if obj.logprobs not in ("raw", "processed"):
+            raise ConfigError(f"{path}.logprobs: expected \"raw\" or \"processed\", got {obj.logprobs!r}")
     if isinstance(obj, GateConfig):
         if not obj.adapters:
             raise ConfigError(f"{path}.adapters: at least one adapter is required")

@@ -98,19 +98,39 @@ def token_logprobs(model, seqs: list[list[int]], masks: list[list[int]], pad: in
     return torch.zeros(scored.shape, dtype=picked.dtype, device=device).index_put(where, picked)
 
 
-def surrogate_sum(logp, old_logp, adv, mask, clip_low: float, clip_high: float) -> torch.Tensor:
-    """Σ over masked tokens of −min(ρA, clip(ρ, 1−ε_low, 1+ε_high)A); the caller divides by the token count."""
+def surrogate_sum(logp, old_logp, adv, mask, clip_low: float, clip_high: float, weights=None) -> torch.Tensor:
+    """Σ over masked tokens of −min(ρA, clip(ρ, 1−ε_low, 1+ε_high)A), each token times its
+    importance weight (`weights`, default 1); the caller divides by the token count."""
     ratio = torch.exp(logp - old_logp)
     a = adv.unsqueeze(-1)
     per_token = -torch.minimum(ratio * a, torch.clamp(ratio, 1 - clip_low, 1 + clip_high) * a)
-    return (per_token * mask).sum()
+    return (per_token * mask * (1.0 if weights is None else weights)).sum()
+
+
+def tis_weights(old_logp, sampler_logps: list, mask, cap: float, stats: dict):
+    """min(π_old / π_sampler, cap) per sampled token (truncated importance sampling), 1 for rows
+    without the sampler's log-probs; adds Σ|log π_sampler − log π_old| and the token count to
+    `stats` (the mismatch metric)."""
+    weights = torch.ones_like(old_logp)
+    for i, lps in enumerate(sampler_logps):
+        where = mask[i].nonzero(as_tuple=True)[0]
+        if lps is None or lps.shape[0] != where.shape[0]:
+            continue
+        diff = old_logp[i, where].detach() - lps.to(old_logp.device, old_logp.dtype)
+        weights[i, where] = torch.exp(diff).clamp(max=cap)
+        stats["gap_sum"] = stats.get("gap_sum", 0.0) + float(diff.abs().sum())
+        stats["gap_n"] = stats.get("gap_n", 0) + int(where.shape[0])
+    return weights
 
 
 def accumulate_gradients(model, rollouts: list[Rollout], advantages: list[float], *, pad: int, micro_batch_size: int,
                          clip_low: float, clip_high: float, temperature: float = 1.0, old_logps: list[torch.Tensor] | None = None,
-                         allowed: list[torch.Tensor] | None = None) -> float:
+                         allowed: list[torch.Tensor] | None = None, sampler_logps: list | None = None, tis_cap: float = 0.0,
+                         stats: dict | None = None) -> float:
     """Backpropagates the minibatch loss in micro-batches. Each micro-batch's surrogate is divided by
-    the minibatch's total number of sampled tokens, so any split gives the same gradient."""
+    the minibatch's total number of sampled tokens, so any split gives the same gradient. With
+    `sampler_logps` (per rollout, the sampler's log-prob of each sampled token, or None) and
+    `tis_cap` > 0, tokens are weighted by truncated importance sampling (`tis_weights`)."""
     device = next(model.parameters()).device
     total_tokens = sum(sum(r.mask) for r in rollouts)
     loss_total = 0.0
@@ -126,7 +146,10 @@ def accumulate_gradients(model, rollouts: list[Rollout], advantages: list[float]
             for i, o in enumerate(old_logps[start: start + len(mb)]):
                 old[i, : o.shape[0]] = o.to(device)
         adv = torch.tensor(advantages[start: start + len(mb)], dtype=torch.float32, device=device)
-        loss = surrogate_sum(logp, old, adv, mask, clip_low, clip_high) / total_tokens
+        weights = None
+        if sampler_logps is not None and tis_cap > 0:
+            weights = tis_weights(old, sampler_logps[start: start + len(mb)], mask, tis_cap, {} if stats is None else stats)
+        loss = surrogate_sum(logp, old, adv, mask, clip_low, clip_high, weights) / total_tokens
         loss.backward()
         loss_total += float(loss.detach())
     return loss_total
@@ -318,7 +341,8 @@ class GrpoTrainer:
             c, a, k = self._informative(more)
             rollouts, chosen, advs, informative, resampled = rollouts + more, chosen + c, advs + a, informative + k, resampled + n
         t_roll = time.perf_counter() - t0
-        loss = self.update(chosen, advs) if chosen else None
+        stats: dict = {}
+        loss = self.update(chosen, advs, stats) if chosen else None
         sampled = sum(r.sampled_tokens for r in rollouts)
         if cfg.save_trajectories:
             self._write_trajectories(rollouts)
@@ -332,13 +356,15 @@ class GrpoTrainer:
             "informative_groups": informative,
             "resampled_groups": resampled,
             "loss": loss,
+            # Mean |log π_server − log π_trainer| over the sampled tokens (policy server only).
+            **({"sampler_logprob_gap": stats["gap_sum"] / stats["gap_n"]} if stats.get("gap_n") else {}),
             "sampled_tokens": sampled,
             "tokens_per_s": sampled / elapsed if elapsed > 0 else 0.0,
             "rollout_tokens_per_s": sampled / t_roll if t_roll > 0 else 0.0,
             "iteration_s": elapsed,
         }
 
-    def update(self, rollouts: list[Rollout], advantages: list[float]) -> float:
+    def update(self, rollouts: list[Rollout], advantages: list[float], stats: dict | None = None) -> float:
         cfg = self.cfg
         self.model.train()
         pad = self.tok.pad_token_id
@@ -349,6 +375,9 @@ class GrpoTrainer:
             with torch.no_grad():
                 old = [token_logprobs(self.model, [r.ids], [r.mask], pad, cfg.temperature, None if allowed is None else [allowed[i]])[0].cpu()
                        for i, r in enumerate(rollouts)]
+        # The policy server's log-probs, where they are of the distribution it sampled from.
+        served = self.server is not None and (self.server.cfg.logprobs == "processed" or cfg.temperature == 1.0)
+        sampler = [torch.tensor(r.sample_logprobs) if r.sample_logprobs else None for r in rollouts] if served else None
         size = math.ceil(len(rollouts) / cfg.minibatches)
         total = 0.0
         for s in range(0, len(rollouts), size):
@@ -356,7 +385,8 @@ class GrpoTrainer:
             total += accumulate_gradients(self.model, rollouts[s: s + size], advantages[s: s + size], pad=pad,
                                           micro_batch_size=cfg.micro_batch_size, clip_low=cfg.clip_low, clip_high=cfg.clip_high,
                                           temperature=cfg.temperature, old_logps=None if old is None else old[s: s + size],
-                                          allowed=None if allowed is None else allowed[s: s + size])
+                                          allowed=None if allowed is None else allowed[s: s + size],
+                                          sampler_logps=None if sampler is None else sampler[s: s + size], tis_cap=cfg.tis_cap, stats=stats)
             torch.nn.utils.clip_grad_norm_(trainable_parameters(self.model), cfg.max_grad_norm)
             self.optimizer.step()
             self.scheduler.step()

@@ -97,8 +97,13 @@ class Policy:
     other requests one at a time. With `enable_lora`, LoRA adapters loaded at runtime are served
     beside it under their own names."""
 
-    def __init__(self, model, tokenizer, name: str, *, enable_lora: bool = False, constrained_decoding: bool | str = False):
+    def __init__(self, model, tokenizer, name: str, *, enable_lora: bool = False, constrained_decoding: bool | str = False,
+                 logprobs_mode: str = "raw_logprobs"):
         self.model, self.tok, self.name = model.eval(), tokenizer, name
+        if logprobs_mode not in LOGPROBS_MODES:
+            raise ValueError(f"logprobs_mode: expected one of {', '.join(LOGPROBS_MODES)}, got {logprobs_mode!r}")
+        # vLLM's --logprobs-mode: log-softmax of the raw logits, or of the tempered ones sampled from.
+        self.logprobs_mode = logprobs_mode
         # With constrained decoding, chat requests with tools are answered under the action grammar
         # in the JSON action format, as the trainer samples them (grammar.py).
         self.constrained = uses_actions(constrained_decoding, tokenizer)
@@ -225,7 +230,8 @@ class Policy:
     def completion(self, body: dict) -> dict:
         """Samples softmax(logits / T) as the trainer does (no top-k/top-p); stops at the tokenizer's
         EOS or any of `stop_token_ids` (the stop token is part of the sample). Logprobs are the
-        model's own log-softmax (before temperature), as vLLM reports them by default."""
+        model's own log-softmax (before temperature), as vLLM reports them by default, or with
+        `logprobs_mode` "processed_logprobs" those of the tempered distribution sampled from."""
         prompts = _token_prompts(body.get("prompt"), len(self.tok))
         for key, allowed in _NEUTRAL.items():
             if body.get(key) not in allowed:
@@ -257,7 +263,8 @@ class Policy:
             with self._use(model_name), torch.no_grad():
                 outs = sample(self.model, prompts, max_new_tokens=max_tokens, temperature=temperature, stop_ids=stop,
                               pad_id=self.tok.pad_token_id, generator=generator, grammar=grammar).ids
-                lps = [self._logprobs(p, o, k, as_ids) for p, o in zip(prompts, outs)] if k is not None else [None] * len(outs)
+                scale = temperature if self.logprobs_mode == "processed_logprobs" and temperature > 0 else 1.0
+                lps = [self._logprobs(p, o, k, as_ids, scale) for p, o in zip(prompts, outs)] if k is not None else [None] * len(outs)
             self.calls += 1
             n = self.calls
         choices = []
@@ -270,9 +277,9 @@ class Policy:
         return {"id": f"cmpl-{n}", "object": "text_completion", "created": int(time.time()), "model": model_name, "choices": choices,
                 "usage": {"prompt_tokens": sum(map(len, prompts)), "completion_tokens": used, "total_tokens": sum(map(len, prompts)) + used}}
 
-    def _logprobs(self, prompt: list[int], out: list[int], k: int, as_ids: bool) -> dict:
+    def _logprobs(self, prompt: list[int], out: list[int], k: int, as_ids: bool, temperature: float = 1.0) -> dict:
         device = next(self.model.parameters()).device
-        logits = self.model(input_ids=torch.tensor([prompt + out], device=device)).logits[0, len(prompt) - 1: -1].float()
+        logits = self.model(input_ids=torch.tensor([prompt + out], device=device)).logits[0, len(prompt) - 1: -1].float() / temperature
         lp = torch.log_softmax(logits, dim=-1)
         name = (lambda t: f"token_id:{t}") if as_ids else (lambda t: self.tok.decode([t]))
         tokens = [name(t) for t in out]
@@ -288,6 +295,8 @@ class Policy:
             at += len(self.tok.decode([t]))
         return {"tokens": tokens, "token_logprobs": chosen, "top_logprobs": top, "text_offset": offsets}
 
+
+LOGPROBS_MODES = ("raw_logprobs", "processed_logprobs")
 
 # Completion options this server does not implement, and the values that mean "off": sampling is
 # always one softmax(logits / temperature) draw per prompt, as in the trainer.
@@ -308,7 +317,7 @@ def _token_prompts(prompt, vocab: int) -> list[list[int]]:
 
 def load_policy(model: str, *, tokenizer: str | None = None, adapter: str | None = None, gate: str | None = None,
                 name: str | None = None, device: str = "auto", store: Store | None = None, enable_lora: bool = False,
-                constrained_decoding: bool | str = False) -> Policy:
+                constrained_decoding: bool | str = False, logprobs_mode: str = "raw_logprobs") -> Policy:
     from .model import load_base, load_tokenizer, pick_device, pick_dtype
 
     if adapter and gate:
@@ -329,7 +338,8 @@ def load_policy(model: str, *, tokenizer: str | None = None, adapter: str | None
 
         load_gate(base, store, gate)
     variant = "adapter" if adapter else "gate" if gate else "base"
-    return Policy(base, tok, name or f"trace-{variant}", enable_lora=enable_lora, constrained_decoding=constrained_decoding)
+    return Policy(base, tok, name or f"trace-{variant}", enable_lora=enable_lora, constrained_decoding=constrained_decoding,
+                  logprobs_mode=logprobs_mode)
 
 
 def make_server(policy: Policy, host: str = "127.0.0.1", port: int = 0) -> ThreadingHTTPServer:
@@ -375,9 +385,9 @@ def make_server(policy: Policy, host: str = "127.0.0.1", port: int = 0) -> Threa
 
 
 def serve(*, model: str, tokenizer: str | None, adapter: str | None, gate: str | None, host: str, port: int, name: str | None,
-          device: str, enable_lora: bool = False, constrained_decoding: bool | str = False) -> None:
+          device: str, enable_lora: bool = False, constrained_decoding: bool | str = False, logprobs_mode: str = "raw_logprobs") -> None:
     policy = load_policy(model, tokenizer=tokenizer, adapter=adapter, gate=gate, name=name, device=device, enable_lora=enable_lora,
-                         constrained_decoding=constrained_decoding)
+                         constrained_decoding=constrained_decoding, logprobs_mode=logprobs_mode)
     server = make_server(policy, host, port)
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown, daemon=True).start())
     emit("listening", url=f"http://{host}:{server.server_address[1]}/v1", model=policy.name)
