@@ -21,9 +21,13 @@ function isSandboxError(reason: string) {
   };
 }
 
-/** Runs the attack tool once and returns the observation, or throws what the sandbox threw. */
+/**
+ * Runs the attack tool once and returns the observation, or throws what the sandbox threw. Weak
+ * levels are allowed here: this suite checks what each level contains when it runs
+ * (TRACE_SANDBOX_ISOLATION pins one); that they are refused by default is sandbox-hardening's test.
+ */
 async function attack(body: string, extra: { limits?: SandboxLimits; isolation?: IsolationLevel; allowWeakIsolation?: boolean } = {}): Promise<string> {
-  const opts: SandboxOptions = { source: attackSource(body), ...extra };
+  const opts: SandboxOptions = { source: attackSource(body), allowWeakIsolation: true, ...extra };
   const env = await startSandboxedEnv(opts);
   try {
     const ep = await env.reset({ taskId: 'attack' });
@@ -90,6 +94,43 @@ test('escape: a socket to a loopback port never connects', async (t) => {
   }
 });
 
+test('escape: an abstract unix socket the worker listens on is out of reach (network namespace)', async (t) => {
+  const iso = await sandboxIsolation();
+  if (!iso.networkBlocked) return t.skip(`network is not blocked at isolation level '${iso.level}' (see envs/sandbox/README.md)`);
+  let connections = 0;
+  const name = `\0trace-escape-${process.pid}`;
+  const server = net.createServer((s) => {
+    connections++;
+    s.end(SECRET);
+  });
+  await new Promise<void>((r) => server.listen(name, r));
+  try {
+    const body = `return await new Promise((resolve, reject) => {
+      const s = net.connect(${JSON.stringify(name)});
+      let got = '';
+      s.on('data', (d) => (got += d));
+      s.on('end', () => resolve(got));
+      s.on('error', reject);
+    })`;
+    await assert.rejects(attack(body), isSandboxError('network'));
+    assert.equal(connections, 0, 'a connection reached the abstract socket');
+  } finally {
+    server.close();
+  }
+});
+
+test('escape: red-team rerun (WASI preopens, loader hooks, wasm memory, name lookups) stays contained', async () => {
+  // WASI would hand the module the host file system as a preopen; the permission model refuses it.
+  await assert.rejects(attack("const { WASI } = await import('node:wasi'); new WASI({ version: 'preview1', preopens: { '/h': '/' } }); return 'wasi'"), isSandboxError('permission'));
+  // Loader hooks (module.register) would run code on a new thread.
+  assert.match(await attack("try { (await import('node:module')).register('data:text/javascript,'); return 'registered'; } catch (e) { return 'refused ' + e.code; }"), /^refused ERR_ACCESS_DENIED/);
+  // WebAssembly memory lives outside the V8 heap: RLIMIT_DATA stops it near memoryMb + 256 MiB.
+  const grown = await attack('const m = new WebAssembly.Memory({ initial: 1, maximum: 65536 }); let mib = 0; try { for (;;) { m.grow(1024); mib += 64; new Uint8Array(m.buffer).fill(1, (mib - 64) * 2 ** 20); } } catch { return String(mib); }', { limits: { memoryMb: 256 } }).catch((e: unknown) => (e instanceof SandboxError && e.reason === 'memory' ? '0' : Promise.reject(e)));
+  assert.ok(Number(grown) <= 256 + 256 + 64, `wasm memory grew to ${grown} MiB with memoryMb 256`);
+  const iso = await sandboxIsolation();
+  if (iso.networkBlocked) await assert.rejects(attack("const dns = await import('node:dns'); return await new Promise((r, j) => dns.lookup('example.com', (e, a) => (e ? j(e) : r(a))))"), isSandboxError('network'));
+});
+
 test('escape: spawning a process, and a fork bomb, are refused', async () => {
   await assert.rejects(attack("return cp.execSync('id').toString()"), isSandboxError('permission'));
   const bomb = "for (let i = 0; i < 10000; i++) cp.spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)']); return 'spawned'";
@@ -121,7 +162,7 @@ test('escape: an infinite loop is stopped by the wall clock, in a step and at im
   const t0 = Date.now();
   await assert.rejects(attack('for (;;) {}', { limits: { wallMs: 2000 } }), isSandboxError('timeout'));
   assert.ok(Date.now() - t0 < 15_000, 'the timeout took too long');
-  await assert.rejects(startSandboxedEnv({ source: attackSource('return 1', 'for (;;) {}'), limits: { startMs: 1500 } }), isSandboxError('timeout'));
+  await assert.rejects(startSandboxedEnv({ source: attackSource('return 1', 'for (;;) {}'), limits: { startMs: 1500 }, allowWeakIsolation: true }), isSandboxError('timeout'));
 });
 
 test('escape: memory bombs (JS heap and off-heap buffers) are stopped', async (t) => {
@@ -169,7 +210,7 @@ test('fallback isolation levels still refuse file and process access', async (t)
 });
 
 test('after every escape attempt the worker still runs a good env', async () => {
-  const env = await startSandboxedEnv({ modulePath: 'test/fixtures/sandbox/good-env.ts' });
+  const env = await startSandboxedEnv({ modulePath: 'test/fixtures/sandbox/good-env.ts', allowWeakIsolation: true });
   try {
     const checks = await runConformance(env, { toolCall: { name: 'increment', arguments: '{"by":2}' } });
     assert.ok(checks.every((c) => c.ok), formatConformance(checks));
