@@ -28,6 +28,7 @@ def sampled_call(syntax: str, i: int) -> str:
         "hermes": f'<tool_call>\n{{"name": "add", "arguments": {{"n": {n}}}}}\n</tool_call>',
         "llama3": f'{{"name": "add", "parameters": {{"n": {n}}}}}',
         "mistral": f'[TOOL_CALLS][{{"name": "add", "arguments": {{"n": {n}}}, "id": "{MISTRAL_IDS[i]}"}}]',
+        "mistral11": f'[TOOL_CALLS]add[CALL_ID]{MISTRAL_IDS[i]}[ARGS]{{"n": {n}}}',
         "phi4": f'<|tool_call|>[{{"name": "add", "arguments": {{"n": {n}}}}}]<|/tool_call|>',
     }[syntax]
 
@@ -97,7 +98,7 @@ def reference_render(name: str, fmt: ChatFormat, msgs: list[dict], **kwargs) -> 
     return fmt.tok.apply_chat_template(head + conv, tokenize=False, add_generation_prompt=False, **tools, **kwargs)
 
 
-EXPECTED_FAMILY = {"qwen3": "qwen3", "qwen2.5": "qwen2.5", "llama3.1": "llama3", "llama3.2": "llama3", "mistral-nemo": "mistral",
+EXPECTED_FAMILY = {"qwen3": "qwen3", "qwen2.5": "qwen2.5", "llama3.1": "llama3", "llama3.2": "llama3", "mistral-nemo": "mistral", "mistral-small3.2": "mistral-v11",
                    "gemma2": "gemma", "gemma3": "gemma", "phi4-mini": "phi4-mini"}
 
 
@@ -152,6 +153,7 @@ def test_qwen3_with_thinking_is_prefix_stable_over_a_tool_episode():
 @pytest.mark.parametrize("syntax,text,content", [
     ("llama3", '<|python_tag|>{"name": "add", "parameters": {"n": 4}}', ""),
     ("mistral", 'Adding. [TOOL_CALLS] [{"name": "add", "arguments": {"n": 4}}]', "Adding."),
+    ("mistral11", 'Adding.[TOOL_CALLS]add[ARGS]{"n": 4}', "Adding."),
     ("phi4", 'functools[{"name": "add", "arguments": {"n": 4}}]', ""),
     ("phi4", '<|tool_call|>[{"type": "function", "function": {"name": "add", "arguments": {"n": 4}}}]<|/tool_call|>', ""),
     ("hermes", 'Sure.\n<tool_call>\n{"name": "add", "arguments": {"n": 4}}\n</tool_call>', "Sure."),

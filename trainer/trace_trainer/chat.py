@@ -33,7 +33,7 @@ class Family:
     """What a model family's template needs beyond `apply_chat_template`."""
     name: str
     markers: tuple[str, ...]  # all present in the chat template
-    calls: str = "hermes"  # tool-call syntax: hermes | llama3 | mistral | phi4
+    calls: str = "hermes"  # tool-call syntax: hermes | llama3 | mistral | mistral11 | phi4
     native_calls: bool = False  # the template renders an assistant's `tool_calls` itself (history is passed that way)
     tool_role: str | None = "tool"  # role of tool results; None: user turns
     alternate: bool = False  # roles must alternate user/assistant: consecutive user turns are merged
@@ -46,6 +46,7 @@ FAMILIES = (
     Family("qwen3", ("<|im_start|>", "<tool_call>", "</think>"), native_calls=True, kwargs={"enable_thinking": False}),
     Family("qwen2.5", ("<|im_start|>", "<tool_call>"), native_calls=True),
     Family("llama3", ("<|start_header_id|>", "<|eot_id|>", "ipython"), calls="llama3", native_calls=True),
+    Family("mistral-v11", ("[INST]", "[TOOL_CALLS]", "[ARGS]"), calls="mistral11", native_calls=True),
     Family("mistral", ("[INST]", "[TOOL_CALLS]"), calls="mistral", native_calls=True),
     Family("gemma", ("<start_of_turn>",), tool_role=None, alternate=True),
     Family("phi4-mini", ("<|assistant|>", "<|tool|>"), calls="phi4", tools_in_system=True),
@@ -200,7 +201,7 @@ class ChatFormat:
         return out
 
     def _call_id(self, cid: str) -> str:
-        return mistral_id(cid) if self.family.calls == "mistral" else cid
+        return mistral_id(cid) if self.family.calls.startswith("mistral") else cid
 
     def _native_call(self, c: dict) -> dict:
         return {"id": self._call_id(c.get("id", "")), "type": "function",
@@ -221,6 +222,9 @@ class ChatFormat:
         if syntax == "mistral":
             return "[TOOL_CALLS]" + _dumps([{"name": c["function"]["name"], "arguments": _arguments(c), "id": self._call_id(c.get("id", ""))}
                                             for c in calls])
+        if syntax == "mistral11":
+            return "".join(f"[TOOL_CALLS]{c['function']['name']}[CALL_ID]{self._call_id(c.get('id', ''))}[ARGS]{_dumps(_arguments(c))}"
+                           for c in calls)
         if syntax == "phi4":
             listed = _dumps([{"name": c["function"]["name"], "arguments": _arguments(c)} for c in calls])
             return "\n".join(p for p in (content, f"<|tool_call|>{listed}<|/tool_call|>") if p)
@@ -415,6 +419,25 @@ def parse_mistral(text: str, call_id: str):
     return head.strip(), calls
 
 
+MISTRAL11_CALL_RE = re.compile(r"\[TOOL_CALLS\]\s*([^\[\s]+)\s*(?:\[CALL_ID\]\s*([A-Za-z0-9]+)\s*)?\[ARGS\]")
+
+
+def parse_mistral11(text: str, call_id: str):
+    """Mistral Small 3.1+/Magistral/Devstral (tokenizer v11+): `[TOOL_CALLS]name[CALL_ID]id[ARGS]{...}`
+    per call (`[CALL_ID]` optional); ids as in `parse_mistral`."""
+    calls, head = [], None
+    for m in MISTRAL11_CALL_RE.finditer(text):
+        head = text[: m.start()] if head is None else head
+        try:
+            args, _ = json.JSONDecoder().raw_decode(text[m.end():].lstrip())
+        except json.JSONDecodeError:
+            continue
+        c = _call(call_id, len(calls), m.group(1), args)
+        c["id"] = m.group(2) if m.group(2) and MISTRAL_ID_RE.fullmatch(m.group(2)) else mistral_id(c["id"])
+        calls.append(c)
+    return (text if head is None else head).strip(), calls
+
+
 def parse_phi4(text: str, call_id: str):
     """Phi-4-mini: `<|tool_call|>[{"name": ..., "arguments": {...}}]<|/tool_call|>` (vLLM's
     template for it writes `functools[...]`, also read); an OpenAI-shaped item is read too."""
@@ -427,4 +450,4 @@ def parse_phi4(text: str, call_id: str):
     return PHI_CALL_RE.sub("", text).strip(), calls
 
 
-_PARSERS = {"hermes": parse_assistant, "llama3": parse_llama3, "mistral": parse_mistral, "phi4": parse_phi4}
+_PARSERS = {"hermes": parse_assistant, "llama3": parse_llama3, "mistral": parse_mistral, "mistral11": parse_mistral11, "phi4": parse_phi4}
