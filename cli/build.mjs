@@ -16,7 +16,10 @@ const MANIFEST = path.join(CLI_DIR, 'manifest.json');
 // Chunks of earlier builds stay a day: a running worker may still import one lazily.
 const KEEP_OLD_CHUNKS_MS = 24 * 3600 * 1000;
 
-/** Each input's size and mtime: a changed, added or removed input makes the bundle stale. */
+/**
+ * Each input's size and mtime: a changed, added or removed input makes the bundle stale (the
+ * lock file stands for the inlined packages, and this file for the build options).
+ */
 const stamp = (file) => {
   const s = statSync(file);
   return `${s.size}:${s.mtimeMs}`;
@@ -118,7 +121,7 @@ export async function buildCli() {
     if (!written.includes(file) && Date.now() - statSync(file).mtimeMs > KEEP_OLD_CHUNKS_MS) rmSync(file, { force: true });
   }
   const inputs = Object.fromEntries(
-    [...Object.keys(result.metafile.inputs).filter((rel) => !rel.includes('node_modules/')), 'tsconfig.json', 'package.json'].map((rel) => [rel, stamp(path.join(ROOT, rel))]),
+    [...Object.keys(result.metafile.inputs).filter((rel) => !rel.includes('node_modules/')), 'tsconfig.json', 'package.json', 'package-lock.json', 'cli/build.mjs'].map((rel) => [rel, stamp(path.join(ROOT, rel))]),
   );
   // A source saved while esbuild read it may not be in this bundle: leave it stale for the next start.
   if (Object.keys(inputs).some((rel) => statSync(path.join(ROOT, rel)).mtimeMs >= started)) return { inputs: Object.keys(inputs).length };
