@@ -1,7 +1,7 @@
 """Tiny random models saved in Hugging Face layout (config.json, model.safetensors, tokenizer files
 with the family's real chat template) for two architectures, Qwen3 and Llama, loaded by path as
 `training.model` is: one GRPO iteration over tool episodes in the family's tool-call syntax, a
-gate step on the trajectories it wrote, and an adapter that names its base and the projections
+gate step on the trajectories it wrote, the served chat prompt, and an adapter that names its base and the projections
 vLLM's --enable-lora takes for these architectures."""
 import itertools
 import json
@@ -18,6 +18,7 @@ from trace_trainer.env_server import ServedEnv
 from trace_trainer.gate import fit_gate
 from trace_trainer.grpo import GrpoTrainer
 from trace_trainer.sampler import Samples
+from trace_trainer.serve import load_policy
 from trace_trainer.toy_env import CounterEnv
 
 # vLLM's LoRA layers for LlamaForCausalLM and Qwen3ForCausalLM: the attention and MLP projections
@@ -98,3 +99,9 @@ def test_grpo_and_gate_on_a_hugging_face_directory(family, tmp_path, monkeypatch
                                   "steps": 1, "lr": 1e-2, "batch_size": 1, "device": "cpu"})
     out = fit_gate(gcfg)
     assert Path(out["gate_uri"]).exists()
+
+    # Served from the same directory with the trained adapter: the chat prompt is the trainer's.
+    policy = load_policy(model_dir, adapter=str(adapter))
+    system, user = "use add to reach the target", {"role": "user", "content": "reach 2"}
+    answer = policy.complete({"messages": [{"role": "system", "content": system}, user], "tools": CounterEnv().tools(), "max_tokens": 3})
+    assert answer["usage"]["prompt_tokens"] == len(trainer.fmt.prompt_ids(system, CounterEnv().tools(), [user]))
