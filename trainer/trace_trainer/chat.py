@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .events import TrainerError
 from .grammar import action_text, parse_action
@@ -73,7 +73,7 @@ class ChatFormat:
             raise TrainerError("NoChatTemplate", f"model {self.model}: the tokenizer has no chat template "
                                "(chat_template in tokenizer_config.json or chat_template.jinja)", retryable=False)
         fam = family_of(template)
-        self.family = Family(**{**fam.__dict__, "kwargs": {**fam.kwargs, "enable_thinking": thinking}}) if fam.name == "qwen3" else fam
+        self.family = replace(fam, kwargs={**fam.kwargs, "enable_thinking": thinking}) if fam.name == "qwen3" else fam
         stop = {tokenizer.eos_token_id} if tokenizer.eos_token_id is not None else set()
         vocab = tokenizer.get_vocab()
         stop |= {vocab[t] for t in _STOP_TOKENS if t in vocab}
