@@ -198,6 +198,31 @@ def test_a_template_that_cannot_be_appended_to_fails_before_any_rollout(template
     assert e.value.type == "fatal:UnsupportedChatTemplate" and "test/qwen2.5" in str(e.value) and missing in str(e.value)
 
 
+def test_trainer_gate_and_server_fail_on_the_template_before_loading_the_weights(tmp_path, monkeypatch):
+    import trace_trainer.grpo as grpo_mod
+    import trace_trainer.model as model_mod
+    from trace_trainer.config import GateConfig, GrpoConfig, from_dict
+    from trace_trainer.gate import fit_gate
+    from trace_trainer.serve import load_policy
+
+    def no_weights(*a, **kw):
+        raise AssertionError("the weights were loaded before the chat template was checked")
+
+    monkeypatch.setattr(grpo_mod, "load_base", no_weights)
+    monkeypatch.setattr(model_mod, "load_base", no_weights)
+    tok = _tok_with(None)
+    monkeypatch.setattr(grpo_mod, "load_tokenizer", lambda name: tok)
+    monkeypatch.setattr(model_mod, "load_tokenizer", lambda name: tok)
+    runs = [lambda: grpo_mod.GrpoTrainer(from_dict(GrpoConfig, {"model": "m", "env_url": "http://127.0.0.1:9", "output_uri": str(tmp_path / "o")})),
+            lambda: fit_gate(from_dict(GateConfig, {"model": "m", "adapters": [{"name": "a", "uri": "x"}, {"name": "b", "uri": "y"}],
+                                               "trajectories": ["t.jsonl"], "output_uri": str(tmp_path / "g")})),
+            lambda: load_policy("m")]
+    for run in runs:
+        with pytest.raises(TrainerError) as e:
+            run()
+        assert e.value.type == "fatal:NoChatTemplate"
+
+
 def test_a_template_that_drops_tool_turns_gets_tool_results_as_user_turns():
     """A capital T in the template ("Today Date", as in Llama 3's) is no tool role."""
     template = ("Today Date{% for m in messages %}{% if m['role'] != 'tool' %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"

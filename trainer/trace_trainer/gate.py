@@ -91,8 +91,8 @@ def fit_gate(cfg: GateConfig, *, model=None, tokenizer=None, store: Store | None
     device = pick_device(cfg.device)
     emit("started", steps=cfg.steps, device=str(device))
     tok = tokenizer or load_tokenizer(cfg.tokenizer or cfg.model)
+    fmt = ChatFormat(tok, actions=uses_actions(cfg.constrained_decoding, tok), thinking=cfg.thinking)  # before the weights load
     model = model if model is not None else load_base(cfg.model, device, pick_dtype(cfg.dtype, device))
-    fmt = ChatFormat(tok, actions=uses_actions(cfg.constrained_decoding, tok), thinking=cfg.thinking)
     with tempfile.TemporaryDirectory() as work:
         adapters = fetch_adapters(store, cfg.adapters, work)
         parsed = [read_adapter(a["dir"]) for a in adapters]

@@ -161,9 +161,10 @@ class GrpoTrainer:
         self.device = pick_device(cfg.device)
         batching.seed_all(cfg.seed)
         self.tok = tokenizer or load_tokenizer(cfg.tokenizer or cfg.model)
+        # Before the weights load: a chat template the rollouts cannot use fails in seconds, not minutes.
+        self.fmt = ChatFormat(self.tok, actions=uses_actions(cfg.constrained_decoding, self.tok), thinking=cfg.thinking)
         base = model if model is not None else load_base(cfg.model, self.device, pick_dtype(cfg.dtype, self.device))
         self.model = add_lora(base, cfg.lora)
-        self.fmt = ChatFormat(self.tok, actions=uses_actions(cfg.constrained_decoding, self.tok), thinking=cfg.thinking)
         self.grammar: ActionGrammar | None = None
         self.store = store or Store(cfg.s3)
         self.env = EnvClient(cfg.env_url)

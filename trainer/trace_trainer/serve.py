@@ -327,6 +327,7 @@ def load_policy(model: str, *, tokenizer: str | None = None, adapter: str | None
     store = store or Store()
     dev = pick_device(device)
     tok = load_tokenizer(tokenizer or model)
+    ChatFormat(tok)  # a chat template the server cannot use fails before the weights load
     base = load_base(model, dev, pick_dtype("auto", dev))
     if adapter:
         from peft import PeftModel
