@@ -79,11 +79,14 @@ test('snapshot_similarity: geometric mean over columns in float32, best 1:1 row 
   // Target rows listed in the other order still match 1:1.
   assert.equal(snapshotSimilarity(rows, [{ name: 'Marge S' }, { name: 'Homer S' }], CONTACT), 1);
   assert.equal(snapshotSimilarity(rows, [{ name: 'Marge S' }], CONTACT), 0);
-  // Partial ROUGE on one of two columns: exp(-mean(-log f32(0.5), -log 1)) = sqrt(0.5) up to float32.
+  // Partial ROUGE on one of two columns: exp(-mean(-log f, -log 1)), where polars takes the log of the
+  // Float32 similarity as Rust's f32::log(x, e) = ln(x) / ln(e as f32), in float32.
   const s = snapshotSimilarity([contact('a', 'Homer S', '+1', 'my husband')], [{ name: 'Homer S', relationship: 'husband' }], CONTACT);
   const f = rougeLFmeasure('husband', 'my husband');
   assert.ok(Math.abs(f - 2 / 3) < 1e-12);
-  assert.equal(s, Math.exp(-(-Math.fround(Math.log(Math.fround(f))) / 2)));
+  const f32 = Math.fround;
+  assert.equal(s, Math.exp(-(-f32(f32(Math.log(f32(f))) / f32(Math.log(f32(Math.E)))) / 2)));
+  assert.ok(Math.abs(s - Math.sqrt(2 / 3)) < 1e-7);
   // A zero column makes the row's similarity 0.
   assert.equal(snapshotSimilarity([contact('a', 'Homer S', '+1')], [{ name: 'Homer S', phone_number: '+9' }], CONTACT), 0);
 });

@@ -8,8 +8,6 @@
 
 export const NAMESPACES = ['SANDBOX', 'SETTING', 'CONTACT', 'MESSAGING', 'REMINDER'] as const;
 export type Namespace = (typeof NAMESPACES)[number];
-export const ROLES = ['SYSTEM', 'USER', 'AGENT', 'EXECUTION_ENVIRONMENT'] as const;
-export type Role = (typeof ROLES)[number];
 export type Row = Record<string, unknown>;
 
 /** Column order of each database (ExecutionContext.dbs_schemas); floats are the Float64 columns. */
@@ -43,7 +41,8 @@ function normalise(ns: Namespace, row: Row, index: number): Row {
 }
 
 export function isHeadguard(row: Row): boolean {
-  return Object.entries(row).every(([k, v]) => k === INDEX || v === null || v === undefined);
+  for (const k in row) if (k !== INDEX && row[k] !== null && row[k] !== undefined) return false;
+  return true;
 }
 
 const isUserSimFewShot = (row: Row): boolean => Array.isArray(row.visible_to) && row.visible_to.length === 1 && row.visible_to[0] === 'USER';
@@ -58,6 +57,9 @@ export interface GetOptions {
 }
 
 export class SandboxContext {
+  /** max_sandbox_message_index, recomputed after a change (it is read at every snapshot lookup). */
+  private maxIndex: number | undefined;
+
   private constructor(readonly dbs: Record<Namespace, Row[]>) {}
 
   /** A fresh context: headguards plus upstream's default settings row. */
@@ -86,15 +88,14 @@ export class SandboxContext {
     return new SandboxContext(out);
   }
 
-  clone(): SandboxContext {
-    return new SandboxContext(structuredClone(this.dbs));
-  }
-
   /** -1 when no messages exist. */
   get maxSandboxMessageIndex(): number {
-    let max = -1;
-    for (const r of this.dbs.SANDBOX) if (!isHeadguard(r)) max = Math.max(max, r[INDEX] as number);
-    return max;
+    if (this.maxIndex === undefined) {
+      let max = -1;
+      for (const r of this.dbs.SANDBOX) if (!isHeadguard(r)) max = Math.max(max, r[INDEX] as number);
+      this.maxIndex = max;
+    }
+    return this.maxIndex;
   }
 
   /** Index of the first user message that is not a user-simulator few-shot example; -1 if none. */
@@ -106,18 +107,13 @@ export class SandboxContext {
   /** The index of the most recent snapshot of `ns` no later than `query` (get_most_recent_snapshot_sandbox_message_index). */
   snapshotIndex(ns: Namespace, query: number): number {
     const db = this.dbs[ns];
-    if (db.every(isHeadguard)) return -1;
+    if (!db.some((r) => !isHeadguard(r))) return -1;
     const max = this.maxSandboxMessageIndex + 1;
     if (query > max) throw new Error(`query_index=${query} is larger than the largest available sandbox_message_index + 1 = ${max}`);
     const indices = [...new Set(db.map((r) => r[INDEX] as number))].sort((a, b) => a - b);
     let pos = 0;
     while (pos < indices.length && indices[pos] <= query) pos++;
     return indices[Math.max(pos - 1, 0)];
-  }
-
-  /** Sorted distinct snapshot indices of `ns`, headguards included (CachedSimilarityCalculator's buckets). */
-  snapshotIndices(ns: Namespace): number[] {
-    return [...new Set(this.dbs[ns].map((r) => r[INDEX] as number))];
   }
 
   getDatabase(ns: Namespace, opts: GetOptions = {}): Row[] {
@@ -159,6 +155,7 @@ export class SandboxContext {
       active = r.conversation_active;
       this.dbs.SANDBOX.push(r);
     }
+    this.maxIndex = undefined;
   }
 
   /** Removes rows of the current snapshot matching `pred`; throws when none match (NoDataError upstream). */
@@ -180,5 +177,6 @@ export class SandboxContext {
     } else idx = this.maxSandboxMessageIndex;
     const next = [normalise(ns, {}, idx), ...rows.filter((r) => !isHeadguard(r)).map((r) => normalise(ns, structuredClone(r), idx))];
     this.dbs[ns] = [...this.dbs[ns].filter((r) => r[INDEX] !== idx), ...next];
+    this.maxIndex = undefined;
   }
 }

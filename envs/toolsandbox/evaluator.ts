@@ -10,6 +10,9 @@ import { isClose, NOT_GIVEN, pyEquals, pyFixed, PyFloat, pyFormat, PyKeyError } 
 import { rougeLFmeasure } from './rouge.js';
 
 const f32 = Math.fround;
+/** polars' `log()` on a Float32 column is Rust's `f32::log(x, e)` = ln(x) / ln(e as f32), all in float32. */
+const LN_E_F32 = f32(Math.log(f32(Math.E)));
+const polarsLog32 = (x: number): number => f32(f32(Math.log(x)) / LN_E_F32);
 
 // ---------------------------------------------------------------------------------------------
 // Column similarity measures: one value per snapshot row; null where polars yields null.
@@ -111,21 +114,25 @@ export const DEFAULT_COLUMN_MEASURES: Record<Namespace, Record<string, ColumnMea
  */
 const BOOLEAN_COLUMNS = new Set(['cellular', 'wifi', 'location_service', 'low_battery_mode', 'is_self', 'conversation_active']);
 const LIST_COLUMNS = new Set(['tool_trace', 'visible_to']);
-function fillNullZero(rows: Row[], ns: Namespace | 'target'): Row[] {
+function fillNullZero(rows: Row[], ns: Namespace | 'target', targetSchema?: Record<string, string>): Row[] {
   const floats = ns === 'target' ? undefined : new Set(SCHEMAS[ns].floats);
   return rows.map((r) => {
     const out: Row = {};
     for (const [k, v] of Object.entries(r)) {
       if (v !== null) out[k] = v;
-      else if (ns === 'target') out[k] = targetFill(rows, k);
+      else if (ns === 'target') out[k] = targetFill(rows, k, targetSchema?.[k]);
       else out[k] = floats!.has(k) ? 0 : BOOLEAN_COLUMNS.has(k) ? false : LIST_COLUMNS.has(k) ? null : '';
     }
     return out;
   });
 }
 
-/** A target column's fill value follows its inferred dtype; an all-null column stays null. */
-function targetFill(rows: Row[], col: string): unknown {
+/** A target column's fill value follows its polars dtype (given, else inferred as polars would). */
+function targetFill(rows: Row[], col: string, dtype?: string): unknown {
+  if (dtype === 'String') return '';
+  if (dtype === 'Boolean') return false;
+  if (dtype && /^(Float|Int|UInt)\d+$/.test(dtype)) return 0;
+  if (dtype) return null;
   const sample = rows.map((r) => r[col]).find((v) => v !== null && v !== undefined);
   if (typeof sample === 'number') return 0;
   if (typeof sample === 'boolean') return false;
@@ -189,8 +196,7 @@ export function snapshotSimilarity(snapshot: Row[], target: Row[], measures: Mea
     const cols = Object.entries(row).map(([c, v]) => {
       const m = measures[c];
       if (!m) throw new Error(`no similarity measure for column '${c}'`);
-      // -log in float32 (polars keeps the Float32 dtype of the similarity column).
-      return columnSimilarity(m, snapshot, c, v).map((s) => (s === null ? null : -f32(Math.log(s))));
+      return columnSimilarity(m, snapshot, c, v).map((s) => (s === null ? null : -polarsLog32(s)));
     });
     return snapshot.map((_, j) => {
       // mean_horizontal: float32 running sum of the non-null costs, divided in float64.
@@ -215,7 +221,7 @@ export function snapshotSimilarity(snapshot: Row[], target: Row[], measures: Mea
 }
 
 /** evaluation.addition_similarity: snapshot ⊇ reference, and what was added matches the target. */
-export function additionSimilarity(ns: Namespace, snapshot: Row[], target: Row[], measures: Measures, reference: Row[]): number {
+export function additionSimilarity(ns: Namespace, snapshot: Row[], target: Row[], measures: Measures, reference: Row[], targetSchema?: Record<string, string>): number {
   const snap = fillNullZero(dropIndex(snapshot), ns);
   const ref = fillNullZero(dropIndex(reference), ns);
   const cols = SCHEMAS[ns].columns.filter((c) => c !== 'sandbox_message_index');
@@ -223,22 +229,22 @@ export function additionSimilarity(ns: Namespace, snapshot: Row[], target: Row[]
   for (const s of snap) for (const r of ref) if (joinEqual(s, r, cols)) joined++;
   if (ref.length !== joined) return 0;
   const added = snap.filter((s) => !ref.some((r) => joinEqual(s, r, cols)));
-  return snapshotSimilarity(added, fillNullZero(target, 'target'), measures);
+  return snapshotSimilarity(added, fillNullZero(target, 'target', targetSchema), measures);
 }
 
 /** evaluation.removal_similarity: addition with snapshot and reference swapped. */
-export function removalSimilarity(ns: Namespace, snapshot: Row[], target: Row[], measures: Measures, reference: Row[]): number {
-  return additionSimilarity(ns, reference, target, measures, snapshot);
+export function removalSimilarity(ns: Namespace, snapshot: Row[], target: Row[], measures: Measures, reference: Row[], targetSchema?: Record<string, string>): number {
+  return additionSimilarity(ns, reference, target, measures, snapshot, targetSchema);
 }
 
 /** evaluation.update_similarity: same row count, and the rows not in the reference match the target. */
-export function updateSimilarity(ns: Namespace, snapshot: Row[], target: Row[], measures: Measures, reference: Row[]): number {
+export function updateSimilarity(ns: Namespace, snapshot: Row[], target: Row[], measures: Measures, reference: Row[], targetSchema?: Record<string, string>): number {
   const snap = fillNullZero(dropIndex(snapshot), ns);
   const ref = fillNullZero(dropIndex(reference), ns);
   if (ref.length !== snap.length) return 0;
   const cols = SCHEMAS[ns].columns.filter((c) => c !== 'sandbox_message_index');
   const changed = snap.filter((s) => !ref.some((r) => joinEqual(s, r, cols)));
-  return snapshotSimilarity(changed, fillNullZero(target, 'target'), measures);
+  return snapshotSimilarity(changed, fillNullZero(target, 'target', targetSchema), measures);
 }
 
 /** evaluation.guardrail_similarity: 1 iff the snapshot equals the reference (row order included). */
@@ -363,6 +369,8 @@ export interface SnapshotConstraint {
   /** The milestone whose matched snapshot is the reference; -1 = the first user message; null = none. */
   reference_milestone_node_index: number | null;
   target_dataframe: Row[] | null;
+  /** The target's polars dtypes ("String", "Float64", …): what fill_null fills a None with. */
+  target_schema?: Record<string, string>;
   /** Overrides of the default column measures (SnapshotConstraint.__attrs_post_init__ merges them). */
   column_similarity_measure?: Record<string, ColumnMeasure>;
 }
@@ -428,7 +436,8 @@ export class MilestoneMatcher {
   /** compute_mapping_and_similarity: null similarity when there are no milestones. */
   match(ctx: SandboxContext): { mapping: Map<number, [number, number]>; similarity: number | null } {
     if (!this.dag.nodes.length) return { mapping: new Map(), similarity: null };
-    const calculators = this.milestones.map((m) => new CachedSimilarity(ctx, m));
+    const snapshots = new SnapshotCache(ctx);
+    const calculators = this.milestones.map((m) => new CachedSimilarity(snapshots, m));
     const { mapping, sum } = this.dfs(new Map(), calculators, 0, this.dag, ctx.firstUserSandboxMessageIndex, ctx.maxSandboxMessageIndex);
     return { mapping, similarity: sum / this.milestones.length };
   }
@@ -469,11 +478,33 @@ function withGuardrailDefaults(m: Milestone): Milestone {
   return { ...m, guardrail_database_list: list };
 }
 
+/** Snapshots of a finished context, read once per (database, snapshot index); callers must not mutate them. */
+class SnapshotCache {
+  private readonly rows = new Map<string, Row[]>();
+
+  constructor(readonly ctx: SandboxContext) {}
+
+  /** The index of the snapshot that `index` resolves to (equal indices = identical snapshots). */
+  resolve(ns: Namespace, index: number): number {
+    return this.ctx.snapshotIndex(ns, index);
+  }
+
+  get(ns: Namespace, index: number): Row[] {
+    const key = `${ns}:${this.resolve(ns, index)}`;
+    let rows = this.rows.get(key);
+    if (!rows) {
+      rows = this.ctx.getDatabase(ns, { index });
+      this.rows.set(key, rows);
+    }
+    return rows;
+  }
+}
+
 /** CachedSimilarityCalculator: geometric mean of a milestone's constraint similarities (guardrails multiply but do not count). */
 class CachedSimilarity {
   private readonly cache: Map<string, number>[];
 
-  constructor(private readonly ctx: SandboxContext, private readonly milestone: Milestone) {
+  constructor(private readonly snapshots: SnapshotCache, private readonly milestone: Milestone) {
     this.cache = milestone.snapshot_constraints.map(() => new Map());
   }
 
@@ -484,7 +515,7 @@ class CachedSimilarity {
       const refMilestone = c.reference_milestone_node_index;
       let refIndex: number | null;
       if (refMilestone === null) refIndex = null;
-      else if (refMilestone === -1) refIndex = this.ctx.firstUserSandboxMessageIndex;
+      else if (refMilestone === -1) refIndex = this.snapshots.ctx.firstUserSandboxMessageIndex;
       else {
         const hit = mapping.get(refMilestone);
         if (!hit) throw new Error(`milestone references milestone ${refMilestone}, which is not matched before it`);
@@ -493,7 +524,11 @@ class CachedSimilarity {
       const key = `${current},${refIndex}`;
       let v = this.cache[k].get(key);
       if (v === undefined) {
-        v = constraintSimilarity(c, this.ctx.getDatabase(c.database_namespace, { index: current }), refIndex === null ? null : this.ctx.getDatabase(c.database_namespace, { index: refIndex }));
+        const ns = c.database_namespace;
+        // A guardrail between two indices that resolve to the same snapshot holds trivially.
+        v = c.snapshot_constraint.name === 'guardrail_similarity' && refIndex !== null && this.snapshots.resolve(ns, current) === this.snapshots.resolve(ns, refIndex)
+          ? 1
+          : constraintSimilarity(c, this.snapshots.get(ns, current), refIndex === null ? null : this.snapshots.get(ns, refIndex));
         this.cache[k].set(key, v);
       }
       product *= v;
@@ -513,9 +548,9 @@ export function constraintSimilarity(c: SnapshotConstraint, snapshot: Row[], ref
   const ns = c.database_namespace;
   switch (c.snapshot_constraint.name) {
     case 'snapshot_similarity': return snapshotSimilarity(snapshot, need(target, 'a target_dataframe'), measures);
-    case 'addition_similarity': return additionSimilarity(ns, snapshot, need(target, 'a target_dataframe'), measures, need(reference, 'a reference milestone'));
-    case 'removal_similarity': return removalSimilarity(ns, snapshot, need(target, 'a target_dataframe'), measures, need(reference, 'a reference milestone'));
-    case 'update_similarity': return updateSimilarity(ns, snapshot, need(target, 'a target_dataframe'), measures, need(reference, 'a reference milestone'));
+    case 'addition_similarity': return additionSimilarity(ns, snapshot, need(target, 'a target_dataframe'), measures, need(reference, 'a reference milestone'), c.target_schema);
+    case 'removal_similarity': return removalSimilarity(ns, snapshot, need(target, 'a target_dataframe'), measures, need(reference, 'a reference milestone'), c.target_schema);
+    case 'update_similarity': return updateSimilarity(ns, snapshot, need(target, 'a target_dataframe'), measures, need(reference, 'a reference milestone'), c.target_schema);
     case 'guardrail_similarity': return guardrailSimilarity(snapshot, need(reference, 'a reference milestone'));
     case 'tool_trace_dependant_similarity':
       return toolTraceDependantSimilarity(snapshot, need(target, 'a target_dataframe'), measures, need(reference, 'a reference milestone'), c.snapshot_constraint.fill_to, c.snapshot_constraint.extractor);

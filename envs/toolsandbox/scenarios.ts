@@ -33,6 +33,7 @@ const Constraint = z.object({
   snapshot_constraint: SnapshotMeasure,
   reference_milestone_node_index: z.number().int().nullable(),
   target_dataframe: z.array(RowSchema).nullable(),
+  target_schema: z.record(z.string(), z.string()).optional(),
   column_similarity_measure: z.record(z.string(), ColumnMeasure).optional(),
 });
 
