@@ -12,15 +12,15 @@ import {
   type VariantSpec,
 } from '../core/evaluation.js';
 import type { Environment } from '../envs/environment.js';
-import { openEnvironment } from '../envs/registry.js';
+import { openEnvironment, type OpenDeps } from '../envs/registry.js';
 import type { ArtifactStore } from '../store/artifact-store.js';
 import type { ArtifactRef } from '../core/artifact-ref.js';
 import { openStore } from '../store/index.js';
 import { runKeys } from '../store/keys.js';
-import { heartbeat } from './heartbeat.js';
-import { createLlm } from './llm.js';
-import { runEpisodes } from './rollout.js';
-import { startPolicyServer, type PolicyServer } from './serving.js';
+import { heartbeat } from '../infra/activity-context.js';
+import { createLlm, envLlm } from '../llm/client.js';
+import { runEpisodes } from '../agent/rollout.js';
+import { startPolicyServer, type PolicyServer } from '../llm/policy-server.js';
 import type { FitGateResult } from './training.js';
 
 /**
@@ -31,7 +31,7 @@ import type { FitGateResult } from './training.js';
 
 export interface EvaluationDeps {
   openStore(config: Config['store']): ArtifactStore | Promise<ArtifactStore>;
-  openEnvironment(envConfig: Config['env'], deps: { config: Config }): Promise<Environment>;
+  openEnvironment(envConfig: Config['env'], deps: OpenDeps): Promise<Environment>;
   startPolicyServer(config: Config, variant: { name: string; adapterUri?: string; gateUri?: string }): Promise<PolicyServer>;
 }
 
@@ -121,7 +121,7 @@ export function createEvaluationActivities(deps: EvaluationDeps = defaultDeps) {
   async function listEvaluationTasks(input: { config: Config }): Promise<{ split: string; tasks: EvalTask[]; note?: string }> {
     const { config } = input;
     const cap = config.evaluation.maxTasks ?? config.env.maxTasks;
-    const env = await deps.openEnvironment(config.env, { config });
+    const env = await deps.openEnvironment(config.env, { config, llm: envLlm(config) });
     try {
       const all = await env.listTasks();
       if (all.length === 0) {
@@ -193,7 +193,7 @@ export function createEvaluationActivities(deps: EvaluationDeps = defaultDeps) {
     const infraErrors: string[] = [];
     if (pending.length > 0) {
       const vconfig = variantConfig(config, variant);
-      const base = await deps.openEnvironment(config.env, { config });
+      const base = await deps.openEnvironment(config.env, { config, llm: envLlm(config) });
       try {
         await checkHeldOut(base, config, tasks);
         const env = withPromptSuffix(base, variant.systemPromptSuffix);

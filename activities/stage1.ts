@@ -23,15 +23,15 @@ import type { Config } from '../core/config.js';
 import { DISCOVERY_SYSTEM, discoveryUser, LABELING_SYSTEM, labelingUser } from '../core/prompts/stage1.js';
 import { TrajectorySchema, type Trajectory, type Usage } from '../core/trajectory.js';
 import type { Environment } from '../envs/environment.js';
-import { openEnvironment } from '../envs/registry.js';
+import { openEnvironment, type OpenDeps } from '../envs/registry.js';
 import type { ArtifactStore } from '../store/artifact-store.js';
 import { openStore } from '../store/index.js';
 import { runKeys } from '../store/keys.js';
 import type { ArtifactRef } from '../core/artifact-ref.js';
-import { mapLimit } from './concurrency.js';
-import { activityContext, heartbeat, keepingAlive } from './heartbeat.js';
-import { addUsage, createLlm, InvalidLlmOutputError, parseJsonReply, ZERO_USAGE } from './llm.js';
-import { runEpisodes, type TaskSpec } from './rollout.js';
+import { mapLimit } from '../core/concurrency.js';
+import { activityContext, heartbeat, keepingAlive } from '../infra/activity-context.js';
+import { addUsage, createLlm, envLlm, InvalidLlmOutputError, parseJsonReply, ZERO_USAGE } from '../llm/client.js';
+import { runEpisodes, type TaskSpec } from '../agent/rollout.js';
 
 /**
  * Stage 1 activities: plain async functions with small JSON inputs and outputs; bulk data lives in
@@ -41,7 +41,7 @@ import { runEpisodes, type TaskSpec } from './rollout.js';
 
 export interface Stage1Deps {
   openStore(config: Config['store']): ArtifactStore | Promise<ArtifactStore>;
-  openEnvironment(envConfig: Config['env'], deps: { config: Config }): Promise<Environment>;
+  openEnvironment(envConfig: Config['env'], deps: OpenDeps): Promise<Environment>;
 }
 
 const defaultDeps: Stage1Deps = {
@@ -105,7 +105,7 @@ export interface RolloutTask {
 export function createStage1Activities(deps: Stage1Deps = defaultDeps) {
   async function listRolloutTasks(input: { config: Config }): Promise<RolloutTask[]> {
     const { config } = input;
-    const env = await deps.openEnvironment(config.env, { config });
+    const env = await deps.openEnvironment(config.env, { config, llm: envLlm(config) });
     try {
       const all = await env.listTasks();
       const trials = config.rollouts.trialsPerTask;
@@ -150,7 +150,7 @@ export function createStage1Activities(deps: Stage1Deps = defaultDeps) {
     const errored = new Map<number, Trajectory>();
     heartbeat({ done: done.size, total: tasks.length });
     if (todo.length) {
-      const env = await deps.openEnvironment(config.env, { config });
+      const env = await deps.openEnvironment(config.env, { config, llm: envLlm(config) });
       try {
         const llm = createLlm(config, 'policy');
         await runEpisodes({

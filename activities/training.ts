@@ -10,7 +10,7 @@ import type { Config } from '../core/config.js';
 import { gateTrainerConfig, grpoTrainerConfig } from '../core/trainer-config.js';
 import type { ArtifactRef } from '../core/artifact-ref.js';
 import { ArtifactRefSchema } from '../core/artifact-ref.js';
-import { openStore } from '../store/index.js';
+import { openStore, type ArtifactStore } from '../store/index.js';
 import { runKeys } from '../store/keys.js';
 import { serveEnvironment } from '../envs/protocol/server.js';
 import { startSandboxedEnv } from '../envs/sandbox/index.js';
@@ -18,7 +18,7 @@ import type { Environment } from '../envs/environment.js';
 import { HttpEnvironment } from '../envs/protocol/client.js';
 import { PROJECT_ROOT } from '../infra/temporal.js';
 import { goldDemonstrations } from './gold-demonstrations.js';
-import { activityContext, KEEPALIVE_MS } from './heartbeat.js';
+import { activityContext, KEEPALIVE_MS } from '../infra/activity-context.js';
 
 /**
  * Stages 3–4 on task queue trace-gpu: each activity runs `python -m trace_trainer` in its own
@@ -137,9 +137,21 @@ function heldoutCurve(metrics: z.infer<typeof DoneAdapterSchema>['metrics']): Tr
   return before === undefined ? after : [{ iteration: 0, meanReward: before }, ...after];
 }
 
-export async function trainAdapter(input: TrainAdapterInput): Promise<TrainAdapterResult> {
+export interface TrainingDeps {
+  openStore(config: Config['store']): ArtifactStore;
+}
+
+/** Stages 3–4 on trace-gpu: GRPO per capability (trainAdapter) and the MoE gate over the adapters (fitGate). */
+export function createTrainingActivities(deps: TrainingDeps = { openStore }) {
+  return {
+    trainAdapter: (input: TrainAdapterInput) => train(input, deps),
+    fitGate: (input: FitGateInput) => fit(input, deps),
+  };
+}
+
+async function train(input: TrainAdapterInput, deps: TrainingDeps): Promise<TrainAdapterResult> {
   const { config, runId, capability } = input;
-  const store = openStore(config.store);
+  const store = deps.openStore(config.store);
   const prefixKey = runKeys.adapter(runId, capability.name);
   const prefixUri = store.uri(prefixKey);
   const latestKey = `${prefixKey}/checkpoints/latest.json`;
@@ -176,10 +188,10 @@ export async function trainAdapter(input: TrainAdapterInput): Promise<TrainAdapt
   }
 }
 
-export async function fitGate(input: FitGateInput): Promise<FitGateResult> {
+async function fit(input: FitGateInput, deps: TrainingDeps): Promise<FitGateResult> {
   const { config, runId } = input;
   if (input.adapters.length === 0) throw ApplicationFailure.nonRetryable('fitGate: no adapters to combine', 'InvalidInput');
-  const store = openStore(config.store);
+  const store = deps.openStore(config.store);
   const gateConfig = gateTrainerConfig(config, {
     ...trainerPaths,
     adapters: input.adapters.map((a) => ({ name: a.capability, uri: parentUri(a.adapter.uri) })),
@@ -205,7 +217,7 @@ export async function fitGate(input: FitGateInput): Promise<FitGateResult> {
  * Replays gold solutions of seeds 0..n-1 through the capability env and stores the accepted ones
  * next to the trainer's trajectories, where fitGate reads them (same key on a retry: idempotent).
  */
-async function storeGoldDemonstrations(config: Config, store: ReturnType<typeof openStore>, prefixKey: string, env: Environment) {
+async function storeGoldDemonstrations(config: Config, store: ArtifactStore, prefixKey: string, env: Environment) {
   const seeds = Array.from({ length: config.gate.goldDemonstrations }, (_, i) => i);
   const gold = await goldDemonstrations(env, seeds, 'gold-solution');
   if (gold.trajectories.length > 0) {
@@ -225,7 +237,7 @@ async function resumePoint(latestInPrefix: () => Promise<string | undefined>): P
   return HeartbeatSchema.safeParse(activityContext()?.info.heartbeatDetails).data?.checkpointUri;
 }
 
-async function openEnvServer(input: TrainAdapterInput, store: ReturnType<typeof openStore>): Promise<{ url: string; env: Environment; close(): Promise<void> }> {
+async function openEnvServer(input: TrainAdapterInput, store: ArtifactStore): Promise<{ url: string; env: Environment; close(): Promise<void> }> {
   if (input.envUrl) {
     const remote = await HttpEnvironment.connect(input.envUrl);
     return { url: input.envUrl, env: remote, close: () => remote.close() };
@@ -376,3 +388,5 @@ export function trainerFailure(e: Pick<TrainerEvent, 'type' | 'message'>): Appli
   const message = e.message ?? name;
   return kind === 'fatal' ? ApplicationFailure.nonRetryable(message, name) : ApplicationFailure.retryable(message, name);
 }
+
+export const { trainAdapter, fitGate } = createTrainingActivities();

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
-import { createLlm } from '../activities/llm.js';
-import { runEpisodes, type TaskSpec } from '../activities/rollout.js';
+import { createLlm, envLlm } from '../llm/client.js';
+import { runEpisodes, type TaskSpec } from '../agent/rollout.js';
 import { parseConfig } from '../core/config.js';
 import { calibrationStats } from '../core/synthesis.js';
 import type { Environment } from '../envs/environment.js';
@@ -40,7 +40,7 @@ try {
   const config = parseConfig({ env: { name: o.env! }, llm: { policy: { baseURL: server.baseURL, model: server.model, concurrency: parallel, maxTokens: 64, timeoutMs: 600_000 } } });
   const name = o.env!;
   const reference = isReferenceCapability(name);
-  const env: Environment = reference ? await loadReferenceEnv(name) : await openEnvironment(config.env, { config });
+  const env: Environment = reference ? await loadReferenceEnv(name) : await openEnvironment(config.env, { config, llm: envLlm(config) });
   let tasks: TaskSpec[];
   if (reference) {
     const seeds = Array.from({ length: num('groups', o.groups) }, (_, i) => 3000 + i);

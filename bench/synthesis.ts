@@ -13,7 +13,7 @@ import { loadReferenceEnv, referenceSource } from '../envs/reference/index.js';
 import { inspectInstance } from '../envs/sdk/index.js';
 import { loadCandidate } from '../activities/synthesis/candidate.js';
 import { goldPolicy, playPolicy, validateCandidate } from '../activities/synthesis/validate.js';
-import { createLlm } from '../activities/llm.js';
+import { createLlm } from '../llm/client.js';
 import { startScriptedLlm } from '../test/helpers/scripted-llm.js';
 import { alternatingPolicy, GOOD_MANIFEST, GOOD_SOURCE } from '../test/fixtures/synthesis/scripts.js';
 

@@ -4,7 +4,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { createEvaluationActivities } from '../activities/evaluation.js';
-import { startPolicyServer } from '../activities/serving.js';
+import { startPolicyServer } from '../llm/policy-server.js';
 import { parseConfig } from '../core/config.js';
 import { PROJECT_ROOT } from '../infra/temporal.js';
 import { openStore } from '../store/index.js';

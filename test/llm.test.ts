@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { z } from 'zod';
-import { createLlm, InvalidLlmOutputError, jsonSchemaFor } from '../activities/llm.js';
+import { createLlm, InvalidLlmOutputError, jsonSchemaFor } from '../llm/client.js';
 import { startScriptedLlm, type ScriptedReply } from './helpers/scripted-llm.js';
 import { testConfig } from './helpers/stage1-fixtures.js';
 

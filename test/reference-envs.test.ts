@@ -4,7 +4,7 @@ import { SynthesisConfigSchema } from '../core/synthesis.js';
 import { REFERENCE_ENVS, loadReferenceEnv, referenceSource, type ReferenceCapability } from '../envs/reference/index.js';
 import { call, say, type AgentAction, type SyntheticEnvironment } from '../envs/sdk/index.js';
 import { parseConfig } from '../core/config.js';
-import { createLlm } from '../activities/llm.js';
+import { createLlm } from '../llm/client.js';
 import { startScriptedLlm, type ChatRequest, type ScriptedReply } from './helpers/scripted-llm.js';
 import { checkCalibration, checkCompile, checkDeterminism, checkNonTriviality, checkSolvability, goldPolicy, playPolicy } from '../activities/synthesis/validate.js';
 

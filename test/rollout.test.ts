@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createLlm } from '../activities/llm.js';
-import { runEpisode, runEpisodes } from '../activities/rollout.js';
+import { createLlm } from '../llm/client.js';
+import { runEpisode, runEpisodes } from '../agent/rollout.js';
 import { openEnvironment } from '../envs/registry.js';
 import { startScriptedLlm, type ChatRequest, type ScriptedReply } from './helpers/scripted-llm.js';
 import { testConfig } from './helpers/stage1-fixtures.js';

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createStage1Activities, loadTrajectories } from '../activities/stage1.js';
-import { InvalidLlmOutputError } from '../activities/llm.js';
+import { InvalidLlmOutputError } from '../llm/client.js';
 import { Stage1ResultSchema, PassLabelsSchema } from '../core/capability.js';
 import { parseConfig } from '../core/config.js';
 import { startLlmServer } from '../infra/llm-server.js';

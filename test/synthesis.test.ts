@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseConfig, type ConfigInput } from '../core/config.js';
 import { calibrationStats, judgeCalibration, judgeDeterminism, judgeNonTriviality, judgeSolvability, SynthesisConfigSchema } from '../core/synthesis.js';
-import { createLlm } from '../activities/llm.js';
+import { createLlm } from '../llm/client.js';
 import { loadCandidate } from '../activities/synthesis/candidate.js';
 import { checkCalibration, checkCompile } from '../activities/synthesis/validate.js';
 import { synthesizeEnvironment, validateEnvironment } from '../activities/synthesis/index.js';

@@ -2,8 +2,8 @@ import { createEvaluationActivities } from '../activities/evaluation.js';
 import { createReportActivities } from '../activities/report.js';
 import { createRetrainActivities } from '../activities/retrain.js';
 import { createStage1Activities } from '../activities/stage1.js';
-import { synthesizeEnvironment, validateEnvironment } from '../activities/synthesis/index.js';
-import { fitGate, trainAdapter } from '../activities/training.js';
+import { createSynthesisActivities } from '../activities/synthesis/index.js';
+import { createTrainingActivities } from '../activities/training.js';
 
 /**
  * The activities each task queue's workers register: the one place activity names are listed.
@@ -18,14 +18,15 @@ export function createCpuActivities() {
   const evaluation = createEvaluationActivities();
   const report = createReportActivities();
   const retrain = createRetrainActivities();
+  const synthesis = createSynthesisActivities();
   return {
     listRolloutTasks: stage1.listRolloutTasks,
     collectRolloutBatch: stage1.collectRolloutBatch,
     discoverCapabilities: stage1.discoverCapabilities,
     labelPass: stage1.labelPass,
     selectCapabilities: stage1.selectCapabilities,
-    synthesizeEnvironment,
-    validateEnvironment,
+    synthesizeEnvironment: synthesis.synthesizeEnvironment,
+    validateEnvironment: synthesis.validateEnvironment,
     planEvaluation: evaluation.planEvaluation,
     evaluateVariant: evaluation.evaluateVariant,
     writeReport: report.writeReport,
@@ -39,9 +40,10 @@ export function createCpuActivities() {
 /** trace-gpu: stage 3 (GRPO per capability), stage 4 (the MoE gate), and serving trained agents for evaluation. */
 export function createGpuActivities() {
   const evaluation = createEvaluationActivities();
+  const training = createTrainingActivities();
   return {
-    trainAdapter,
-    fitGate,
+    trainAdapter: training.trainAdapter,
+    fitGate: training.fitGate,
     // Trained agents that no endpoint serves (gate, single adapters) are served on the machine with the accelerator.
     evaluateServed: evaluation.evaluateRun,
   };

@@ -8,7 +8,7 @@ import { GeneratedEnvSchema, type GeneratedEnv, type ValidationVerdict } from '.
 import type { Trajectory } from '../../core/trajectory.js';
 import type { ToolSchema } from '../../core/messages.js';
 import { REFERENCE_ENVS, referenceSource, type ReferenceCapability } from '../../envs/reference/index.js';
-import type { Llm } from '../llm.js';
+import type { Llm } from '../../llm/client.js';
 
 /** The generation agent: builds the prompt from the stage-1 evidence and asks the generator role for a module. */
 const here = path.dirname(fileURLToPath(import.meta.url));

@@ -16,8 +16,8 @@ import { loadReferenceEnv, referenceSource } from '../../envs/reference/index.js
 import { openStore, type ArtifactStore } from '../../store/index.js';
 import { runKeys } from '../../store/keys.js';
 import { type ArtifactRef } from '../../core/artifact-ref.js';
-import { heartbeat } from '../heartbeat.js';
-import { createLlm } from '../llm.js';
+import { heartbeat } from '../../infra/activity-context.js';
+import { createLlm, envLlm } from '../../llm/client.js';
 import { loadTrajectories } from '../stage1.js';
 import { generateCandidate, generatorMessages, matchReference, repairMessages } from './generate.js';
 import { validateCandidate } from './validate.js';
@@ -85,7 +85,7 @@ async function evidence(store: ArtifactStore, input: SynthesizeInput) {
 async function basePrompt(store: ArtifactStore, input: SynthesizeInput): Promise<ChatCompletionMessageParam[]> {
   const key = runKeys.synthesisPrompt(input.runId, input.capability.name);
   if (await store.stat(key)) return store.getJson(key);
-  const target = await openEnvironment(input.config.env, { config: input.config });
+  const target = await openEnvironment(input.config.env, { config: input.config, llm: envLlm(input.config) });
   let messages: ChatCompletionMessageParam[];
   try {
     messages = await generatorMessages({
@@ -143,10 +143,22 @@ async function runAttempt(store: ArtifactStore, input: SynthesizeInput, n: numbe
   return record;
 }
 
-export async function synthesizeEnvironment(input: SynthesizeInput): Promise<SynthesizeResult> {
+export interface SynthesisDeps {
+  openStore(config: Config['store']): ArtifactStore;
+}
+
+/** Stage 2 on trace-cpu: the repair loop that synthesizes a capability's environment, and its validation. */
+export function createSynthesisActivities(deps: SynthesisDeps = { openStore }) {
+  return {
+    synthesizeEnvironment: (input: SynthesizeInput) => synthesize(input, deps),
+    validateEnvironment: (input: ValidateEnvInput) => validate(input, deps),
+  };
+}
+
+async function synthesize(input: SynthesizeInput, deps: SynthesisDeps): Promise<SynthesizeResult> {
   const { runId, config } = input;
   const cap = input.capability.name;
-  const store = openStore(config.store);
+  const store = deps.openStore(config.store);
   const resultKey = runKeys.synthesisResult(runId, cap);
   if (await store.stat(resultKey)) return store.getJson<SynthesizeResult>(resultKey);
 
@@ -187,10 +199,18 @@ export async function synthesizeEnvironment(input: SynthesizeInput): Promise<Syn
  * already validated in this run, so the workflow's separate validation step costs nothing extra.
  * Without an environment (synthesis failed) it reports the stored synthesis failure.
  */
-export async function validateEnvironment(input: { config: Config; runId: string; capability: { name: string }; environment?: ArtifactRef; manifest?: EnvManifest }): Promise<ValidateResult> {
+export interface ValidateEnvInput {
+  config: Config;
+  runId: string;
+  capability: { name: string };
+  environment?: ArtifactRef;
+  manifest?: EnvManifest;
+}
+
+async function validate(input: ValidateEnvInput, deps: SynthesisDeps): Promise<ValidateResult> {
   const { config, runId } = input;
   const cap = input.capability.name;
-  const store = openStore(config.store);
+  const store = deps.openStore(config.store);
   if (!input.environment) {
     const key = runKeys.synthesisResult(runId, cap);
     const r = (await store.stat(key)) ? await store.getJson<SynthesizeResult>(key) : undefined;
@@ -211,3 +231,5 @@ export async function validateEnvironment(input: { config: Config; runId: string
   const verdictRef = await store.put(key, JSON.stringify(verdict, null, 2));
   return { ok: verdict.passed, ...(verdict.reason ? { reason: verdict.reason } : {}), verdictRef };
 }
+
+export const { synthesizeEnvironment, validateEnvironment } = createSynthesisActivities();

@@ -22,9 +22,9 @@ import {
 import type { Termination, Trajectory } from '../../core/trajectory.js';
 import type { AgentAction, Environment } from '../../envs/environment.js';
 import { inspectInstance, Rng, type InstanceView, type JsonSchema } from '../../envs/sdk/index.js';
-import { activityContext } from '../heartbeat.js';
-import type { Llm } from '../llm.js';
-import { runEpisodes } from '../rollout.js';
+import { activityContext } from '../../infra/activity-context.js';
+import type { Llm } from '../../llm/client.js';
+import { runEpisodes } from '../../agent/rollout.js';
 import { loadCandidate, staticProblem, typeErrors, type LoadedEnv, type Runner, type SandboxSettings } from './candidate.js';
 
 /**

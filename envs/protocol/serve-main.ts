@@ -46,7 +46,9 @@ if (o.module) {
   } else {
     config = parseConfig({ env: { name: o.env } }, '--env');
   }
-  env = await openEnvironment(config.env, { config });
+  // This entry point composes the env with the LLM client (τ²'s user simulator and judge); envs/ itself imports none.
+  const { envLlm } = await import('../../llm/client.js');
+  env = await openEnvironment(config.env, { config, llm: envLlm(config) });
 }
 
 const served = await serveEnvironment(env, { port: Number(o.port), host: o.host, idleTimeoutMs: Number(o.idleTimeoutMs) });

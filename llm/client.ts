@@ -3,8 +3,9 @@ import type { ChatCompletion, ChatCompletionCreateParamsNonStreaming, ChatComple
 import { z } from 'zod';
 import type { Config, LlmRoleName } from '../core/config.js';
 import type { Usage } from '../core/trajectory.js';
-import { Semaphore } from './concurrency.js';
-import { keepAliveDuring } from './heartbeat.js';
+import type { OpenDeps } from '../envs/registry.js';
+import { Semaphore } from '../core/concurrency.js';
+import { keepAliveDuring } from '../infra/activity-context.js';
 
 /**
  * One OpenAI-compatible client per LLM role. Transport failures (5xx, 429 honouring Retry-After,
@@ -213,3 +214,8 @@ export function addUsage(a: Usage, b: Usage): Usage {
 }
 
 export const ZERO_USAGE: Usage = Object.freeze({ promptTokens: 0, completionTokens: 0, calls: 0 });
+
+/** The LLM roles an env talks to itself (τ²'s user simulator and judge), for openEnvironment's deps. */
+export function envLlm(config: Config): NonNullable<OpenDeps['llm']> {
+  return (role) => createLlm(config, role);
+}

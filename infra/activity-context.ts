@@ -1,8 +1,9 @@
 import { Context } from '@temporalio/activity';
 
 /**
- * Heartbeats shared by all activities. Temporal delivers an activity's cancellation only in the
- * answer to a heartbeat, so an activity that waits minutes on one LLM call must keep heartbeating
+ * The one module of activity-context helpers (context, heartbeats, keep-alive) that every activity
+ * and the LLM client use; outside an activity (tests, CLI) each is a no-op. Temporal delivers an
+ * activity's cancellation only in the answer to a heartbeat, so an activity that waits minutes on one LLM call must keep heartbeating
  * while it waits, or `trace cancel` never reaches it. The keep-alive re-sends the activity's last
  * details: the server keeps only the latest, and an empty beat would erase the progress shown.
  */

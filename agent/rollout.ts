@@ -2,8 +2,8 @@ import type { ChatCompletionMessageParam } from 'openai/resources/chat/completio
 import type { Message, ToolCall } from '../core/messages.js';
 import type { RewardInfo, Termination, Trajectory, Usage } from '../core/trajectory.js';
 import type { Environment, Episode } from '../envs/environment.js';
-import { mapLimit } from './concurrency.js';
-import type { Llm } from './llm.js';
+import { mapLimit } from '../core/concurrency.js';
+import type { Llm } from '../llm/client.js';
 
 /**
  * The agent loop every stage uses: the policy (chat with tools) against an Environment.
