@@ -53,7 +53,6 @@ export interface GetOptions {
   /** All snapshots up to the index (message history), not just the latest. */
   allHistory?: boolean;
   keepIndex?: boolean;
-  keepHeadguard?: boolean;
 }
 
 export class SandboxContext {
@@ -119,7 +118,7 @@ export class SandboxContext {
   getDatabase(ns: Namespace, opts: GetOptions = {}): Row[] {
     const target = this.snapshotIndex(ns, opts.index ?? this.maxSandboxMessageIndex + 1);
     let rows = this.dbs[ns].filter((r) => (opts.allHistory ? (r[INDEX] as number) <= target : r[INDEX] === target));
-    if (!opts.keepHeadguard) rows = rows.filter((r) => !isHeadguard(r));
+    rows = rows.filter((r) => !isHeadguard(r));
     if (!opts.keepIndex) rows = rows.map(({ [INDEX]: _i, ...rest }) => rest);
     return structuredClone(rows);
   }
