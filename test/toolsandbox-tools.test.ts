@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { SandboxContext } from '../envs/toolsandbox/context.js';
-import { callTool } from '../envs/toolsandbox/tools.js';
+import { callTool, parseToolArguments } from '../envs/toolsandbox/tools.js';
 
 /**
  * The ported tools against upstream's own outputs: 96 probe sequences of 8 calls (every starting
@@ -43,4 +43,29 @@ test(`settings and end_conversation: outputs, errors, traces and state agree wit
   // The probes exercise the dependency errors, not just the happy path.
   assert.ok(errors > 100, String(errors));
   assert.ok(probes.some((p) => p.steps.some((s) => s.exception?.startsWith('PermissionError'))));
+});
+
+interface UtilityProbe {
+  tool: string;
+  args_json: string;
+  content: string;
+  exception: string | null;
+  trace: unknown;
+}
+const utilityProbes = JSON.parse(readFileSync(new URL('./fixtures/toolsandbox/utilities-probes.json', import.meta.url), 'utf8')) as UtilityProbe[];
+
+test(`timestamp utilities: outputs, errors and traces agree with upstream on ${utilityProbes.length} calls`, () => {
+  const bad: string[] = [];
+  for (const p of utilityProbes) {
+    const ctx = SandboxContext.empty();
+    ctx.addToDatabase('SANDBOX', [{ sender: 'AGENT', recipient: 'EXECUTION_ENVIRONMENT', content: p.tool }]);
+    const { args, floats } = parseToolArguments(p.args_json);
+    const out = callTool(ctx, p.tool, args, floats);
+    const trace = out.trace === null ? null : JSON.parse(out.trace);
+    if (out.content !== p.content || out.exception !== p.exception || JSON.stringify(trace) !== JSON.stringify(p.trace)) {
+      bad.push(`${p.tool}(${p.args_json}): ours ${out.content} | upstream ${p.content}`);
+    }
+  }
+  assert.deepEqual(bad, []);
+  assert.ok(utilityProbes.filter((p) => p.exception).length > 100);
 });
