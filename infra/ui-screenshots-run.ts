@@ -12,14 +12,11 @@ import { startWorkers } from '../workers/run.js';
 import { TASK_QUEUE_CPU } from '../workflows/types.js';
 import { startScriptedLlm } from '../test/helpers/scripted-llm.js';
 import { FAST_TIMEOUTS, pipelineConfig, pipelineReply, tempDir } from '../test/helpers/temporal.js';
-import { pendingTotalTask } from '../test/helpers/toy-policy.js';
+import { traceAgentReply } from '../test/helpers/toy-policy.js';
 
 const tmp = await tempDir('trace-ui-');
 const llm = await startScriptedLlm(pipelineReply);
-const traceAgent = await startScriptedLlm((req) => {
-  const opening = req.messages.find((m) => m.role === 'user')?.content ?? '';
-  return opening === pendingTotalTask.opening ? { content: `Your pending orders total ${pendingTotalTask.communicate[0]}.` } : { content: 'Done.' };
-}, 'trace-agent');
+const traceAgent = await startScriptedLlm(traceAgentReply, 'trace-agent');
 const uiPort = await freePort();
 const server = await startTemporalDevServer({ dbFile: `${tmp.dir}/temporal.db`, port: 0, uiPort });
 const settings = { address: server.address, namespace: 'default', embedded: true, uiBase: `http://127.0.0.1:${uiPort}` };

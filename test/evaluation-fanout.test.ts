@@ -1,41 +1,20 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Client, Connection } from '@temporalio/client';
 import { EvaluationSummarySchema } from '../core/evaluation.js';
 import { openStore } from '../store/index.js';
-import { startWorkers } from '../workers/run.js';
 import type { EvaluationStageResult } from '../activities/evaluation.js';
 import { TASK_QUEUE_CPU } from '../workflows/types.js';
-import { startScriptedLlm } from './helpers/scripted-llm.js';
-import { FAST_TIMEOUTS, pipelineConfig, pipelineReply, startTestTemporal, tempDir } from './helpers/temporal.js';
-import { pendingTotalTask } from './helpers/toy-policy.js';
+import { FAST_TIMEOUTS, pipelineConfig, pipelineReply, startHarness } from './helpers/temporal.js';
+import { traceAgentReply } from './helpers/toy-policy.js';
 
 /**
  * The evaluation stage as a fan-out on a real Temporal dev server: one activity per (variant,
  * batch of held-out tasks), served by two workers, then one summary per variant.
  */
 test('evaluationWorkflow fans out (variant × batch) activities over workers and summarizes each variant', async (t) => {
-  const tmp = await tempDir('trace-evalfan-');
-  const llm = await startScriptedLlm(pipelineReply);
-  const traceAgent = await startScriptedLlm((req) => {
-    const opening = req.messages.find((m) => m.role === 'user')?.content ?? '';
-    return opening === pendingTotalTask.opening ? { content: `Your pending orders total ${pendingTotalTask.communicate[0]}.` } : { content: 'Done.' };
-  }, 'trace-agent');
-  const temporal = await startTestTemporal({ dbFile: `${tmp.dir}/temporal.db` });
-  const a = await startWorkers({ queues: ['cpu'], settings: temporal.settings, shutdownGraceMs: 2000 });
-  const b = await startWorkers({ queues: ['cpu'], settings: temporal.settings, shutdownGraceMs: 2000 });
-  const connection = await Connection.connect({ address: temporal.address });
-  t.after(async () => {
-    await connection.close();
-    await a.shutdown();
-    await b.shutdown();
-    await temporal.stop();
-    await llm.close();
-    await traceAgent.close();
-    await tmp.cleanup();
-  });
-  const client = new Client({ connection });
-  const config = pipelineConfig(llm.baseURL, `${tmp.dir}/artifacts`, {
+  const { dir, llm, agents, client } = await startHarness(t, pipelineReply, { prefix: 'trace-evalfan-', workers: 2, agents: { 'trace-agent': traceAgentReply } });
+  const traceAgent = agents['trace-agent'];
+  const config = pipelineConfig(llm.baseURL, `${dir}/artifacts`, {
     evaluation: { maxTasks: 2, trials: 2, temperature: 1, batchSize: 1, variants: [{ name: 'trace', kind: 'trace', baseURL: traceAgent.baseURL, model: 'trace-agent' }] },
   });
   const handle = await client.workflow.start('evaluationWorkflow', {

@@ -2,18 +2,16 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { Client, Connection, ScheduleOverlapPolicy } from '@temporalio/client';
+import { ScheduleOverlapPolicy } from '@temporalio/client';
 import { Command } from 'commander';
 import { registerReportCommand } from '../cli/commands/report.js';
 import { lineageKey } from '../store/keys.js';
 import { LineageSchema } from '../core/promotion.js';
 import { openStore } from '../store/index.js';
-import { startWorkers } from '../workers/run.js';
 import type { RetrainResult } from '../workflows/retrain.js';
 import { TASK_QUEUE_CPU } from '../workflows/types.js';
-import { startScriptedLlm } from './helpers/scripted-llm.js';
-import { FAST_TIMEOUTS, itemOf, pipelineConfig, pipelineReply, startTestTemporal, tempDir } from './helpers/temporal.js';
-import { pendingTotalTask } from './helpers/toy-policy.js';
+import { FAST_TIMEOUTS, itemOf, pipelineConfig, pipelineReply, startHarness } from './helpers/temporal.js';
+import { traceAgentReply } from './helpers/toy-policy.js';
 
 /**
  * Scheduled retraining on a real Temporal dev server: a Temporal Schedule (overlap SKIP) whose
@@ -21,26 +19,10 @@ import { pendingTotalTask } from './helpers/toy-policy.js';
  * and compares its TRACE agent against the agent the first round promoted, in the same run.
  */
 test('a retraining schedule runs twice: the second run reuses the first one\'s artifacts; promotion only by margin; lineage recorded', async (t) => {
-  const tmp = await tempDir('trace-retrain-');
-  const llm = await startScriptedLlm(pipelineReply);
   // The served TRACE agent (an external OpenAI-compatible endpoint): it states the pending total.
-  const traceAgent = await startScriptedLlm((req) => {
-    const opening = req.messages.find((m) => m.role === 'user')?.content ?? '';
-    return opening === pendingTotalTask.opening ? { content: `Your pending orders total ${pendingTotalTask.communicate[0]}.` } : { content: 'Done.' };
-  }, 'trace-agent');
-  const temporal = await startTestTemporal({ dbFile: `${tmp.dir}/temporal.db` });
-  const workers = await startWorkers({ queues: ['cpu'], settings: temporal.settings, shutdownGraceMs: 2000 });
-  const connection = await Connection.connect({ address: temporal.address });
-  t.after(async () => {
-    await connection.close();
-    await workers.shutdown();
-    await temporal.stop();
-    await llm.close();
-    await traceAgent.close();
-    await tmp.cleanup();
-  });
-  const client = new Client({ connection });
-  const config = pipelineConfig(llm.baseURL, `${tmp.dir}/artifacts`, {
+  const { dir, llm, agents, temporal, client } = await startHarness(t, pipelineReply, { prefix: 'trace-retrain-', agents: { 'trace-agent': traceAgentReply } });
+  const traceAgent = agents['trace-agent'];
+  const config = pipelineConfig(llm.baseURL, `${dir}/artifacts`, {
     name: 'retrain-test',
     evaluation: { maxTasks: 2, promotionMargin: 0.1, variants: [{ name: 'trace', kind: 'trace', baseURL: traceAgent.baseURL, model: 'trace-agent' }] },
   });
@@ -109,7 +91,7 @@ test('a retraining schedule runs twice: the second run reuses the first one\'s a
   process.env.TEMPORAL_ADDRESS = temporal.address;
   const program = new Command('trace').exitOverride();
   registerReportCommand(program);
-  const out = path.join(tmp.dir, 'first.html');
+  const out = path.join(dir, 'first.html');
   const lines: string[] = [];
   const log = console.log;
   console.log = (...args: unknown[]) => void lines.push(args.join(' '));

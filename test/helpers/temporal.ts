@@ -6,6 +6,7 @@ import { parseConfig, type Config, type ConfigInput } from '../../core/config.js
 import { PROJECT_ROOT, startTemporalDevServer, type DevServer, type TemporalSettings } from '../../infra/temporal.js';
 import type { TestContext } from 'node:test';
 import { Client, Connection } from '@temporalio/client';
+import type { RunningWorkers } from '../../workers/run.js';
 import { startScriptedLlm, type ChatRequest, type Script, type ScriptedLlm, type ScriptedReply } from './scripted-llm.js';
 
 /**
@@ -34,33 +35,38 @@ export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export interface Harness {
   dir: string;
   llm: ScriptedLlm;
+  agents: Record<string, ScriptedLlm>;
   temporal: TestTemporal;
   client: Client;
 }
 
 /**
- * A temp dir, the scripted LLM, a dev server, an in-process worker (unless `worker: false`) and a
- * client, all torn down after the test.
+ * A temp dir, the scripted LLM, a dev server, `workers` in-process trace-cpu workers (default 1),
+ * scripted agents served beside it (`agents`, by name) and a client, all torn down after the test.
  */
 export async function startHarness(
   t: TestContext,
   script: Script,
-  opts: { prefix: string; worker?: boolean },
+  opts: { prefix: string; workers?: number; agents?: Record<string, Script> },
 ): Promise<Harness> {
   const tmp = await tempDir(opts.prefix);
   const llm = await startScriptedLlm(script);
+  const agents: Record<string, ScriptedLlm> = {};
+  for (const [name, agentScript] of Object.entries(opts.agents ?? {})) agents[name] = await startScriptedLlm(agentScript, name);
   const temporal = await startTestTemporal({ dbFile: path.join(tmp.dir, 'temporal.db') });
   const { startWorkers } = await import('../../workers/run.js');
-  const workers = opts.worker === false ? undefined : await startWorkers({ queues: ['cpu'], settings: temporal.settings, shutdownGraceMs: 2000 });
+  const workers: RunningWorkers[] = [];
+  for (let i = 0; i < (opts.workers ?? 1); i++) workers.push(await startWorkers({ queues: ['cpu'], settings: temporal.settings, shutdownGraceMs: 2000 }));
   const connection = await Connection.connect({ address: temporal.address });
   t.after(async () => {
     await connection.close();
-    await workers?.shutdown();
+    for (const w of workers) await w.shutdown();
     await temporal.stop();
     await llm.close();
+    for (const a of Object.values(agents)) await a.close();
     await tmp.cleanup();
   });
-  return { dir: tmp.dir, llm, temporal, client: new Client({ connection }) };
+  return { dir: tmp.dir, llm, agents, temporal, client: new Client({ connection }) };
 }
 
 let bundlePath: Promise<string> | undefined;

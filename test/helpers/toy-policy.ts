@@ -12,6 +12,11 @@ export const pendingTotalTask = toyTasks.find((t) => t.id === 'pending_total')!;
 export const openingOf = (req: ChatRequest) => req.messages.find((m) => m.role === 'user')?.content ?? '';
 const systemOf = (req: ChatRequest) => req.messages.find((m) => m.role === 'system')?.content ?? '';
 
+/** A served TRACE agent (an external OpenAI-compatible endpoint): it states the pending total, and nothing else. */
+export function traceAgentReply(req: ChatRequest): ScriptedReply {
+  return openingOf(req) === pendingTotalTask.opening ? { content: `Your pending orders total ${pendingTotalTask.communicate[0]}.` } : { content: 'Done.' };
+}
+
 export function toyPolicy(req: ChatRequest): ScriptedReply {
   if (systemOf(req).includes('<capabilities>') && openingOf(req) === pendingTotalTask.opening) {
     return { content: `Your pending orders total ${pendingTotalTask.communicate[0]}.` };
