@@ -2,13 +2,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
 import { PROJECT_ROOT } from '../infra/temporal.js';
-import { startWorkers } from '../workers/run.js';
 import type { EvaluationStageResult } from '../activities/evaluation.js';
 import { TASK_QUEUE_CPU } from '../workflows/types.js';
-import { startScriptedLlm } from './helpers/scripted-llm.js';
-import { FAST_TIMEOUTS, pipelineConfig, pipelineReply, startTestTemporal, tempDir } from './helpers/temporal.js';
+import { FAST_TIMEOUTS, pipelineConfig, pipelineReply, startHarness } from './helpers/temporal.js';
 
 /**
  * A trained agent with no endpoint (here a single adapter) in the fanned-out evaluation stage: with
@@ -18,35 +15,23 @@ import { FAST_TIMEOUTS, pipelineConfig, pipelineReply, startTestTemporal, tempDi
 const python = path.join(PROJECT_ROOT, '.venv/bin/python');
 
 test('evaluationWorkflow hands trained agents without an endpoint to the GPU worker, which serves and evaluates them', { timeout: 600_000 }, async (t) => {
-  const tmp = await tempDir('trace-evalserved-');
-  const llm = await startScriptedLlm(pipelineReply);
-  const temporal = await startTestTemporal({ dbFile: `${tmp.dir}/temporal.db` });
-  const workers = await startWorkers({ queues: ['cpu', 'gpu'], settings: temporal.settings, shutdownGraceMs: 2000 });
-  const connection = await Connection.connect({ address: temporal.address });
-  t.after(async () => {
-    await connection.close();
-    await workers.shutdown();
-    await temporal.stop();
-    await llm.close();
-    await tmp.cleanup();
-  });
-  const model = path.join(tmp.dir, 'tiny');
+  const { dir, llm, client } = await startHarness(t, pipelineReply, { prefix: 'trace-evalserved-', queues: ['cpu', 'gpu'] });
+  const model = path.join(dir, 'tiny');
   const env = { ...process.env, PYTHONPATH: path.join(PROJECT_ROOT, 'trainer') };
   execFileSync(python, ['-m', 'trace_trainer', 'tiny', '--out', model], { env, stdio: 'ignore' });
-  const adapterDir = path.join(tmp.dir, 'adapter');
+  const adapterDir = path.join(dir, 'adapter');
   execFileSync(python, ['-c', `from transformers import AutoModelForCausalLM
 from peft import LoraConfig, get_peft_model
 m = AutoModelForCausalLM.from_pretrained(${JSON.stringify(model)})
 get_peft_model(m, LoraConfig(r=2, lora_alpha=2, target_modules="all-linear")).save_pretrained(${JSON.stringify(adapterDir)})`], { env, stdio: 'ignore' });
   const adapter = { uri: `file://${adapterDir}/adapter_model.safetensors`, sha256: '0'.repeat(64), bytes: 0 };
-  const config = pipelineConfig(llm.baseURL, `${tmp.dir}/artifacts`, {
+  const config = pipelineConfig(llm.baseURL, `${dir}/artifacts`, {
     // The served tiny model on a busy 2-core box: generous request timeouts, few tokens.
     llm: { policy: { baseURL: llm.baseURL, timeoutMs: 120_000, maxTokens: 8 }, analyst: { baseURL: llm.baseURL } },
     rollouts: { maxSteps: 2 },
     training: { model, device: 'cpu' },
     evaluation: { maxTasks: 2, singleAdapters: true },
   });
-  const client = new Client({ connection });
   const handle = await client.workflow.start('evaluationWorkflow', {
     taskQueue: TASK_QUEUE_CPU,
     workflowId: 'evalserved',

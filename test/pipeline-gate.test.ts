@@ -1,16 +1,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { openStore } from '../store/index.js';
-import { startWorkers } from '../workers/run.js';
 import type { FitGateResult } from '../activities/training.js';
 import type { EvaluationStageResult } from '../activities/evaluation.js';
 import { TASK_QUEUE_CPU, type PipelineResult } from '../workflows/types.js';
-import { startScriptedLlm } from './helpers/scripted-llm.js';
 import { buildTinyModel, scriptedRole, servedPolicyRole, stages24Config, stages24Reply } from './helpers/stages24.js';
-import { FAST_TIMEOUTS, startTestTemporal, tempDir, VERIFY } from './helpers/temporal.js';
+import { FAST_TIMEOUTS, startHarness, VERIFY } from './helpers/temporal.js';
 
 /**
  * Stages 3–4 and the evaluation through the whole pipeline on a real dev server, with the real
@@ -20,24 +17,12 @@ import { FAST_TIMEOUTS, startTestTemporal, tempDir, VERIFY } from './helpers/tem
  * both served by the trainer's server.
  */
 test('the pipeline reports a gate it cannot fit, and with gold demonstrations fits one and evaluates base vs TRACE', { timeout: 900_000 }, async (t) => {
-  const tmp = await tempDir('trace-pipeline-gate-');
   // The generator never writes a valid module: the reference env is used (allowed by config).
-  const llm = await startScriptedLlm(stages24Reply);
-  const model = await buildTinyModel(path.join(tmp.dir, 'model'));
-  const temporal = await startTestTemporal({ dbFile: `${tmp.dir}/temporal.db` });
-  const workers = await startWorkers({ queues: ['cpu', 'gpu'], settings: temporal.settings, shutdownGraceMs: 2000 });
-  const connection = await Connection.connect({ address: temporal.address });
-  t.after(async () => {
-    await connection.close();
-    await workers.shutdown();
-    await temporal.stop();
-    await llm.close();
-    await tmp.cleanup();
-  });
-  const client = new Client({ connection });
+  const { dir, llm, client } = await startHarness(t, stages24Reply, { prefix: 'trace-pipeline-gate-', queues: ['cpu', 'gpu'] });
+  const model = await buildTinyModel(path.join(dir, 'model'));
   const role = scriptedRole(llm.baseURL);
   const config = (goldDemonstrations: number) =>
-    stages24Config(llm.baseURL, `${tmp.dir}/artifacts`, model, {
+    stages24Config(llm.baseURL, `${dir}/artifacts`, model, {
       name: 'pipeline-gate-test',
       llm: { policy: servedPolicyRole(llm.baseURL), analyst: role, generator: role },
       rollouts: { trialsPerTask: 2, batchSize: 3, maxConcurrentBatches: 2, maxSteps: 2 },

@@ -1,16 +1,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { Client, Connection, ScheduleOverlapPolicy } from '@temporalio/client';
+import { ScheduleOverlapPolicy } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { openStore } from '../store/index.js';
 import type { ArtifactRef } from '../core/artifact-ref.js';
-import { startWorkers } from '../workers/run.js';
 import type { RetrainResult } from '../workflows/retrain.js';
 import { TASK_QUEUE_CPU, type CapabilityResult, type PipelineResult } from '../workflows/types.js';
-import { startScriptedLlm } from './helpers/scripted-llm.js';
 import { buildTinyModel, isGenerator, stages24Config, stages24Reply } from './helpers/stages24.js';
-import { FAST_TIMEOUTS, startTestTemporal, tempDir, VERIFY } from './helpers/temporal.js';
+import { FAST_TIMEOUTS, startHarness, VERIFY } from './helpers/temporal.js';
 
 /**
  * Scheduled retraining starts from the previous run's artifacts, on a real Temporal dev server with
@@ -20,22 +18,10 @@ import { FAST_TIMEOUTS, startTestTemporal, tempDir, VERIFY } from './helpers/tem
  * round with a changed LoRA config falls back to a fresh adapter.
  */
 test('a retraining schedule reuses the previous run\'s environment and continues its adapter', { timeout: 600_000 }, async (t) => {
-  const tmp = await tempDir('trace-retrain-reuse-');
   // The generator never writes a valid module, so the first run falls back to the reference env.
-  const llm = await startScriptedLlm(stages24Reply);
-  const model = await buildTinyModel(path.join(tmp.dir, 'model'));
-  const temporal = await startTestTemporal({ dbFile: `${tmp.dir}/temporal.db` });
-  const workers = await startWorkers({ queues: ['cpu', 'gpu'], settings: temporal.settings, shutdownGraceMs: 2000 });
-  const connection = await Connection.connect({ address: temporal.address });
-  t.after(async () => {
-    await connection.close();
-    await workers.shutdown();
-    await temporal.stop();
-    await llm.close();
-    await tmp.cleanup();
-  });
-  const client = new Client({ connection });
-  const config = stages24Config(llm.baseURL, `${tmp.dir}/artifacts`, model, {
+  const { dir, llm, client } = await startHarness(t, stages24Reply, { prefix: 'trace-retrain-reuse-', queues: ['cpu', 'gpu'] });
+  const model = await buildTinyModel(path.join(dir, 'model'));
+  const config = stages24Config(llm.baseURL, `${dir}/artifacts`, model, {
     name: 'retrain-reuse-test',
     stages: { synthesis: true, training: true, gate: false, evaluation: false },
   });

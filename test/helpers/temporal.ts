@@ -6,6 +6,7 @@ import { parseConfig, type Config, type ConfigInput } from '../../core/config.js
 import { PROJECT_ROOT, startTemporalDevServer, type DevServer, type TemporalSettings } from '../../infra/temporal.js';
 import type { TestContext } from 'node:test';
 import { Client, Connection } from '@temporalio/client';
+import type { Queue } from '../../workers/activities.js';
 import type { RunningWorkers } from '../../workers/run.js';
 import { startScriptedLlm, type ChatRequest, type Script, type ScriptedLlm, type ScriptedReply } from './scripted-llm.js';
 
@@ -41,13 +42,13 @@ export interface Harness {
 }
 
 /**
- * A temp dir, the scripted LLM, a dev server, `workers` in-process trace-cpu workers (default 1),
+ * A temp dir, the scripted LLM, a dev server, `workers` in-process workers (default 1) polling `queues` (default trace-cpu),
  * scripted agents served beside it (`agents`, by name) and a client, all torn down after the test.
  */
 export async function startHarness(
   t: TestContext,
   script: Script,
-  opts: { prefix: string; workers?: number; agents?: Record<string, Script> },
+  opts: { prefix: string; workers?: number; queues?: Queue[]; agents?: Record<string, Script> },
 ): Promise<Harness> {
   const tmp = await tempDir(opts.prefix);
   const llm = await startScriptedLlm(script);
@@ -56,7 +57,7 @@ export async function startHarness(
   const temporal = await startTestTemporal({ dbFile: path.join(tmp.dir, 'temporal.db') });
   const { startWorkers } = await import('../../workers/run.js');
   const workers: RunningWorkers[] = [];
-  for (let i = 0; i < (opts.workers ?? 1); i++) workers.push(await startWorkers({ queues: ['cpu'], settings: temporal.settings, shutdownGraceMs: 2000 }));
+  for (let i = 0; i < (opts.workers ?? 1); i++) workers.push(await startWorkers({ queues: opts.queues ?? ['cpu'], settings: temporal.settings, shutdownGraceMs: 2000 }));
   const connection = await Connection.connect({ address: temporal.address });
   t.after(async () => {
     await connection.close();
