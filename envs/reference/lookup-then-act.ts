@@ -10,10 +10,12 @@ import { defineEnvironment, deskHotel, deskTools, DESK_POLICY, call, statesMatch
  * sequence (trainer's sampler, 8 groups × 4: 0 of 32 at T = 0.5 and at 1.0, also with requests
  * that name both tools; 3 of 32 with a quarter of the episodes opened at the lookup), and GRPO
  * cannot learn from groups whose rewards are all 0. Opened after the lookup: 6 of 32 at T = 0.5
- * (mean 0.19, 62% informative groups) and 5 of 32 at T = 1.0. On the embedded server (which the
- * calibration check samples) with the target's requests only, the mean was 0.30 (24 seeds × 4) and
- * 0.22 (12 × 8), at the band's lower edge; with half the requests naming the step after the lookup,
- * 0.28 (8 × 8) with every group informative. The first step (looking up at all) is not trained here.
+ * (mean 0.19, 62% informative groups) and 5 of 32 at T = 1.0. On the embedded server, which the
+ * calibration check samples, at T 0.5: mean 0.30 (24 seeds × 4) and 0.22 (12 × 8) with
+ * bench/showcase-base-rate.ts, and 0.188 (8 × 8) in run demo-20261201-204740-mzwm — at the band's
+ * lower edge, so calibration fails about as often as it passes. (Half the requests naming the step
+ * after the lookup did not move it: 0.28 on 8 × 8 in the bench, 0.17 on 6 seeds × 8 in that run.)
+ * The first step (looking up at all) is not trained here.
  */
 type Inst = { initialState: DeskDb; userGoal: string; userTurns: string[]; prefix: AgentAction[]; gold: AgentAction[]; expect: { guest: string; code: string } };
 
@@ -22,12 +24,6 @@ const ASKS = [
   (n: string) => `Please cancel the booking for ${n}.`,
   (n: string) => `Hi, I'm ${n}. Cancel my booking, please.`,
   (n: string) => `Cancel ${n}'s booking, thanks.`,
-];
-// Calibration: requests that name the next step after the lookup; half the requests, so the base
-// policy's mean reward sits inside the band, not at its lower edge (as exact_id_copying does).
-const STEP_ASKS = [
-  (n: string) => `Hi, I'm ${n}. Please look up my booking code and cancel the booking with it.`,
-  (n: string) => `Please find the booking code for ${n}, then cancel that booking.`,
 ];
 
 export default defineEnvironment<DeskDb, Inst>({
@@ -47,7 +43,7 @@ export default defineEnvironment<DeskDb, Inst>({
     const [code, { guest }] = rng.pick(Object.entries(hotel.bookings));
     return {
       initialState: hotel,
-      userGoal: rng.pick(rng.bool(0.5) ? STEP_ASKS : ASKS)(guest),
+      userGoal: rng.pick(ASKS)(guest),
       userTurns: ['Yes, please cancel it.'],
       prefix: [call('find_booking', { guest })],
       gold: [call('cancel_booking', { booking_code: code })],
