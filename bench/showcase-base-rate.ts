@@ -10,7 +10,9 @@ import { startLlmServer } from '../infra/llm-server.js';
 
 /**
  * The base SmolLM2 policy (embedded server, grammar-constrained actions) on a target env's split
- * or on a reference capability env's calibration seeds (groups × K from seed 3000, as gate 5).
+ * or on a reference capability env's calibration seeds (groups × K from seed 3000, as check 6, calibration).
+ * `--url` measures another OpenAI-compatible server instead, e.g. the trainer's served policy
+ * (`python -m trace_trainer serve --model .cache/models/<gguf>.hf --constrained-decoding on`).
  *
  *   node --import tsx bench/showcase-base-rate.ts --env showcase-desk --split test --temperature 0
  *   node --import tsx bench/showcase-base-rate.ts --env exact_code_copying --groups 8 --k 4
@@ -25,6 +27,8 @@ const { values: o } = parseArgs({
     k: { type: 'string', default: '4' },
     parallel: { type: 'string', default: '2' },
     verbose: { type: 'boolean', default: false },
+    url: { type: 'string' },
+    model: { type: 'string', default: 'policy' },
   },
 });
 const num = (flag: string, v: string | undefined) => {
@@ -35,7 +39,7 @@ const num = (flag: string, v: string | undefined) => {
 const temperature = num('temperature', o.temperature);
 const parallel = num('parallel', o.parallel);
 
-const server = await startLlmServer({ port: 0, parallel, contextSize: 2048 * parallel });
+const server = o.url ? { baseURL: o.url, model: o.model!, close: async () => {} } : await startLlmServer({ port: 0, parallel, contextSize: 2048 * parallel });
 try {
   const config = parseConfig({ env: { name: o.env! }, llm: { policy: { baseURL: server.baseURL, model: server.model, concurrency: parallel, maxTokens: 64, timeoutMs: 600_000 } } });
   const name = o.env!;

@@ -1,5 +1,5 @@
 /**
- * Stage 2 costs: validation wall time for one candidate (per gate; gate 5 against a scripted
+ * Stage 2 costs: validation wall time for one candidate (per check; check 6, calibration, against a scripted
  * policy server, so it measures our overhead, not an LLM), and gold-episode steps/s of a reference
  * env in-process vs sandboxed (ratio). Run: node --import tsx bench/synthesis.ts [--episodes N]
  */
@@ -48,8 +48,8 @@ async function main() {
     for (const typecheck of [true, true, false]) {
       const t = performance.now();
       const { verdict } = await validateCandidate({ source: GOOD_SOURCE, manifest: GOOD_MANIFEST, config: { ...config, synthesis: { ...config.synthesis, typecheck } }, policy: createLlm(config, 'policy') });
-      const gates = verdict.gates.map((g) => `${g.gate} ${g.passed ? 'ok' : 'FAIL'}`).join(', ');
-      console.log(`validation of one candidate (sandbox, typecheck ${typecheck}): ${(performance.now() - t).toFixed(0)} ms [${gates}]`);
+      const checks = verdict.checks.map((g) => `${g.check} ${g.passed ? 'ok' : 'FAIL'}`).join(', ');
+      console.log(`validation of one candidate (sandbox, typecheck ${typecheck}): ${(performance.now() - t).toFixed(0)} ms [${checks}]`);
     }
   } finally {
     await llm.close();

@@ -3,7 +3,7 @@ import { SandboxLimitsSchema } from './sandbox.js';
 
 /**
  * Stage 2 boundary objects (the generator's manifest, a validation verdict, one synthesis
- * attempt, the activity result) and the pure gate-threshold logic. No I/O: safe for workflows.
+ * attempt, the activity result) and the pure check-threshold logic. No I/O: safe for workflows.
  */
 export const SynthesisConfigSchema = z
   .object({
@@ -21,7 +21,7 @@ export const SynthesisConfigSchema = z
       .strict()
       .prefault({})
       .describe('limits of each validation sandbox; allowWeakIsolation applies to every sandbox of generated code'),
-    typecheck: z.boolean().default(true).describe('gate 1 also type-checks the module against the SDK (tsc)'),
+    typecheck: z.boolean().default(true).describe('check 1 also type-checks the module against the SDK (tsc)'),
     references: z.number().int().min(0).max(2).default(2).describe('reference environments shown to the generator as few-shot examples'),
     seeds: z
       .object({
@@ -71,25 +71,25 @@ export type EnvManifest = z.infer<typeof EnvManifestSchema>;
 export const GeneratedEnvSchema = z.object({ manifest: EnvManifestSchema, source: z.string().min(50) });
 export type GeneratedEnv = z.infer<typeof GeneratedEnvSchema>;
 
-export const GATES = ['compile', 'determinism', 'solvability', 'non_triviality', 'verifier', 'calibration'] as const;
-export const GateNameSchema = z.enum(GATES);
-export type GateName = z.infer<typeof GateNameSchema>;
+export const CHECKS = ['compile', 'determinism', 'solvability', 'non_triviality', 'verifier', 'calibration'] as const;
+export const CheckNameSchema = z.enum(CHECKS);
+export type CheckName = z.infer<typeof CheckNameSchema>;
 
-export const GateResultSchema = z.object({
-  gate: GateNameSchema,
+export const CheckResultSchema = z.object({
+  check: CheckNameSchema,
   passed: z.boolean(),
   reason: z.string().optional(),
   metrics: z.record(z.string(), z.number()).default({}),
   /** Concrete evidence for the generator (failing seeds, observations, error text). */
   examples: z.array(z.string()).default([]),
 });
-export type GateResult = z.infer<typeof GateResultSchema>;
+export type CheckResult = z.infer<typeof CheckResultSchema>;
 
 export const ValidationVerdictSchema = z.object({
   passed: z.boolean(),
-  failedGate: GateNameSchema.optional(),
+  failedCheck: CheckNameSchema.optional(),
   reason: z.string().optional(),
-  gates: z.array(GateResultSchema),
+  checks: z.array(CheckResultSchema),
   durationMs: z.number().nonnegative(),
   /** Loud notes about how validation ran (e.g. generated code ran without full sandbox isolation). */
   warnings: z.array(z.string()).optional(),
@@ -107,31 +107,31 @@ export const SynthesisAttemptSchema = z.object({
 });
 export type SynthesisAttempt = z.infer<typeof SynthesisAttemptSchema>;
 
-/** Combines gate results (in order, stopping at the first failure) into a verdict. */
-export function verdictOf(gates: GateResult[], durationMs: number, warnings: string[] = []): ValidationVerdict {
-  const failed = gates.find((g) => !g.passed);
-  return { passed: !failed, ...(failed ? { failedGate: failed.gate, reason: `${failed.gate}: ${failed.reason}` } : {}), gates, durationMs, ...(warnings.length ? { warnings } : {}) };
+/** Combines check results (in order, stopping at the first failure) into a verdict. */
+export function verdictOf(checks: CheckResult[], durationMs: number, warnings: string[] = []): ValidationVerdict {
+  const failed = checks.find((g) => !g.passed);
+  return { passed: !failed, ...(failed ? { failedCheck: failed.check, reason: `${failed.check}: ${failed.reason}` } : {}), checks, durationMs, ...(warnings.length ? { warnings } : {}) };
 }
 
-export function judgeDeterminism(r: { seeds: number; mismatched: number[]; distinct: number }, c: SynthesisConfig): GateResult {
+export function judgeDeterminism(r: { seeds: number; mismatched: number[]; distinct: number }, c: SynthesisConfig): CheckResult {
   const distinctShare = r.distinct / r.seeds;
   const metrics = { seeds: r.seeds, mismatched: r.mismatched.length, distinctShare };
   if (r.mismatched.length) {
-    return { gate: 'determinism', passed: false, metrics, reason: `the same seed gave different instances (seeds ${r.mismatched.slice(0, 5).join(', ')}); draw every random choice from the rng passed to generate and never use Math.random or Date`, examples: [] };
+    return { check: 'determinism', passed: false, metrics, reason: `the same seed gave different instances (seeds ${r.mismatched.slice(0, 5).join(', ')}); draw every random choice from the rng passed to generate and never use Math.random or Date`, examples: [] };
   }
   if (distinctShare < c.minDistinct) {
-    return { gate: 'determinism', passed: false, metrics, reason: `only ${r.distinct} of ${r.seeds} seeds gave distinct instances (need ≥ ${Math.ceil(c.minDistinct * r.seeds)}); vary the instance with the seed`, examples: [] };
+    return { check: 'determinism', passed: false, metrics, reason: `only ${r.distinct} of ${r.seeds} seeds gave distinct instances (need ≥ ${Math.ceil(c.minDistinct * r.seeds)}); vary the instance with the seed`, examples: [] };
   }
-  return { gate: 'determinism', passed: true, metrics, examples: [] };
+  return { check: 'determinism', passed: true, metrics, examples: [] };
 }
 
-export function judgeSolvability(rewards: { seed: number; reward: number; note?: string }[], c: SynthesisConfig): GateResult {
+export function judgeSolvability(rewards: { seed: number; reward: number; note?: string }[], c: SynthesisConfig): CheckResult {
   const mean = meanOf(rewards.map((r) => r.reward));
   const bad = rewards.filter((r) => r.reward < c.minGoldReward);
   const metrics = { seeds: rewards.length, meanGoldReward: mean, failingSeeds: bad.length };
-  if (mean >= c.minGoldReward) return { gate: 'solvability', passed: true, metrics, examples: [] };
+  if (mean >= c.minGoldReward) return { check: 'solvability', passed: true, metrics, examples: [] };
   return {
-    gate: 'solvability',
+    check: 'solvability',
     passed: false,
     metrics,
     reason: `the gold solution scores ${mean.toFixed(3)} on average over ${rewards.length} seeds (need ≥ ${c.minGoldReward}); ${bad.length} seeds fall short`,
@@ -139,12 +139,12 @@ export function judgeSolvability(rewards: { seed: number; reward: number; note?:
   };
 }
 
-export function judgeNonTriviality(means: Record<string, number>, c: SynthesisConfig): GateResult {
+export function judgeNonTriviality(means: Record<string, number>, c: SynthesisConfig): CheckResult {
   const high = Object.entries(means).filter(([, m]) => m > c.maxTrivialReward);
   const metrics = Object.fromEntries(Object.entries(means).map(([k, v]) => [`${k}Mean`, v]));
-  if (!high.length) return { gate: 'non_triviality', passed: true, metrics, examples: [] };
+  if (!high.length) return { check: 'non_triviality', passed: true, metrics, examples: [] };
   return {
-    gate: 'non_triviality',
+    check: 'non_triviality',
     passed: false,
     metrics,
     reason: `trivial policies score too high (${high.map(([k, m]) => `${k} ${m.toFixed(3)}`).join(', ')}; need ≤ ${c.maxTrivialReward}); give no credit for a state or answer the agent reaches without exercising the capability`,
@@ -152,7 +152,7 @@ export function judgeNonTriviality(means: Record<string, number>, c: SynthesisCo
   };
 }
 
-/** Ways of perturbing a gold solution the verifier gate tries, on every seed. */
+/** Ways of perturbing a gold solution the verifier check tries, on every seed. */
 export const MUTATIONS = ['dropStep', 'changeArgument', 'skipMessages'] as const;
 export type Mutation = (typeof MUTATIONS)[number];
 /**
@@ -176,7 +176,7 @@ const MUTATION_TEXT: Record<Mutation, string> = {
   skipMessages: 'skipping the messages to the user',
 };
 
-export function judgeVerifier(r: VerifierStats, c: SynthesisConfig): GateResult {
+export function judgeVerifier(r: VerifierStats, c: SynthesisConfig): CheckResult {
   const metrics: Record<string, number> = { seeds: r.seeds, replayMismatches: r.replayMismatched.length };
   const weak: string[] = [];
   for (const m of MUTATIONS) {
@@ -187,12 +187,12 @@ export function judgeVerifier(r: VerifierStats, c: SynthesisConfig): GateResult 
     if (GATING_MUTATIONS.includes(m) && lower / applicable < c.minMutationDetection) weak.push(`${MUTATION_TEXT[m]} scored lower than gold on only ${lower} of ${applicable} seeds`);
   }
   if (r.replayMismatched.length) {
-    return { gate: 'verifier', passed: false, metrics, reason: `the same trajectory got different rewards when replayed (seeds ${r.replayMismatched.slice(0, 5).join(', ')}); evaluate() must depend only on the instance and the trajectory (no Math.random, Date or call counts)`, examples: [] };
+    return { check: 'verifier', passed: false, metrics, reason: `the same trajectory got different rewards when replayed (seeds ${r.replayMismatched.slice(0, 5).join(', ')}); evaluate() must depend only on the instance and the trajectory (no Math.random, Date or call counts)`, examples: [] };
   }
   if (weak.length) {
-    return { gate: 'verifier', passed: false, metrics, reason: `perturbed gold solutions score as high as gold: ${weak.join('; ')} (need ≥ ${c.minMutationDetection * 100}%); reward the steps, arguments and communicated values the capability requires`, examples: [] };
+    return { check: 'verifier', passed: false, metrics, reason: `perturbed gold solutions score as high as gold: ${weak.join('; ')} (need ≥ ${c.minMutationDetection * 100}%); reward the steps, arguments and communicated values the capability requires`, examples: [] };
   }
-  return { gate: 'verifier', passed: true, metrics, examples: [] };
+  return { check: 'verifier', passed: true, metrics, examples: [] };
 }
 
 export interface CalibrationStats {
@@ -212,16 +212,16 @@ export function calibrationStats(groups: readonly { reward: number; success: boo
   };
 }
 
-export function judgeCalibration(s: CalibrationStats, c: SynthesisConfig): GateResult {
+export function judgeCalibration(s: CalibrationStats, c: SynthesisConfig): CheckResult {
   const { low, high, minInformative } = c.calibration;
   const metrics = { ...s };
   const problems: string[] = [];
   if (s.meanReward < low || s.meanReward > high) problems.push(`mean reward ${s.meanReward.toFixed(3)} outside [${low}, ${high}]`);
   if (s.successRate < low || s.successRate > high) problems.push(`success rate ${s.successRate.toFixed(3)} outside [${low}, ${high}]`);
   if (s.informativeShare < minInformative) problems.push(`only ${(s.informativeShare * 100).toFixed(0)}% of rollout groups have non-constant reward (need ≥ ${minInformative * 100}%)`);
-  if (!problems.length) return { gate: 'calibration', passed: true, metrics, examples: [] };
+  if (!problems.length) return { check: 'calibration', passed: true, metrics, examples: [] };
   const hint = s.meanReward > high ? 'make the task harder' : s.meanReward < low ? 'make the task easier or give partial credit' : 'add variety so rollouts of one seed differ';
-  return { gate: 'calibration', passed: false, metrics, reason: `with the base policy: ${problems.join('; ')}; ${hint}`, examples: [] };
+  return { check: 'calibration', passed: false, metrics, reason: `with the base policy: ${problems.join('; ')}; ${hint}`, examples: [] };
 }
 
 function meanOf(xs: readonly number[]): number {

@@ -70,7 +70,7 @@ test('the pipeline reports a gate it cannot fit, and with gold demonstrations fi
     );
   assert.deepEqual(await summaries(`gate-gold/capability/${VERIFY}`), [
     `synthesize ${VERIFY} env (≤ 1 attempt(s))`,
-    `validate ${VERIFY} env (gates 1–5)`,
+    `validate ${VERIFY} env (checks 1–6)`,
     `GRPO ${VERIFY}: 1 iterations × 1 groups × 2 rollouts`,
   ]);
   assert.ok((await summaries('gate-gold')).includes(`fit the gate over 1 adapter(s): ${VERIFY} (3 steps)`));

@@ -8,22 +8,22 @@ import { createLlm } from '../llm/client.js';
 import { startScriptedLlm, type ChatRequest, type ScriptedReply } from './helpers/scripted-llm.js';
 import { checkCalibration, checkCompile, checkDeterminism, checkNonTriviality, checkSolvability, goldPolicy, playPolicy } from '../activities/synthesis/validate.js';
 
-// The real gate counts (100 / 50 / 30 seeds): in-process they take about a second per environment.
+// The real check counts (100 / 50 / 30 seeds): in-process they take about a second per environment.
 const config = SynthesisConfigSchema.parse({});
 const caps = Object.keys(REFERENCE_ENVS) as ReferenceCapability[];
 
 for (const cap of caps) {
-  test(`reference ${cap}: passes gates 2–4 with the spec's seed counts`, async () => {
+  test(`reference ${cap}: passes checks 2–4 with the spec's seed counts`, async () => {
     const env = await loadReferenceEnv(cap);
     assert.equal(env.metadata.capability, cap);
-    const gates = [await checkDeterminism(env, config), await checkSolvability(env, config), await checkNonTriviality(env, config)];
-    for (const r of gates) assert.equal(r.passed, true, `${r.gate}: ${r.reason} ${r.examples.join(' | ')}`);
-    assert.equal(gates[1].metrics.failingSeeds, 0, 'the gold solver scores 1.0 on every seed');
-    assert.equal(gates[1].metrics.meanGoldReward, 1);
+    const checks = [await checkDeterminism(env, config), await checkSolvability(env, config), await checkNonTriviality(env, config)];
+    for (const r of checks) assert.equal(r.passed, true, `${r.check}: ${r.reason} ${r.examples.join(' | ')}`);
+    assert.equal(checks[1].metrics.failingSeeds, 0, 'the gold solver scores 1.0 on every seed');
+    assert.equal(checks[1].metrics.meanGoldReward, 1);
   });
 }
 
-test('reference permission_error_recovery: gate 1 through the sandbox (bundle, load, manifest)', async () => {
+test('reference permission_error_recovery: check 1 through the sandbox (bundle, load, manifest)', async () => {
   const env = await loadReferenceEnv('permission_error_recovery');
   const manifest = { ...env.metadata, tools: env.tools().map((t) => t.function.name) };
   const { result, loaded } = await checkCompile(await referenceSource('permission_error_recovery'), manifest, { runner: 'sandbox', typecheck: false });
@@ -35,7 +35,7 @@ test('reference permission_error_recovery: gate 1 through the sandbox (bundle, l
   }
 });
 
-test('reference showcase-desk envs: gate 1 through the sandbox with the SDK type-check', async () => {
+test('reference showcase-desk envs: check 1 through the sandbox with the SDK type-check', async () => {
   for (const cap of ['exact_id_copying', 'lookup_then_act'] as const) {
     const env = await loadReferenceEnv(cap);
     const manifest = { ...env.metadata, tools: env.tools().map((t) => t.function.name) };
@@ -167,7 +167,7 @@ function settingsPolicy(): (req: ChatRequest) => ScriptedReply {
   };
 }
 
-test('reference permission_error_recovery: gate 5 against the scripted policy server', async () => {
+test('reference permission_error_recovery: check 6 (calibration) against the scripted policy server', async () => {
   const policy = settingsPolicy();
   const llm = await startScriptedLlm((req) => policy(req));
   try {

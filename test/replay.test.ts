@@ -18,6 +18,16 @@ import { buildWorkflowBundle } from '../workers/run.js';
  * not replay. No patched(): the old branches existed only for checkouts without a stage's module,
  * and keeping them behind a patch would keep exactly that scaffolding. Drain (or let finish) runs
  * started before this change before upgrading workers.
+ *
+ * Versioning (2026-12-02, issue 12, validation "gates" renamed "checks"): no history retired or
+ * re-recorded, no patched(). The only workflow-code change is the validateEnvironment activity's
+ * UI summary ("(gates 1–5)" → "(checks 1–6)"); activity types, ids, inputs and the command sequence
+ * are unchanged, and a summary is user metadata, which replay does not match, so the recorded
+ * histories (which still carry the old summary) replay as they are: this test is the proof. The
+ * verdict's fields did change (gates/failedGate/gate → checks/failedCheck/check), but no workflow
+ * reads a verdict (activities return {ok, reason, verdictRef}); a synthesis activity of a run in
+ * flight across the upgrade would not read its earlier attempts' stored verdicts, so drain runs
+ * first, as above.
  */
 const DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'histories');
 

@@ -13,7 +13,7 @@ import { phaseQuery, validateWhileQueried } from './fixtures/sandbox/validation-
 import { startTestTemporal, tempDir, sleep } from './helpers/temporal.js';
 
 /**
- * Issue 13 item 10: while a worker validates a candidate (type-check, bundling, sandboxed gates),
+ * Issue 13 item 10: while a worker validates a candidate (type-check, bundling, sandboxed checks),
  * its event loop stays free, so workflow tasks and queries are answered promptly.
  *
  * What is asserted is the main thread's CPU time between two consecutive timer ticks (from
@@ -67,7 +67,7 @@ test('validation in a worker: the event loop is never blocked long and the runni
       async validateFixture() {
         const { result, ...m } = await longestBlock(() => validateCandidate({ source: GOOD_SOURCE, manifest: GOOD_MANIFEST, config }));
         measured = m;
-        return result.verdict.failedGate ?? 'passed';
+        return result.verdict.failedCheck ?? 'passed';
       },
     },
   });
@@ -94,12 +94,12 @@ test('validation in a worker: the event loop is never blocked long and the runni
     assert.ok(['validating', 'done'].includes(phase), phase);
     await sleep(200);
   }
-  const gate = await verdict;
+  const check = await verdict;
   assert.ok(measured, 'the activity ran');
   assert.ok(latencies.length >= 3, `only ${latencies.length} queries answered during validation`);
   const sorted = [...latencies].sort((a, b) => a - b);
   console.log(
-    `# validation (${gate}): longest main-thread work between timer ticks ${(measured.longestS * 1000).toFixed(0)} ms over ${measured.ticks} ticks; ` +
+    `# validation (${check}): longest main-thread work between timer ticks ${(measured.longestS * 1000).toFixed(0)} ms over ${measured.ticks} ticks; ` +
       `${latencies.length} queries, median ${sorted[sorted.length >> 1].toFixed(0)} ms, max ${sorted[sorted.length - 1].toFixed(0)} ms`,
   );
   assert.ok(measured.longestS < MAX_BLOCK_S, `the event loop ran ${(measured.longestS * 1000).toFixed(0)} ms of CPU without yielding`);

@@ -12,13 +12,13 @@ import { GOOD_MANIFEST, GOOD_SOURCE } from './fixtures/synthesis/scripts.js';
 
 const config = (sandbox: Record<string, unknown> = {}) => parseConfig({ env: { name: 'toy-orders' }, synthesis: { typecheck: false, sandbox } });
 
-test('validation reports progress after every seed a gate checks, not only between gates', async () => {
+test('validation reports progress after every seed a check tries, not only between checks', async () => {
   const events: Record<string, unknown>[] = [];
   const { verdict } = await validateCandidate({ source: GOOD_SOURCE, manifest: GOOD_MANIFEST, config: config(), onProgress: (d) => events.push(d) });
-  assert.equal(verdict.failedGate, 'calibration', verdict.reason); // no policy given: gates 1–4 pass
-  for (const [gate, seeds] of [['determinism', 100], ['solvability', 50], ['non_triviality', 90], ['verifier', 20]] as const) {
-    const within = events.filter((e) => e.gate === gate && typeof e.seeds === 'number').map((e) => e.seeds);
-    assert.deepEqual(within, Array.from({ length: seeds }, (_, i) => i + 1), gate);
+  assert.equal(verdict.failedCheck, 'calibration', verdict.reason); // no policy given: checks 1–4 pass
+  for (const [check, seeds] of [['determinism', 100], ['solvability', 50], ['non_triviality', 90], ['verifier', 20]] as const) {
+    const within = events.filter((e) => e.check === check && typeof e.seeds === 'number').map((e) => e.seeds);
+    assert.deepEqual(within, Array.from({ length: seeds }, (_, i) => i + 1), check);
   }
 });
 
@@ -41,14 +41,14 @@ async function weakVerdict(allow: boolean): Promise<ValidationVerdict> {
 test('without bubblewrap, validation refuses to run generated code unless the config allows it, and then warns in the verdict', async (t) => {
   if (!(await isolationIfAvailable('unshare-net'))) return t.skip('unshare-net does not work here');
   const refused = await weakVerdict(false);
-  assert.equal(refused.failedGate, 'compile');
+  assert.equal(refused.failedCheck, 'compile');
   assert.match(refused.reason!, /isolation level 'unshare-net'.*synthesis\.sandbox\.allowWeakIsolation/);
   const allowed = await weakVerdict(true);
-  assert.equal(allowed.failedGate, 'calibration', allowed.reason);
+  assert.equal(allowed.failedCheck, 'calibration', allowed.reason);
   assert.match(allowed.warnings?.[0] ?? '', /WARNING: generated code ran at sandbox isolation level 'unshare-net'/);
 });
 
-test('cancelling the validation activity kills its sandbox mid-gate and throws, leaving no verdict', async () => {
+test('cancelling the validation activity kills its sandbox mid-check and throws, leaving no verdict', async () => {
   const { MockActivityEnvironment } = await import('@temporalio/testing');
   const activity = new MockActivityEnvironment();
   let cancelledAt: Record<string, unknown> | undefined;
@@ -60,8 +60,8 @@ test('cancelling the validation activity kills its sandbox mid-gate and throws, 
       config: config(),
       onProgress: (d) => {
         events.push(d);
-        // Cancel once the determinism gate has checked 3 seeds (of 100): the sandbox is busy then.
-        if (!cancelledAt && d.gate === 'determinism' && d.seeds === 3) {
+        // Cancel once the determinism check has tried 3 seeds (of 100): the sandbox is busy then.
+        if (!cancelledAt && d.check === 'determinism' && d.seeds === 3) {
           cancelledAt = d;
           activity.cancel();
         }
@@ -69,8 +69,8 @@ test('cancelling the validation activity kills its sandbox mid-gate and throws, 
     }),
   );
   await assert.rejects(run, (e: Error) => e.name === 'CancelledFailure');
-  assert.ok(cancelledAt, 'validation never reached the determinism gate');
-  // Without the signal the gate ran on to seed 100 and validation went on to later gates.
+  assert.ok(cancelledAt, 'validation never reached the determinism check');
+  // Without the signal the check ran on to seed 100 and validation went on to later checks.
   const after = events.slice(events.indexOf(cancelledAt) + 1);
-  assert.ok(after.every((e) => e.gate === 'determinism' && (e.seeds === undefined || (e.seeds as number) <= 4)), `ran on after the cancel: ${JSON.stringify(after)}`);
+  assert.ok(after.every((e) => e.check === 'determinism' && (e.seeds === undefined || (e.seeds as number) <= 4)), `ran on after the cancel: ${JSON.stringify(after)}`);
 });

@@ -5,9 +5,9 @@ import { validateCandidate } from '../activities/synthesis/validate.js';
 import { GOOD_MANIFEST, GOOD_SOURCE } from './fixtures/synthesis/scripts.js';
 
 /**
- * Generated environments that game validation (issue 13, item 9): each passed gates 2–4 when
- * validation used fixed seed ranges and only the three trivial policies. Gate 5 (verifier) and
- * random seeds catch them; the good fixture still passes every gate up to calibration.
+ * Generated environments that game validation (issue 13, item 9): each passed checks 2–4 when
+ * validation used fixed seed ranges and only the three trivial policies. Check 5 (verifier) and
+ * random seeds catch them; the good fixture still passes every check up to calibration.
  */
 const config = parseConfig({ env: { name: 'toy-orders' }, synthesis: { typecheck: false } });
 
@@ -29,31 +29,31 @@ async function verdictOf(source: string) {
   return (await validateCandidate({ source, manifest: GOOD_MANIFEST, config })).verdict;
 }
 
-test('gaming: a verifier that fingerprints the trivial policies and rewards everything else fails the verifier gate', async () => {
+test('gaming: a verifier that fingerprints the trivial policies and rewards everything else fails the verifier check', async () => {
   const v = await verdictOf(withEvaluate(`${TRIVIAL} return weighted({ anything: [1, !trivial] });`));
-  assert.equal(v.failedGate, 'verifier', v.reason);
-  const gate = v.gates.find((g) => g.gate === 'verifier')!;
-  assert.equal(gate.metrics.dropStepLowerShare, 0);
-  assert.equal(gate.metrics.changeArgumentLowerShare, 0);
+  assert.equal(v.failedCheck, 'verifier', v.reason);
+  const check = v.checks.find((g) => g.check === 'verifier')!;
+  assert.equal(check.metrics.dropStepLowerShare, 0);
+  assert.equal(check.metrics.changeArgumentLowerShare, 0);
   assert.match(v.reason!, /dropping one tool call scored lower than gold on only 0 of 20 seeds/);
 });
 
-test('gaming: a verifier honest on gold but random elsewhere fails the verifier gate on replay', async () => {
+test('gaming: a verifier honest on gold but random elsewhere fails the verifier check on replay', async () => {
   const v = await verdictOf(withEvaluate(`const honest = ${HONEST}; if (honest.reward === 1) return honest; ${TRIVIAL} return weighted({ lucky: [1, !trivial && Math.random() < 0.4] });`));
-  assert.equal(v.failedGate, 'verifier', v.reason);
-  assert.ok(v.gates.find((g) => g.gate === 'verifier')!.metrics.replayMismatches > 0);
+  assert.equal(v.failedCheck, 'verifier', v.reason);
+  assert.ok(v.checks.find((g) => g.check === 'verifier')!.metrics.replayMismatches > 0);
   assert.match(v.reason!, /the same trajectory got different rewards when replayed/);
 });
 
 test('gaming: a module honest only on the seeds validation used to draw (0–3999) is caught by random seeds', async () => {
   const v = await verdictOf(withEvaluate(`return instance.expect.seed < 4000 ? ${HONEST} : weighted({ anything: [1, true] });`, 'seed'));
   assert.equal(v.passed, false);
-  assert.equal(v.failedGate, 'non_triviality', v.reason);
+  assert.equal(v.failedCheck, 'non_triviality', v.reason);
 });
 
-test('gaming: the honest fixture passes the verifier gate with every perturbation detected', async () => {
+test('gaming: the honest fixture passes the verifier check with every perturbation detected', async () => {
   const v = await verdictOf(GOOD_SOURCE);
-  assert.equal(v.failedGate, 'calibration', v.reason); // no base policy given
-  const m = v.gates.find((g) => g.gate === 'verifier')!.metrics;
+  assert.equal(v.failedCheck, 'calibration', v.reason); // no base policy given
+  const m = v.checks.find((g) => g.check === 'verifier')!.metrics;
   assert.deepEqual([m.replayMismatches, m.dropStepLowerShare, m.changeArgumentLowerShare, m.skipMessagesLowerShare], [0, 1, 1, 1]);
 });

@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseConfig } from '../core/config.js';
-import { ValidationVerdictSchema, GATES } from '../core/synthesis.js';
+import { ValidationVerdictSchema, CHECKS } from '../core/synthesis.js';
 import { synthesizeEnvironment } from '../activities/synthesis/index.js';
 import { DEFAULT_MODEL_PATH, startLlmServer } from '../infra/llm-server.js';
 import { openStore } from '../store/index.js';
@@ -12,7 +12,7 @@ import { openStore } from '../store/index.js';
 /**
  * Smoke test: the real local LLM (SmolLM2-135M via node-llama-cpp) as the generator, through the
  * whole repair loop. A 135M model cannot write a valid environment; the point is that the loop
- * ends cleanly — every attempt stored with a verdict that names a gate and a reason.
+ * ends cleanly — every attempt stored with a verdict that names a check and a reason.
  */
 const modelPath = process.env.TRACE_LLM_MODEL_PATH ?? DEFAULT_MODEL_PATH;
 
@@ -37,7 +37,7 @@ test('real local LLM as generator: the loop ends cleanly with stored reasons', {
     for (const ref of res.verdictRefs) {
       const v = ValidationVerdictSchema.parse(await store.getJson(ref));
       if (!v.passed) {
-        assert.ok(v.failedGate && GATES.includes(v.failedGate), `failed gate named: ${v.reason}`);
+        assert.ok(v.failedCheck && CHECKS.includes(v.failedCheck), `failed check named: ${v.reason}`);
         assert.match(v.reason ?? '', /^\w+: .{10,}/);
       }
     }

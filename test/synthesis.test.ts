@@ -15,7 +15,7 @@ import { alternatingPolicy, BROKEN, generatorReply, GOOD_MANIFEST, GOOD_SOURCE }
 
 const sc = SynthesisConfigSchema.parse({});
 
-test('gate thresholds: determinism, solvability, non-triviality, calibration', () => {
+test('check thresholds: determinism, solvability, non-triviality, calibration', () => {
   assert.equal(judgeDeterminism({ seeds: 100, mismatched: [], distinct: 95 }, sc).passed, true);
   assert.match(judgeDeterminism({ seeds: 100, mismatched: [], distinct: 94 }, sc).reason!, /only 94 of 100/);
   assert.match(judgeDeterminism({ seeds: 100, mismatched: [3], distinct: 100 }, sc).reason!, /seeds 3/);
@@ -40,7 +40,7 @@ function testConfig(baseURL: string, dir: string, synthesis: ConfigInput['synthe
   });
 }
 
-test('gate 5 against the scripted policy server: in band when half succeed, out of band when all do', async () => {
+test('check 6 (calibration) against the scripted policy server: in band when half succeed, out of band when all do', async () => {
   const policy = alternatingPolicy();
   const llm = await startScriptedLlm((req) => policy(req));
   const dir = mkdtempSync(path.join(tmpdir(), 'synth-cal-'));
@@ -61,7 +61,7 @@ test('gate 5 against the scripted policy server: in band when half succeed, out 
   }
 });
 
-test('gate 1 rejects foreign imports, type errors and manifest mismatches with reasons', async () => {
+test('check 1 rejects foreign imports, type errors and manifest mismatches with reasons', async () => {
   const opts = { runner: 'in-process' as const, typecheck: true };
   const foreign = await checkCompile(`import { readFileSync } from 'node:fs';\n${GOOD_SOURCE}`, GOOD_MANIFEST, opts);
   assert.match(foreign.result.reason!, /imports 'node:fs'; a generated environment may import only from '#env-sdk'/);
@@ -71,7 +71,7 @@ test('gate 1 rejects foreign imports, type errors and manifest mismatches with r
   assert.match(named.result.reason!, /tools \[find_customer_by_email, list_orders\] do not match manifest\.tools \[list_orders\]/);
 });
 
-test('repair loop: a scripted generator broken in each gate\'s way, then good, is accepted on attempt 6 (sandboxed)', async () => {
+test('repair loop: a scripted generator broken in each check\'s way, then good, is accepted on attempt 6 (sandboxed)', async () => {
   const policy = alternatingPolicy();
   const replies = [...BROKEN.map((b) => generatorReply(b.source)), generatorReply(GOOD_SOURCE)];
   let generated = 0;
@@ -85,16 +85,16 @@ test('repair loop: a scripted generator broken in each gate\'s way, then good, i
     assert.equal(res.attempts, 6);
     assert.equal(res.verdictRefs.length, 6);
     const store = openStore(config.store);
-    const verdicts = await Promise.all(res.verdictRefs.map((r) => store.getJson<{ passed: boolean; failedGate?: string; reason?: string }>(r)));
-    assert.deepEqual(verdicts.map((v) => v.failedGate ?? 'passed'), [...BROKEN.map((b) => b.gate), 'passed']);
+    const verdicts = await Promise.all(res.verdictRefs.map((r) => store.getJson<{ passed: boolean; failedCheck?: string; reason?: string }>(r)));
+    assert.deepEqual(verdicts.map((v) => v.failedCheck ?? 'passed'), [...BROKEN.map((b) => b.check), 'passed']);
     for (const v of verdicts.slice(0, 5)) assert.ok(v.reason && v.reason.length > 20, `a reason: ${v.reason}`);
     assert.equal(await store.getText(res.envRef!), GOOD_SOURCE);
 
-    // Each repair request carries the previous gate's failure back to the generator.
+    // Each repair request carries the previous check's failure back to the generator.
     const genRequests = llm.requests.filter((r) => r.response_format);
     assert.equal(genRequests.length, 6);
     assert.match(String(genRequests[0].messages[1].content), /Capability to isolate: structured_data_reasoning[\s\S]*find_customer_by_email[\s\S]*defineEnvironment/);
-    BROKEN.forEach((b, i) => assert.match(String(genRequests[i + 1].messages.at(-1)!.content), new RegExp(`failed validation gate '${b.gate}'`)));
+    BROKEN.forEach((b, i) => assert.match(String(genRequests[i + 1].messages.at(-1)!.content), new RegExp(`failed validation check '${b.check}'`)));
     assert.ok((await store.list('runs/r1/synthesis/structured_data_reasoning/attempt-5/')).includes('runs/r1/synthesis/structured_data_reasoning/attempt-5/rollouts.jsonl'));
 
     // Idempotent: a retried activity returns the stored result without calling the generator.

@@ -39,7 +39,7 @@ export async function capabilityWorkflow(input: CapabilityInput): Promise<Capabi
   if (input.previousEnvironment) {
     status = 'validating';
     try {
-      const v = await cpu(`validate ${capability.name} env of run ${from} under this config (gates 1–5)`).validateEnvironment({
+      const v = await cpu(`validate ${capability.name} env of run ${from} under this config (checks 1–6)`).validateEnvironment({
         runId,
         config,
         capability,
@@ -74,7 +74,7 @@ export async function capabilityWorkflow(input: CapabilityInput): Promise<Capabi
     }
     how = `${synthesized.status === 'reference_fallback' ? `reference env ${synthesized.reference}` : `synthesized in ${synthesized.attempts} attempt(s)`}${notReused}`;
     status = 'validating';
-    const v = await cpu(`validate ${capability.name} env (gates 1–5)`).validateEnvironment({ runId, config, capability, environment });
+    const v = await cpu(`validate ${capability.name} env (checks 1–6)`).validateEnvironment({ runId, config, capability, environment });
     validation = { ...synthesized, ...v };
     if (!v.ok) return done('failed', `environment failed validation: ${v.reason ?? 'no reason given'}`, { environment, validation });
   }

@@ -67,7 +67,7 @@ export async function generatorMessages(p: {
   ];
 }
 
-/** The conversation for attempt n > 1: the base prompt, the previous reply and the gate's feedback. */
+/** The conversation for attempt n > 1: the base prompt, the previous reply and the check's feedback. */
 export function repairMessages(base: ChatCompletionMessageParam[], previous: GeneratedEnv | undefined, verdict: ValidationVerdict | undefined, generatorError?: string): ChatCompletionMessageParam[] {
   return [
     ...base,

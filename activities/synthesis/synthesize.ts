@@ -23,7 +23,7 @@ import { generateCandidate, generatorMessages, matchReference, repairMessages } 
 import { validateCandidate } from './validate.js';
 
 /**
- * The repair loop as one activity: generate → validate (gates 1–6) → feed the failed gate back,
+ * The repair loop as one activity: generate → validate (checks 1–6) → feed the failed check back,
  * up to config.synthesis.maxAttempts. Durable at attempt granularity: every attempt's source,
  * manifest, verdict and rollouts are stored before the next starts, and a retried activity resumes
  * after the last stored attempt (the attempt record is written last, as the completion marker).
@@ -123,7 +123,7 @@ async function runAttempt(store: ArtifactStore, input: SynthesizeInput, n: numbe
   let record: SynthesisAttempt;
   if ('error' in out) {
     const reason = `the generator's reply is not a valid {manifest, source} object: ${out.error}`;
-    const verdict: ValidationVerdict = { passed: false, failedGate: 'compile', reason: `compile: ${reason}`, gates: [{ gate: 'compile', passed: false, reason, metrics: {}, examples: [] }], durationMs: 0 };
+    const verdict: ValidationVerdict = { passed: false, failedCheck: 'compile', reason: `compile: ${reason}`, checks: [{ check: 'compile', passed: false, reason, metrics: {}, examples: [] }], durationMs: 0 };
     record = { attempt: n, verdict, generatorError: out.error };
   } else {
     const { manifest, source } = out.generated;
@@ -195,7 +195,7 @@ async function synthesize(input: SynthesizeInput, deps: SynthesisDeps): Promise<
 }
 
 /**
- * Validates a stored module (gates 1–6). Returns the stored verdict when this exact source was
+ * Validates a stored module (checks 1–6). Returns the stored verdict when this exact source was
  * already validated in this run, so the workflow's separate validation step costs nothing extra.
  * Without an environment (synthesis failed) it reports the stored synthesis failure.
  */

@@ -13,7 +13,7 @@ import {
   MUTATIONS,
   verdictOf,
   type EnvManifest,
-  type GateResult,
+  type CheckResult,
   type SynthesisConfig,
   type Mutation,
   type ValidationVerdict,
@@ -28,7 +28,7 @@ import { runEpisodes } from '../../agent/rollout.js';
 import { loadCandidate, staticProblem, typeErrors, type LoadedEnv, type Runner, type SandboxSettings } from './candidate.js';
 
 /**
- * The six validation gates of stage 2, in order; each returns a GateResult with a reason the
+ * The six validation checks of stage 2, in order; each returns a CheckResult with a reason the
  * generator can act on. `validateCandidate` runs them and stops at the first failure.
  */
 
@@ -119,13 +119,13 @@ export function drawSeeds(n: number): number[] {
   return [...seeds];
 }
 
-/** Gate 1: the module compiles (and type-checks), loads in the runner and matches its manifest. */
+/** Check 1: the module compiles (and type-checks), loads in the runner and matches its manifest. */
 export async function checkCompile(
   source: string,
   manifest: EnvManifest,
   opts: { runner: Runner; typecheck: boolean; sandbox?: SandboxSettings; signal?: AbortSignal },
-): Promise<{ result: GateResult; loaded?: LoadedEnv }> {
-  const fail = (reason: string, examples: string[] = []) => ({ result: { gate: 'compile' as const, passed: false, reason, metrics: {}, examples } });
+): Promise<{ result: CheckResult; loaded?: LoadedEnv }> {
+  const fail = (reason: string, examples: string[] = []) => ({ result: { check: 'compile' as const, passed: false, reason, metrics: {}, examples } });
   const m = EnvManifestSchema.safeParse(manifest);
   if (!m.success) return fail(`manifest is invalid: ${m.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
   const problem = await staticProblem(source);
@@ -152,14 +152,14 @@ export async function checkCompile(
     await loaded.close();
     return fail(`the module loaded but ${(e as Error).message.slice(0, 500)}`);
   }
-  return { result: { gate: 'compile', passed: true, metrics: { tools: manifest.tools.length }, examples: [] }, loaded };
+  return { result: { check: 'compile', passed: true, metrics: { tools: manifest.tools.length }, examples: [] }, loaded };
 }
 
-/** Called after each seed a gate has checked, so a long gate still heartbeats. */
+/** Called after each seed a check has tried, so a long check still heartbeats. */
 export type OnSeed = (seedsDone: number) => void;
 
-/** Gate 2: the same seed gives a byte-identical instance; ≥ minDistinct of the seeds are distinct. */
-export async function checkDeterminism(env: Environment, c: SynthesisConfig, onSeed?: OnSeed): Promise<GateResult> {
+/** Check 2: the same seed gives a byte-identical instance; ≥ minDistinct of the seeds are distinct. */
+export async function checkDeterminism(env: Environment, c: SynthesisConfig, onSeed?: OnSeed): Promise<CheckResult> {
   const seeds = drawSeeds(c.seeds.determinism);
   const seen = new Set<string>();
   const mismatched: number[] = [];
@@ -173,8 +173,8 @@ export async function checkDeterminism(env: Environment, c: SynthesisConfig, onS
   return judgeDeterminism({ seeds: seeds.length, mismatched, distinct: seen.size }, c);
 }
 
-/** Gate 3: replaying each seed's gold solution scores ≥ minGoldReward on average. */
-export async function checkSolvability(env: Environment, c: SynthesisConfig, onSeed?: OnSeed): Promise<GateResult> {
+/** Check 3: replaying each seed's gold solution scores ≥ minGoldReward on average. */
+export async function checkSolvability(env: Environment, c: SynthesisConfig, onSeed?: OnSeed): Promise<CheckResult> {
   const rewards: { seed: number; reward: number; note?: string }[] = [];
   for (const seed of drawSeeds(c.seeds.solvability)) {
     const view: InstanceView = await inspectInstance(env, seed);
@@ -185,8 +185,8 @@ export async function checkSolvability(env: Environment, c: SynthesisConfig, onS
   return judgeSolvability(rewards, c);
 }
 
-/** Gate 4: stop-at-once, answer-without-tools and random-tool policies score ≤ maxTrivialReward. */
-export async function checkNonTriviality(env: Environment, c: SynthesisConfig, onSeed?: OnSeed): Promise<GateResult> {
+/** Check 4: stop-at-once, answer-without-tools and random-tool policies score ≤ maxTrivialReward. */
+export async function checkNonTriviality(env: Environment, c: SynthesisConfig, onSeed?: OnSeed): Promise<CheckResult> {
   const seeds = drawSeeds(c.seeds.triviality);
   const policies: Record<string, (seed: number) => Policy> = {
     stopAtOnce: () => stopPolicy,
@@ -244,12 +244,12 @@ function argumentVariants(gold: readonly AgentAction[]): AgentAction[][] {
 }
 
 /**
- * Gate 5: the verifier rewards the capability, not a fingerprint of validation. The gold solution
+ * Check 5: the verifier rewards the capability, not a fingerprint of validation. The gold solution
  * replayed identically must score the same (evaluate() is a function of the trajectory), and gold
  * perturbed — a tool call dropped, an argument changed, the messages skipped — must score lower on
  * ≥ minMutationDetection of the seeds.
  */
-export async function checkVerifier(env: Environment, c: SynthesisConfig, onSeed?: OnSeed): Promise<GateResult> {
+export async function checkVerifier(env: Environment, c: SynthesisConfig, onSeed?: OnSeed): Promise<CheckResult> {
   const seeds = drawSeeds(c.seeds.verifier);
   const stats: VerifierStats = { seeds: seeds.length, replayMismatched: [], mutations: { dropStep: { applicable: 0, lower: 0 }, changeArgument: { applicable: 0, lower: 0 }, skipMessages: { applicable: 0, lower: 0 } } };
   const examples: string[] = [];
@@ -290,8 +290,8 @@ function summarize(messages: readonly Message[]): string {
   return messages.map((m) => `${m.role}: ${m.role === 'assistant' && m.tool_calls?.length ? m.tool_calls.map((t) => `${t.function.name}(${t.function.arguments})`).join(', ') : String(m.content).slice(0, 160)}`).join(' / ').slice(0, 600);
 }
 
-/** Gate 6: base-policy rollouts (G groups × K) land in the calibration band with informative groups. */
-export async function checkCalibration(env: Environment, config: Config, llm: Llm, onEpisode?: (done: number) => void): Promise<{ result: GateResult; rollouts: Trajectory[] }> {
+/** Check 6: base-policy rollouts (G groups × K) land in the calibration band with informative groups. */
+export async function checkCalibration(env: Environment, config: Config, llm: Llm, onEpisode?: (done: number) => void): Promise<{ result: CheckResult; rollouts: Trajectory[] }> {
   const cal = config.synthesis.calibration;
   const groupSeeds = drawSeeds(cal.groups);
   const tasks = groupSeeds.flatMap((seed) => seedsFrom(cal.rolloutsPerGroup).map((trial) => ({ seed, trial })));
@@ -318,9 +318,9 @@ export interface ValidateInput {
   source: string;
   manifest: EnvManifest;
   config: Config;
-  /** The base policy for gate 5; without it gate 5 is not run and the verdict says so. */
+  /** The base policy for check 6 (calibration); without it check 6 is not run and the verdict says so. */
   policy?: Llm;
-  /** Progress after each gate, each seed a gate checks and each calibration episode (activities heartbeat with it). */
+  /** Progress after each check, each seed a check tries and each calibration episode (activities heartbeat with it). */
   onProgress?: (details: Record<string, unknown>) => void;
   /**
    * Cancels validation (default: the current activity's cancellation): the sandbox is killed at
@@ -329,26 +329,26 @@ export interface ValidateInput {
   signal?: AbortSignal;
 }
 
-/** Runs gates 1–6 in order, stopping at the first failure. */
+/** Runs checks 1–6 in order, stopping at the first failure. */
 export async function validateCandidate(input: ValidateInput): Promise<{ verdict: ValidationVerdict; rollouts: Trajectory[] }> {
   const started = Date.now();
   const c = input.config.synthesis;
-  const gates: GateResult[] = [];
+  const checks: CheckResult[] = [];
   let warnings: string[] = [];
   const signal = input.signal ?? activityContext()?.cancellationSignal;
   const done = () => {
-    signal?.throwIfAborted(); // a gate that failed because the sandbox was cancelled is no verdict
-    return verdictOf(gates, Date.now() - started, warnings);
+    signal?.throwIfAborted(); // a check that failed because the sandbox was cancelled is no verdict
+    return verdictOf(checks, Date.now() - started, warnings);
   };
   const compiled = await checkCompile(input.source, input.manifest, { runner: c.runner, typecheck: c.typecheck, sandbox: c.sandbox, signal });
-  gates.push(compiled.result);
+  checks.push(compiled.result);
   if (!compiled.loaded) return { verdict: done(), rollouts: [] };
   const { env } = compiled.loaded;
   if (compiled.loaded.warning) warnings = [compiled.loaded.warning];
   let rollouts: Trajectory[] = [];
   try {
-    const seedDone = (gate: GateResult['gate']): OnSeed => (seeds) => input.onProgress?.({ gate, seeds });
-    const steps: [GateResult['gate'], () => Promise<GateResult>][] = [
+    const seedDone = (check: CheckResult['check']): OnSeed => (seeds) => input.onProgress?.({ check, seeds });
+    const steps: [CheckResult['check'], () => Promise<CheckResult>][] = [
       ['determinism', () => checkDeterminism(env, c, seedDone('determinism'))],
       ['solvability', () => checkSolvability(env, c, seedDone('solvability'))],
       ['non_triviality', () => checkNonTriviality(env, c, seedDone('non_triviality'))],
@@ -357,19 +357,19 @@ export async function validateCandidate(input: ValidateInput): Promise<{ verdict
     if (input.policy) {
       const policy = input.policy;
       steps.push(['calibration', async () => {
-        const r = await checkCalibration(env, input.config, policy, (episodes) => input.onProgress?.({ gate: 'calibration', episodes }));
+        const r = await checkCalibration(env, input.config, policy, (episodes) => input.onProgress?.({ check: 'calibration', episodes }));
         rollouts = r.rollouts;
         return r.result;
       }]);
     }
-    for (const [gate, run] of steps) {
-      const r = await run().catch((e: Error): GateResult => ({ gate, passed: false, reason: `the environment crashed: ${e.message.slice(0, 500)}`, metrics: {}, examples: [] }));
-      gates.push(r);
-      input.onProgress?.({ gate, passed: r.passed });
+    for (const [check, run] of steps) {
+      const r = await run().catch((e: Error): CheckResult => ({ check, passed: false, reason: `the environment crashed: ${e.message.slice(0, 500)}`, metrics: {}, examples: [] }));
+      checks.push(r);
+      input.onProgress?.({ check, passed: r.passed });
       if (!r.passed) break;
     }
-    if (!input.policy && gates.every((g) => g.passed)) {
-      gates.push({ gate: 'calibration', passed: false, reason: 'no base policy was given, so calibration was not run', metrics: {}, examples: [] });
+    if (!input.policy && checks.every((g) => g.passed)) {
+      checks.push({ check: 'calibration', passed: false, reason: 'no base policy was given, so calibration was not run', metrics: {}, examples: [] });
     }
   } finally {
     await compiled.loaded.close();

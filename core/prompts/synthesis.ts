@@ -1,4 +1,4 @@
-import type { GateResult, ValidationVerdict } from '../synthesis.js';
+import type { CheckResult, ValidationVerdict } from '../synthesis.js';
 
 /** Prompts of stage 2 (environment generation and repair), as pure functions of their inputs. */
 
@@ -39,13 +39,13 @@ export function generatorUser(p: GeneratorPromptInput): string {
   ].join('\n\n');
 }
 
-/** Feedback for the next attempt: which gate failed, why, and the evidence. */
-export function repairUser(verdict: Pick<ValidationVerdict, 'gates' | 'reason'> | undefined, generatorError?: string): string {
+/** Feedback for the next attempt: which check failed, why, and the evidence. */
+export function repairUser(verdict: Pick<ValidationVerdict, 'checks' | 'reason'> | undefined, generatorError?: string): string {
   if (generatorError) return `Your previous reply could not be used: ${generatorError}. Reply again with the JSON object {"manifest", "source"} only.`;
-  const failed: GateResult | undefined = verdict?.gates.find((g) => !g.passed);
+  const failed: CheckResult | undefined = verdict?.checks.find((g) => !g.passed);
   const evidence = failed?.examples.length ? `\nEvidence:\n${failed.examples.map((e) => `- ${e}`).join('\n')}` : '';
   const metrics = failed && Object.keys(failed.metrics).length ? `\nMeasured: ${JSON.stringify(failed.metrics)}` : '';
-  return `Your environment failed validation gate '${failed?.gate ?? '?'}': ${failed?.reason ?? verdict?.reason ?? 'unknown reason'}.${metrics}${evidence}\nFix the module and reply with the complete corrected JSON object {"manifest", "source"}.`;
+  return `Your environment failed validation check '${failed?.check ?? '?'}': ${failed?.reason ?? verdict?.reason ?? 'unknown reason'}.${metrics}${evidence}\nFix the module and reply with the complete corrected JSON object {"manifest", "source"}.`;
 }
 
 function fmt(x: number | undefined): string {

@@ -7,7 +7,7 @@ import { runToolCall, toToolSchema, type ToolDef } from './tools.js';
 import { scriptedUser, STOP, type UserSimulator } from './user.js';
 import { toolCallsOf, type CallRecord, type Score } from './verify.js';
 
-/** Who the environment is for: checked against the generator's manifest by validation gate 1. */
+/** Who the environment is for: checked against the generator's manifest by validation check 1. */
 export interface EnvMetadata {
   /** Short kebab-case name, e.g. 'airline-spend-audit'. */
   name: string;
@@ -33,7 +33,7 @@ export interface Instance<S> {
    * their real results open the transcript; the gold state replays them before `gold`.
    */
   prefix?: AgentAction[];
-  /** A reference solution: replayed by validation (gate 3) and to compute the gold state. */
+  /** A reference solution: replayed by validation (check 3) and to compute the gold state. */
   gold: AgentAction[];
   /** Anything else the verifier needs (expected values to communicate, required arguments…). */
   expect?: unknown;

@@ -1,6 +1,6 @@
 /**
  * Seeded randomness: every choice an environment makes must come from an `Rng` built from the
- * episode seed, so the same seed always yields the same instance (validation gate 2).
+ * episode seed, so the same seed always yields the same instance (validation check 2).
  */
 export class Rng {
   private s: number;
