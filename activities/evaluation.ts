@@ -94,7 +94,7 @@ function withPromptSuffix(env: Environment, suffix: string | undefined): Environ
     tools: () => env.tools(),
     systemPrompt: () => env.systemPrompt() + suffix,
     listTasks: () => env.listTasks(),
-    reset: (req) => env.reset(req),
+    reset: (req, opts) => env.reset(req, opts),
   };
 }
 

@@ -4,6 +4,7 @@ import type { RewardInfo, Termination, Trajectory, Usage } from '../core/traject
 import type { Environment, Episode } from '../envs/environment.js';
 import { mapLimit } from '../core/concurrency.js';
 import type { Llm } from '../llm/client.js';
+import { keepAliveDuring } from '../infra/activity-context.js';
 
 /**
  * The agent loop every stage uses: the policy (chat with tools) against an Environment.
@@ -14,6 +15,12 @@ import type { Llm } from '../llm/client.js';
  * env step per call, so the recorded transcript answers every tool_call id. Unknown tools, bad JSON
  * arguments and schema violations are the environment's to report as error observations; the
  * runner never crashes on them. `steps` counts agent actions (env steps).
+ *
+ * Cancellation (the caller's `signal`, or the current activity's) reaches every request in flight,
+ * LLM and env alike, and the episode then rejects with its reason instead of returning a trajectory:
+ * a cancelled episode says nothing about the agent and must not be stored as an 'error' one. Inside
+ * an activity the episode heartbeats on a timer, since Temporal delivers a cancellation only in a
+ * heartbeat's answer and one env request (a slow target server) may take minutes.
  */
 
 export interface EpisodeParams {
@@ -26,9 +33,15 @@ export interface EpisodeParams {
   maxErrors: number;
   timeoutMs: number;
   temperature?: number;
+  /** Aborts the episode's requests (LLM and env) and rejects it with the signal's reason. */
+  signal?: AbortSignal;
+  /** Heartbeat interval inside an activity (default KEEPALIVE_MS). */
+  heartbeatMs?: number;
 }
 
-class EpisodeTimeout extends Error {}
+class EpisodeTimeout extends Error {
+  override name = 'EpisodeTimeout';
+}
 
 function toParam(m: Message): ChatCompletionMessageParam {
   if (m.role === 'assistant') {
@@ -42,22 +55,46 @@ export function trajectoryId(env: string, taskRef: { taskId?: string; seed?: num
   return `${env}/${task}/t${trial}`;
 }
 
-export async function runEpisode(p: EpisodeParams): Promise<Trajectory> {
+export function runEpisode(p: EpisodeParams): Promise<Trajectory> {
+  return keepAliveDuring((cancel) => episodeLoop(p, cancel), p.signal, p.heartbeatMs);
+}
+
+async function episodeLoop(p: EpisodeParams, cancel: AbortSignal | undefined): Promise<Trajectory> {
+  cancel?.throwIfAborted();
   const started = Date.now();
   const trial = p.trial ?? 0;
   const usage: Usage = { promptTokens: 0, completionTokens: 0, calls: 0 };
+  // The time limit aborts the loop's requests too; evaluate() and close() run after it, so they get
+  // only the cancellation signal.
   const abort = new AbortController();
+  const signal = cancel ? AbortSignal.any([abort.signal, cancel]) : abort.signal;
+  let timedOut = false;
   let timer: NodeJS.Timeout | undefined;
-  const expired = new Promise<never>((_, reject) => {
+  let onCancel: (() => void) | undefined;
+  // Rejects on the time limit or on cancellation, for envs that do not honour the signal.
+  const stopped = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
-      abort.abort();
+      timedOut = true;
       reject(new EpisodeTimeout());
+      abort.abort(new EpisodeTimeout());
     }, p.timeoutMs);
+    onCancel = () => reject(cancel!.reason);
+    cancel?.addEventListener('abort', onCancel, { once: true });
   });
-  expired.catch(() => undefined);
-  const bounded = <T>(x: Promise<T>) => Promise.race([x, expired]);
+  stopped.catch(() => undefined);
+  const bounded = <T>(x: Promise<T>) => Promise.race([x, stopped]);
+  const unbind = () => {
+    clearTimeout(timer);
+    if (onCancel) cancel?.removeEventListener('abort', onCancel);
+  };
 
-  const episode: Episode = await bounded(p.env.reset(p.taskId !== undefined ? { taskId: p.taskId } : { seed: p.seed ?? 0 }));
+  let episode: Episode;
+  try {
+    episode = await bounded(p.env.reset(p.taskId !== undefined ? { taskId: p.taskId } : { seed: p.seed ?? 0 }, { signal }));
+  } catch (e) {
+    unbind();
+    throw e;
+  }
   const messages: Message[] = [{ role: 'system', content: p.env.systemPrompt() }, ...episode.initialMessages()];
   const tools = p.env.tools();
   let model = '';
@@ -79,7 +116,7 @@ export async function runEpisode(p: EpisodeParams): Promise<Trajectory> {
             ...(tools.length ? { tools } : {}),
             ...(p.temperature !== undefined ? { temperature: p.temperature } : {}),
           },
-          { signal: abort.signal },
+          { signal },
         ),
       );
       usage.calls++;
@@ -100,7 +137,7 @@ export async function runEpisode(p: EpisodeParams): Promise<Trajectory> {
             break;
           }
           assistant.tool_calls!.push(call);
-          const r = await bounded(episode.step({ type: 'tool_call', call }));
+          const r = await bounded(episode.step({ type: 'tool_call', call }, { signal }));
           steps++;
           messages.push(r.observation);
           if (r.error) errors++;
@@ -123,22 +160,33 @@ export async function runEpisode(p: EpisodeParams): Promise<Trajectory> {
         break;
       }
       messages.push({ role: 'assistant', content });
-      const r = await bounded(episode.step({ type: 'message', content }));
+      const r = await bounded(episode.step({ type: 'message', content }, { signal }));
       steps++;
       messages.push(r.observation);
       if (r.done) termination = r.termination ?? 'user_stop';
     }
   } catch (e) {
-    termination = e instanceof EpisodeTimeout ? 'timeout' : 'error';
+    if (cancel?.aborted) {
+      unbind();
+      // Not awaited: a cancelled caller should not wait on the env; a remote env deletes it anyway on close.
+      void episode.close().catch(() => undefined);
+      throw cancel.reason;
+    }
+    // A request aborted by the time limit may reject with its own abort error before the race does.
+    termination = timedOut ? 'timeout' : 'error';
     if (termination === 'error') failure = `${(e as Error).name}: ${(e as Error).message}`;
   } finally {
-    clearTimeout(timer);
+    unbind();
   }
 
   let rewardInfo: RewardInfo;
   try {
-    rewardInfo = await episode.evaluate(messages.slice(1), termination!);
+    rewardInfo = await episode.evaluate(messages.slice(1), termination!, cancel ? { signal: cancel } : undefined);
   } catch (e) {
+    if (cancel?.aborted) {
+      void episode.close().catch(() => undefined);
+      throw cancel.reason;
+    }
     rewardInfo = { reward: 0, components: {}, success: false, details: { evaluateError: (e as Error).message } };
     if (termination !== 'timeout') termination = 'error';
   } finally {
@@ -174,15 +222,14 @@ export interface EpisodesParams extends Omit<EpisodeParams, 'taskId' | 'seed' | 
   concurrency: number;
   /** Called as each episode finishes (persist, heartbeat). */
   onEpisode?: (t: Trajectory, index: number) => Promise<void> | void;
-  /** Once aborted, episodes not yet started are not started (their promise rejects with the reason). */
-  signal?: AbortSignal;
 }
 
 /** Runs episodes with at most `concurrency` in flight; results keep the order of `tasks`. */
 export async function runEpisodes(p: EpisodesParams): Promise<Trajectory[]> {
-  const { tasks, concurrency, onEpisode, signal, ...common } = p;
+  const { tasks, concurrency, onEpisode, ...common } = p;
   return mapLimit(tasks, concurrency, async (t, i) => {
-    signal?.throwIfAborted();
+    // Once aborted, episodes not yet started are not started (their promise rejects with the reason).
+    common.signal?.throwIfAborted();
     const traj = await runEpisode({ ...common, ...t });
     await onEpisode?.(traj, i);
     return traj;

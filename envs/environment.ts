@@ -28,6 +28,15 @@ export type AgentAction =
   | { type: 'message'; content: string }
   | { type: 'tool_call'; call: ToolCall };
 
+/**
+ * Per-request options: `signal` aborts a request the caller no longer waits for (a cancelled
+ * activity, an episode past its time limit). An env that answers from memory may ignore it; one that
+ * waits on something slow (a remote server, an LLM user simulator) should stop waiting.
+ */
+export interface RequestOptions {
+  signal?: AbortSignal;
+}
+
 export interface StepResult {
   /** The tool message (for a tool call) or the user's reply (for a message). */
   observation: Message;
@@ -45,7 +54,7 @@ export interface Environment {
   systemPrompt(): string;
   /** Fixed tasks; a seeded generator env returns [] and is reset by seed. */
   listTasks(): Promise<TaskRef[]>;
-  reset(req: ResetRequest): Promise<Episode>;
+  reset(req: ResetRequest, opts?: RequestOptions): Promise<Episode>;
   /** Releases what the env holds (a sandbox process, an HTTP connection); envs that hold nothing omit it. */
   close?(): Promise<void>;
 }
@@ -55,9 +64,9 @@ export interface Episode {
   readonly taskId: string;
   /** Messages that open the conversation after the system prompt (e.g. greeting + first user turn). */
   initialMessages(): Message[];
-  step(action: AgentAction): Promise<StepResult>;
+  step(action: AgentAction, opts?: RequestOptions): Promise<StepResult>;
   /** Scores the finished episode; `messages` is the full trajectory without the system prompt. */
-  evaluate(messages: Message[], termination: Termination): Promise<RewardInfo>;
+  evaluate(messages: Message[], termination: Termination, opts?: RequestOptions): Promise<RewardInfo>;
   /** An independent copy of the episode's current state (cheap replay from a prefix). */
   fork(): Promise<Episode>;
   close(): Promise<void>;

@@ -257,6 +257,26 @@ test('hardening: aborting the sandbox signal kills the process and fails the req
   }
 });
 
+test('a request signal (one episode cancelled or past its time) rejects that request at once; its late answer is discarded and the sandbox keeps serving', async () => {
+  const env = await startSandboxedEnv({ source: attackSource('await new Promise((r) => setTimeout(r, 1500)); return "late"'), limits: { wallMs: 60_000 } });
+  try {
+    const ep = await env.reset({ taskId: 'attack' });
+    const ac = new AbortController();
+    const step = ep.step(ATTACK, { signal: ac.signal });
+    const order: string[] = [];
+    const next = env.reset({ taskId: 'attack' }).then((e) => (order.push('next reset answered'), e));
+    ac.abort(new Error('episode cancelled'));
+    await assert.rejects(step.finally(() => order.push('step rejected')), /episode cancelled/);
+    const again = await next;
+    assert.deepEqual(order, ['step rejected', 'next reset answered']);
+    await assert.rejects(again.step(ATTACK, { signal: AbortSignal.abort(new Error('already')) }), /already/);
+    // A late answer taken for a protocol error would have killed the process and failed this.
+    assert.equal((await again.step(ATTACK)).observation.content, 'late');
+  } finally {
+    await env.close();
+  }
+});
+
 test('hardening: a file the worker inherited without close-on-exec is not writable from the sandbox', async (t) => {
   if (!existsSync('/bin/bash')) return t.skip('needs bash to open a high descriptor without close-on-exec');
   const dir = mkdtempSync(path.join(os.tmpdir(), 'trace-fd-'));

@@ -3,7 +3,7 @@ import https from 'node:https';
 import type { z } from 'zod';
 import type { Message, ToolSchema } from '../../core/messages.js';
 import type { RewardInfo, Termination } from '../../core/trajectory.js';
-import type { AgentAction, EnvInfo, Environment, Episode, ResetRequest, StepResult, TaskRef } from '../environment.js';
+import type { AgentAction, EnvInfo, Environment, Episode, RequestOptions, ResetRequest, StepResult, TaskRef } from '../environment.js';
 import type { ProtocolResponse } from './handler.js';
 import {
   describeZodError,
@@ -18,9 +18,12 @@ import {
   type InfoResponse,
 } from './schemas.js';
 
-/** How a RemoteEnvironment reaches its server: HTTP (HttpEnvironment) or the sandbox's stdio pipe. */
+/**
+ * How a RemoteEnvironment reaches its server: HTTP (HttpEnvironment) or the sandbox's stdio pipe.
+ * An aborted `opts.signal` rejects the request with the signal's reason at once.
+ */
 export interface ProtocolTransport {
-  request(method: string, path: string, body?: unknown): Promise<ProtocolResponse>;
+  request(method: string, path: string, body?: unknown, opts?: RequestOptions): Promise<ProtocolResponse>;
 }
 
 /** An error answer from an env protocol server ({error: {type, message}} with a 4xx/5xx status). */
@@ -65,8 +68,8 @@ export class RemoteEnvironment implements Environment {
     return (await this.call('GET', '/v1/tasks', undefined, TasksResponseSchema)).tasks;
   }
 
-  async reset(req: ResetRequest): Promise<Episode> {
-    const r = await this.call('POST', '/v1/episodes', req, EpisodeCreatedSchema);
+  async reset(req: ResetRequest, opts?: RequestOptions): Promise<Episode> {
+    const r = await this.call('POST', '/v1/episodes', req, EpisodeCreatedSchema, opts);
     return this.track(r.episodeId, r.taskId, r.initialMessages);
   }
 
@@ -96,8 +99,8 @@ export class RemoteEnvironment implements Environment {
   }
 
   /** @internal */
-  call<S extends z.ZodType>(method: string, path: string, body: unknown, schema: S): Promise<z.infer<S>> {
-    return call(this.transport, this.label, method, path, body, schema);
+  call<S extends z.ZodType>(method: string, path: string, body: unknown, schema: S, opts?: RequestOptions): Promise<z.infer<S>> {
+    return call(this.transport, this.label, method, path, body, schema, opts);
   }
 }
 
@@ -119,12 +122,12 @@ class RemoteEpisode implements Episode {
     return structuredClone(this.initial);
   }
 
-  step(action: AgentAction): Promise<StepResult> {
-    return this.env.call('POST', `${this.path}/step`, { action }, StepResultSchema);
+  step(action: AgentAction, opts?: RequestOptions): Promise<StepResult> {
+    return this.env.call('POST', `${this.path}/step`, { action }, StepResultSchema, opts);
   }
 
-  evaluate(messages: Message[], termination: Termination): Promise<RewardInfo> {
-    return this.env.call('POST', `${this.path}/evaluate`, { messages, termination }, RewardInfoSchema);
+  evaluate(messages: Message[], termination: Termination, opts?: RequestOptions): Promise<RewardInfo> {
+    return this.env.call('POST', `${this.path}/evaluate`, { messages, termination }, RewardInfoSchema, opts);
   }
 
   async fork(): Promise<Episode> {
@@ -151,8 +154,9 @@ async function call<S extends z.ZodType>(
   path: string,
   body: unknown,
   schema: S,
+  opts?: RequestOptions,
 ): Promise<z.infer<S>> {
-  const res = await transport.request(method, path, body);
+  const res = await transport.request(method, path, body, opts);
   if (res.status !== 200) {
     const e = ErrorBodySchema.safeParse(res.body);
     if (e.success) throw new EnvProtocolError(res.status, e.data.error.type, `${label}: ${method} ${path}: ${e.data.error.message}`);
@@ -179,7 +183,9 @@ export class HttpTransport implements ProtocolTransport {
     this.agent = baseUrl.startsWith('https:') ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true });
   }
 
-  request(method: string, path: string, body?: unknown): Promise<ProtocolResponse> {
+  request(method: string, path: string, body?: unknown, opts: RequestOptions = {}): Promise<ProtocolResponse> {
+    const { signal } = opts;
+    if (signal?.aborted) return Promise.reject(signal.reason);
     const where = `${this.baseUrl}: ${method} ${path}`;
     const payload = body === undefined ? undefined : JSON.stringify(body);
     const headers: http.OutgoingHttpHeaders = payload === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) };
@@ -187,10 +193,11 @@ export class HttpTransport implements ProtocolTransport {
     const url = new URL(this.baseUrl + path);
     const send = url.protocol === 'https:' ? https.request : http.request;
     return new Promise<ProtocolResponse>((resolve, reject) => {
-      const req = send(url, { method, headers, agent: this.agent }, (res) => {
+      // Aborting destroys the socket, so the server sees its client go and can stop working on it.
+      const req = send(url, { method, headers, agent: this.agent, ...(signal ? { signal } : {}) }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('error', (err) => reject(new EnvProtocolError(0, 'unreachable', `${where}: ${err.message}`)));
+        res.on('error', (err) => reject(signal?.aborted ? signal.reason : new EnvProtocolError(0, 'unreachable', `${where}: ${err.message}`)));
         res.on('end', () => {
           const text = Buffer.concat(chunks).toString('utf8');
           try {
@@ -202,6 +209,7 @@ export class HttpTransport implements ProtocolTransport {
       });
       req.setTimeout(this.timeoutMs, () => req.destroy(Object.assign(new Error(`no answer within ${this.timeoutMs} ms`), { code: 'TIMEOUT' })));
       req.on('error', (err: NodeJS.ErrnoException) => {
+        if (signal?.aborted) return reject(signal.reason);
         const why = err.code === 'TIMEOUT' ? err.message : (err.code ?? err.message);
         reject(new EnvProtocolError(0, 'unreachable', `${where}: ${why}`));
       });

@@ -26,6 +26,8 @@ export interface ProtocolRequest {
   path: string;
   /** Parsed JSON body; undefined when the request had none. */
   body?: unknown;
+  /** Aborted when the client stops waiting (its HTTP connection closed): passed to the env's reset/step/evaluate. */
+  signal?: AbortSignal;
 }
 
 export interface ProtocolResponse {
@@ -105,7 +107,8 @@ export function createProtocolHandler(env: Environment, opts: ProtocolHandlerOpt
     return r.data;
   }
 
-  async function route(method: string, path: string, body: unknown): Promise<unknown> {
+  async function route(method: string, path: string, body: unknown, signal: AbortSignal | undefined): Promise<unknown> {
+    const opts = signal ? { signal } : undefined;
     const parts = path.split('/').filter(Boolean);
     if (parts[0] !== 'v1') throw new ProtocolFault(404, 'not_found', `no such endpoint: ${path}`);
     const allow = (...methods: string[]) => {
@@ -124,7 +127,7 @@ export function createProtocolHandler(env: Environment, opts: ProtocolHandlerOpt
     if (parts.length === 2 && parts[1] === 'episodes') {
       allow('POST');
       const req = parse(ResetRequestSchema, body, 'reset request (expected {taskId} or {seed})');
-      const episode = await env.reset(req);
+      const episode = await env.reset(req, opts);
       let opening;
       try {
         opening = answer(OpeningSchema, { taskId: episode.taskId, initialMessages: episode.initialMessages() }, 'episode');
@@ -146,12 +149,12 @@ export function createProtocolHandler(env: Environment, opts: ProtocolHandlerOpt
       if (verb === 'step') {
         allow('POST');
         const { action } = parse(StepRequestSchema, body, 'step request');
-        return answer(StepResultSchema, await lookup(id).step(action), 'StepResult');
+        return answer(StepResultSchema, await lookup(id).step(action, opts), 'StepResult');
       }
       if (verb === 'evaluate') {
         allow('POST');
         const { messages, termination } = parse(EvaluateRequestSchema, body, 'evaluate request');
-        return answer(RewardInfoSchema, await lookup(id).evaluate(messages, termination), 'RewardInfo');
+        return answer(RewardInfoSchema, await lookup(id).evaluate(messages, termination, opts), 'RewardInfo');
       }
       if (verb === 'fork') {
         allow('POST');
@@ -162,9 +165,9 @@ export function createProtocolHandler(env: Environment, opts: ProtocolHandlerOpt
   }
 
   return {
-    async handle({ method, path, body }) {
+    async handle({ method, path, body, signal }) {
       try {
-        return { status: 200, body: await route(method.toUpperCase(), path, body) };
+        return { status: 200, body: await route(method.toUpperCase(), path, body, signal) };
       } catch (err) {
         if (err instanceof ProtocolFault) return { status: err.status, body: errorBody(err.type, err.message) };
         const message = err instanceof Error ? err.message : String(err);

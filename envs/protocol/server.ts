@@ -23,13 +23,18 @@ export async function serveEnvironment(env: Environment, opts: ServeOptions = {}
   const maxBody = opts.maxBodyBytes ?? 16 * 1024 * 1024;
 
   const server = http.createServer((req, res) => {
-    respond(req).then(
+    // A client that goes away before its answer (aborted, timed out) aborts the env's work on it.
+    const gone = new AbortController();
+    res.on('close', () => {
+      if (!res.writableFinished) gone.abort(new Error(`${req.method} ${req.url}: the client closed the connection before the answer`));
+    });
+    respond(req, gone.signal).then(
       (r) => send(res, r),
       (err) => send(res, { status: 500, body: errorBody('internal', String(err)) }),
     );
   });
 
-  async function respond(req: http.IncomingMessage): Promise<ProtocolResponse> {
+  async function respond(req: http.IncomingMessage, signal: AbortSignal): Promise<ProtocolResponse> {
     const path = new URL(req.url ?? '/', 'http://x').pathname;
     const chunks: Buffer[] = [];
     let size = 0;
@@ -46,7 +51,7 @@ export async function serveEnvironment(env: Environment, opts: ServeOptions = {}
         return { status: 400, body: errorBody('bad_request', `request body is not valid JSON: ${(err as Error).message}`) };
       }
     }
-    return handler.handle({ method: req.method ?? 'GET', path, body });
+    return handler.handle({ method: req.method ?? 'GET', path, body, signal });
   }
 
   function send(res: http.ServerResponse, r: ProtocolResponse) {

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { execa } from 'execa';
 import type { z } from 'zod';
 import { SandboxLimitsSchema, type SandboxLimits } from '../../core/sandbox.js';
-import type { Episode, ResetRequest } from '../environment.js';
+import type { Episode, RequestOptions, ResetRequest } from '../environment.js';
 import { EnvProtocolError, RemoteEnvironment } from '../protocol/client.js';
 import { inspectInstance } from '../sdk/define.js';
 import { describeZodError } from '../protocol/schemas.js';
@@ -124,7 +124,7 @@ export class SandboxedEnvironment extends RemoteEnvironment {
       const unlisten = () => opts.signal?.removeEventListener('abort', onAbort);
       let described;
       try {
-        described = await RemoteEnvironment.describe({ request: (m, p, b) => proc.request(m, p, b, 'startMs') }, 'sandbox');
+        described = await RemoteEnvironment.describe({ request: (m, p, b) => proc.request(m, p, b, { limit: 'startMs' }) }, 'sandbox');
       } catch (err) {
         unlisten();
         await proc.close(0);
@@ -145,8 +145,8 @@ export class SandboxedEnvironment extends RemoteEnvironment {
    * instances drift after validation (on the n-th call, with the clock) is stopped wherever it runs
    * — training and evaluation included.
    */
-  override async reset(req: ResetRequest): Promise<Episode> {
-    const ep = await super.reset(req);
+  override async reset(req: ResetRequest, opts?: RequestOptions): Promise<Episode> {
+    const ep = await super.reset(req, opts);
     if (!('seed' in req)) return ep;
     // Modules not built with the SDK's defineEnvironment cannot be inspected; their opening messages still count.
     const view = await inspectInstance(this, req.seed).catch((err: unknown) => (this.proc.dead ? Promise.reject(err) : null));
@@ -171,9 +171,9 @@ export class SandboxedEnvironment extends RemoteEnvironment {
   }
 
   /** An answer that breaks the Environment interface is the module's bug: report it as such. */
-  override async call<S extends z.ZodType>(method: string, p: string, body: unknown, schema: S): Promise<z.infer<S>> {
+  override async call<S extends z.ZodType>(method: string, p: string, body: unknown, schema: S, opts?: RequestOptions): Promise<z.infer<S>> {
     try {
-      return await super.call(method, p, body, schema);
+      return await super.call(method, p, body, schema, opts);
     } catch (err) {
       if (err instanceof EnvProtocolError) throw new SandboxError('env_error', err.message);
       throw err;

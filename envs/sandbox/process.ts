@@ -121,9 +121,16 @@ export class SandboxProcess implements ProtocolTransport {
     return this.failure;
   }
 
-  /** `limit`: the wall clock this request runs under (start-up has its own). */
-  request(method: string, path: string, body?: unknown, limit: 'wallMs' | 'startMs' = 'wallMs'): Promise<ProtocolResponse> {
+  /**
+   * `limit`: the wall clock this request runs under (start-up has its own). An aborted `signal`
+   * rejects at once, but the request stays pending: the child answers requests in turn and cannot drop
+   * one, so its late answer is read and discarded, still under `limit` and the busy budget. Killing
+   * the whole process is SandboxOptions.signal's job, since other episodes may share it.
+   */
+  request(method: string, path: string, body?: unknown, opts: { signal?: AbortSignal; limit?: 'wallMs' | 'startMs' } = {}): Promise<ProtocolResponse> {
+    const { signal, limit = 'wallMs' } = opts;
     if (this.failure) return Promise.reject(this.failure);
+    if (signal?.aborted) return Promise.reject(signal.reason);
     const id = this.nextId++;
     let line: string;
     try {
@@ -131,7 +138,7 @@ export class SandboxProcess implements ProtocolTransport {
     } catch (err) {
       return Promise.reject(new SandboxError('protocol', `${method} ${path}: request is not JSON-serializable: ${(err as Error).message}`));
     }
-    return new Promise<ProtocolResponse>((resolve, reject) => {
+    const answered = new Promise<ProtocolResponse>((resolve, reject) => {
       const timer = setTimeout(
         () => this.fail('timeout', `${method} ${path} did not answer in time (${this.named(limit)} ms); process killed`, limit),
         this.limits[limit],
@@ -139,7 +146,16 @@ export class SandboxProcess implements ProtocolTransport {
       if (!this.pending.size) this.startBusy();
       this.pending.set(id, { resolve, reject, timer });
       this.child.stdin!.write(line);
-    }).then((res) => this.checked(res));
+    });
+    if (!signal) return answered.then((res) => this.checked(res));
+    return new Promise<ProtocolResponse>((resolve, reject) => {
+      const onAbort = () => reject(signal.reason);
+      signal.addEventListener('abort', onAbort, { once: true });
+      answered
+        .then((res) => this.checked(res))
+        .then(resolve, reject)
+        .finally(() => signal.removeEventListener('abort', onAbort));
+    });
   }
 
   private checked(res: ProtocolResponse): ProtocolResponse {

@@ -1,0 +1,140 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { createEvaluationActivities } from '../activities/evaluation.js';
+import { createStage1Activities } from '../activities/stage1.js';
+import type { Environment, Episode } from '../envs/environment.js';
+import { serveEnvironment } from '../envs/protocol/server.js';
+import { createToyOrdersEnv } from '../envs/toy/orders.js';
+import { startScriptedLlm } from './helpers/scripted-llm.js';
+import { tempDir, testConfig } from './helpers/stage1-fixtures.js';
+
+/**
+ * Issue 13 item 14: a cancelled rollout or evaluation activity aborts the target-env request it is
+ * waiting on. The target is the toy env over the env HTTP protocol, with a step that never answers
+ * unless the server sees its client go (the server's abort signal). Latency is counted in
+ * heartbeats, not milliseconds, so a slow machine cannot fail it: the cancellation is delivered in
+ * a heartbeat's answer (as on a real worker), and the env request must be aborted before the next one.
+ */
+
+type Event = 'beat' | 'cancel' | 'step-started' | 'step-aborted';
+
+/** toy-orders whose steps hang until their request signal aborts; `inFlight` counts the hanging ones. */
+function hangingSteps(log: Event[]): { env: Environment; inFlight: () => number } {
+  const inner = createToyOrdersEnv();
+  let inFlight = 0;
+  const env: Environment = {
+    info: inner.info,
+    tools: () => inner.tools(),
+    systemPrompt: () => inner.systemPrompt(),
+    listTasks: () => inner.listTasks(),
+    async reset(req) {
+      const ep = await inner.reset(req);
+      const wrapped: Episode = {
+        id: ep.id,
+        taskId: ep.taskId,
+        initialMessages: () => ep.initialMessages(),
+        evaluate: (m, t) => ep.evaluate(m, t),
+        fork: () => ep.fork(),
+        close: () => ep.close(),
+        step: (_action, opts) =>
+          new Promise((_, reject) => {
+            inFlight++;
+            log.push('step-started');
+            opts?.signal?.addEventListener('abort', () => {
+              inFlight--;
+              log.push('step-aborted');
+              reject(opts.signal!.reason);
+            });
+          }),
+      };
+      return wrapped;
+    },
+  };
+  return { env, inFlight: () => inFlight };
+}
+
+/** Cancels the activity on the first heartbeat after a step started, as the server's answer would. */
+function cancelDuringStep(activity: MockActivityEnvironment, log: Event[]) {
+  activity.on('heartbeat', () => {
+    log.push('beat');
+    if (log.includes('step-started') && !log.includes('cancel')) {
+      log.push('cancel');
+      activity.cancel();
+    }
+  });
+}
+
+/** A guard against hanging (before the fix the step is never aborted), not a latency bound. */
+async function until(cond: () => boolean, what: string, ms = 30_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) assert.fail(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+function assertAbortedWithinOneBeat(log: Event[]) {
+  const cancel = log.indexOf('cancel');
+  const aborted = log.indexOf('step-aborted');
+  assert.ok(cancel >= 0, `cancelled during the step: ${log.join(' ')}`);
+  assert.ok(aborted > cancel, `the env request was aborted after the cancel: ${log.join(' ')}`);
+  const beatsBetween = log.slice(cancel, aborted).filter((e) => e === 'beat').length;
+  assert.ok(beatsBetween <= 1, `${beatsBetween} heartbeats between the cancel and the abort: ${log.join(' ')}`);
+}
+
+const getOrder = () => ({ toolCalls: [{ name: 'get_order', arguments: JSON.stringify({ order_id: 'O-1001' }) }] });
+
+test('a cancelled rollout activity aborts its in-flight env request within one heartbeat; the env server is left idle', async () => {
+  const tmp = await tempDir('trace-cancel-env-');
+  const log: Event[] = [];
+  const target = hangingSteps(log);
+  const served = await serveEnvironment(target.env);
+  const llm = await startScriptedLlm(getOrder);
+  try {
+    // The episode's own time limit is beyond the test's guard: only the cancellation may end the step.
+    const config = testConfig(llm.baseURL, tmp.dir, { env: { name: served.url, maxTasks: 3 }, rollouts: { episodeTimeoutMs: 120_000 } });
+    config.llm.policy.concurrency = 1;
+    const acts = createStage1Activities();
+    const tasks = await acts.listRolloutTasks({ config });
+    const activity = new MockActivityEnvironment();
+    cancelDuringStep(activity, log);
+    const run = activity.run(acts.collectRolloutBatch, { config, runId: 'c', batchIndex: 0, tasks });
+    run.catch(() => undefined);
+    await until(() => log.includes('step-aborted'), 'the server to abort the step');
+    await assert.rejects(run, (e: Error) => /cancel/i.test(`${e.name} ${e.message}`));
+    assertAbortedWithinOneBeat(log);
+    assert.equal(target.inFlight(), 0, 'nothing left running on the env server');
+    assert.equal(llm.requests.length, 1, 'no later episode started after the cancellation');
+    assert.deepEqual(await (await import('../store/index.js')).openStore(config.store).list('runs/c/'), [], 'a cancelled episode is not stored');
+  } finally {
+    await llm.close();
+    await served.close();
+    await tmp.cleanup();
+  }
+});
+
+test('a cancelled evaluation activity aborts its in-flight env request within one heartbeat', async () => {
+  const tmp = await tempDir('trace-cancel-eval-');
+  const log: Event[] = [];
+  const target = hangingSteps(log);
+  const served = await serveEnvironment(target.env);
+  const llm = await startScriptedLlm(getOrder);
+  try {
+    const config = testConfig(llm.baseURL, tmp.dir, { env: { name: served.url }, rollouts: { episodeTimeoutMs: 120_000 } });
+    const acts = createEvaluationActivities();
+    const { tasks } = await acts.listEvaluationTasks({ config });
+    const activity = new MockActivityEnvironment();
+    cancelDuringStep(activity, log);
+    const run = activity.run(acts.evaluateVariant, { config, runId: 'e', variant: { name: 'base', kind: 'base' as const }, tasks: tasks.slice(0, 1) });
+    run.catch(() => undefined);
+    await until(() => log.includes('step-aborted'), 'the server to abort the step');
+    await assert.rejects(run, (e: Error) => /cancel/i.test(`${e.name} ${e.message}`));
+    assertAbortedWithinOneBeat(log);
+    assert.equal(target.inFlight(), 0);
+  } finally {
+    await llm.close();
+    await served.close();
+    await tmp.cleanup();
+  }
+});
