@@ -5,6 +5,7 @@
  * database starts with an all-null "headguard" row at index 0 so that an empty snapshot exists.
  * Derived from apple/ToolSandbox (Copyright (C) 2024 Apple Inc.; licence in data/toolsandbox/LICENSE).
  */
+import { randomUUID } from 'node:crypto';
 
 export const NAMESPACES = ['SANDBOX', 'SETTING', 'CONTACT', 'MESSAGING', 'REMINDER'] as const;
 export type Namespace = (typeof NAMESPACES)[number];
@@ -33,6 +34,9 @@ export const SCHEMAS: Record<Namespace, { columns: string[]; floats: string[] }>
 
 const INDEX = 'sandbox_message_index';
 
+/** polars' NoDataError from remove_from_database: no row of the current snapshot matched. */
+export class NoMatchingRows extends Error {}
+
 /** A row with every schema column present (missing ones null), in schema order. */
 function normalise(ns: Namespace, row: Row, index: number): Row {
   const out: Row = {};
@@ -58,6 +62,8 @@ export interface GetOptions {
 export class SandboxContext {
   /** max_sandbox_message_index, recomputed after a change (it is read at every snapshot lookup). */
   private maxIndex: number | undefined;
+  /** Where new person / message / reminder ids come from (uuid4 upstream); a test may make it deterministic. */
+  newId: () => string = () => randomUUID();
 
   private constructor(readonly dbs: Record<Namespace, Row[]>) {}
 
@@ -163,7 +169,7 @@ export class SandboxContext {
     const idx = this.maxSandboxMessageIndex + 1;
     this.maybeCreateSnapshot(ns);
     const hit = (r: Row) => r[INDEX] === idx && pred(r) && !isHeadguard(r);
-    if (!this.dbs[ns].some(hit)) throw new Error(`No db entry matching predicate found in ${ns}`);
+    if (!this.dbs[ns].some(hit)) throw new NoMatchingRows(`No db entry matching predicate found in ${ns}`);
     this.dbs[ns] = this.dbs[ns].filter((r) => !hit(r));
   }
 

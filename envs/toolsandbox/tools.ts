@@ -4,13 +4,17 @@
  * already enabled`); a successful call leaves a tool trace `{"tool_name","arguments","result"}`
  * (tool_sandbox/common/utils.py register_as_tool / add_tool_trace, roles/execution_environment.py).
  * Ported so far: the settings tools (tools/setting.py, with their low-battery dependency errors), the
- * user's end_conversation (tools/user_tools.py) and the timestamp utilities (tools/utilities.py, local
- * time = UTC as in the extraction, the clock frozen as in data/toolsandbox/SOURCE.md). The other tools
- * need third-party semantics (rapidfuzz WRatio, phonenumbers, pint, holidays, geopy) not ported yet.
+ * user's end_conversation (tools/user_tools.py), the timestamp utilities (tools/utilities.py, local
+ * time = UTC as in the extraction, the clock frozen as in data/toolsandbox/SOURCE.md), and the
+ * contact, messaging and reminder tools (fuzzy search through fuzz.ts, phone numbers through
+ * phonenumbers.ts). Not yet: unit_conversion (pint), calculate_lat_lon_distance (geopy),
+ * search_holiday (holidays) and the RapidAPI tools (network).
  * Derived from apple/ToolSandbox (Copyright (C) 2024 Apple Inc.; licence in data/toolsandbox/LICENSE).
  */
-import { pyFloatRepr, pyRepr } from '../tau2/python-format.js';
-import type { SandboxContext } from './context.js';
+import { pyFloatRepr, pyRepr, pyStrRepr } from '../tau2/python-format.js';
+import { NoMatchingRows, SCHEMAS, type Namespace, type Row, type SandboxContext } from './context.js';
+import { extract } from './fuzz.js';
+import { NumberParseException, validatePhoneNumber } from './phonenumbers.js';
 
 /** A Python exception raised by a tool: its class name and str(). */
 export class PyException extends Error {
@@ -22,10 +26,15 @@ export class PyException extends Error {
 type Args = Record<string, unknown>;
 interface Param {
   name: string;
-  type: 'bool' | 'float' | 'int';
+  type: 'bool' | 'float' | 'int' | 'str';
   /** The Python default; a parameter without one is required. */
   default?: unknown;
+  /** Annotated Optional[...]: None passes the type check. */
+  optional?: boolean;
 }
+
+/** Upstream's NOT_GIVEN sentinel (common/utils.py): a search or update field left out; traces skip it. */
+export const NOT_GIVEN = Symbol('NOT_GIVEN');
 interface ToolDef {
   params: Param[];
   run: (ctx: SandboxContext, args: Args, floats: Set<string>) => unknown;
@@ -155,13 +164,26 @@ function validateTimestamp(v: unknown, name: string, isFloat: boolean): void {
 /** The frozen "now" of the data (2024-08-05 12:00:00, local = UTC). */
 export const FROZEN_NOW = 1722859200;
 
+/** repr() of a parameter's annotation, as validate_type's message prints it. */
+function annotation(p: Param): string {
+  if (p.default === NOT_GIVEN) return `typing.Union[${p.type}, ${p.optional ? 'NoneType, ' : ''}tool_sandbox.common.utils.NotGiven]`;
+  return p.optional ? `typing.Optional[${p.type}]` : `<class '${p.type}'>`;
+}
+
+/** validators.validate_type of one argument against its parameter's annotation. */
+function validateParam(p: Param, v: unknown, isFloat: boolean): void {
+  if (v === NOT_GIVEN && p.default === NOT_GIVEN) return;
+  if (v === null && p.optional) return;
+  const ok =
+    p.type === 'str' ? typeof v === 'string'
+    : p.type === 'bool' ? typeof v === 'boolean'
+    : typeof v === 'boolean' || (typeof v === 'number' && (p.type === 'float' || !isFloat));
+  if (!ok) throw new PyException('TypeError', `Parameter '${p.name}' is of type '${pyTypeName(v, isFloat)}', but expected '${annotation(p)}'.`);
+}
+
 /** typechecked: every bound argument (defaults included) against its annotation, in signature order. */
 function typecheck(params: Param[], args: Args, floats: Set<string>): void {
-  for (const [k, v] of Object.entries(args)) {
-    const p = params.find((x) => x.name === k)!;
-    if (p.type === 'bool') validateBool(v, k, floats.has(k));
-    else validateNumber(v, k, p.type, floats.has(k));
-  }
+  for (const [k, v] of Object.entries(args)) validateParam(params.find((x) => x.name === k)!, v, floats.has(k));
 }
 
 const F = (name: string): Param => ({ name, type: 'float' });
@@ -202,6 +224,248 @@ const UTILITIES: Record<string, ToolDef> = {
     const f = fields(fromTimestamp(num(seconds)));
     return { hour: f.hour, minute: f.minute, second: f.second };
   }),
+};
+
+
+// ---- Contacts, messaging, reminders (tools/contact.py, messaging.py, reminder.py).
+
+const S = (name: string, extra: Partial<Param> = {}): Param => ({ name, type: 'str', ...extra });
+/** A search / modify field: Union[T, NotGiven] = NOT_GIVEN. */
+const G = (name: string, type: Param['type'], optional = false): Param => ({ name, type, default: NOT_GIVEN, optional });
+
+/** validate_phone_number: phonenumbers.parse, its exception as the console prints it. */
+function checkPhone(v: unknown): void {
+  if (v === NOT_GIVEN) return;
+  try {
+    validatePhoneNumber(v);
+  } catch (e) {
+    if (e instanceof NumberParseException) throw new PyException('phonenumbers.phonenumberutil.NumberParseException', e.message);
+    if (e instanceof TypeError) throw new PyException('TypeError', e.message);
+    throw e;
+  }
+}
+
+/** validate_type_range: the type check, then the range of a number (bool counts as 0 / 1, NotGiven and None skip it). */
+function checkRange(p: Param, v: unknown, isFloat: boolean, min: number, max: number): void {
+  validateParam(p, v, isFloat);
+  if (typeof v !== 'number' && typeof v !== 'boolean') return;
+  const x = Number(v);
+  const f = (b: number) => pyFloatRepr(b);
+  if (x < min) throw new PyException('ValueError', `Parameter '${p.name}' is smaller than its valid range minimum of ${f(min)}.`);
+  if (x > max) throw new PyException('ValueError', `Parameter '${p.name}' is larger than its valid range maximum of ${f(max)}.`);
+}
+const TS_RANGE: [number, number] = [315529200.0, 2524604400.0];
+
+/** Range checks named by parameter, in the tool's order (validate_timestamp / validate_latitude / validate_longitude). */
+function checkRanges(params: Param[], args: Args, floats: Set<string>, names: string[]): void {
+  for (const n of names) {
+    const [min, max] = n.includes('timestamp') ? TS_RANGE : n.startsWith('lat') ? [-90.0, 90.0] : [-180.0, 180.0];
+    checkRange(params.find((p) => p.name === n)!, args[n], floats.has(n), min, max);
+  }
+}
+
+type Filter = [column: string, value: unknown, kind: 'exact' | 'fuzzy' | 'gte' | 'lte', threshold?: number];
+
+/** common/utils.filter_dataframe: at least one criterion, applied in order; a fuzzy one keeps process.extract's top 5, best first. */
+function filterRows(rows: Row[], criteria: Filter[]): Row[] {
+  if (criteria.every((c) => c[1] === NOT_GIVEN)) {
+    throw new PyException('ValueError', `No search criteria are given. At least one search criteria should be provided among (${criteria.map((c) => pyStrRepr(c[0])).join(', ')})`);
+  }
+  for (const [col, value, kind, threshold] of criteria) {
+    if (value === NOT_GIVEN) continue;
+    if (kind === 'fuzzy') {
+      if (value !== null && typeof value !== 'string') throw new PyException('TypeError', 'sentence must be a String');
+      rows = extract(value, rows.map((r) => r[col] as string | null), threshold!).map(([, i]) => rows[i]);
+      continue;
+    }
+    // polars comparisons: a null cell or a None value never matches.
+    rows = rows.filter((r) => {
+      const cell = r[col];
+      if (cell === null || value === null) return false;
+      if (kind === 'exact') return cell === value || (typeof cell === 'number' && typeof value === 'boolean' && cell === Number(value));
+      return kind === 'gte' ? (cell as number) >= Number(value) : (cell as number) <= Number(value);
+    });
+  }
+  return rows;
+}
+
+/** repr() of database rows: the Float64 columns as Python floats. */
+function rowsRepr(ns: Namespace): (r: unknown) => string {
+  const floats = new Set(SCHEMAS[ns].floats);
+  return (r) => `[${(r as Row[]).map((row) => `{${Object.entries(row).map(([k, v]) => `${pyStrRepr(k)}: ${typeof v === 'number' && floats.has(k) ? pyFloatRepr(v) : pyRepr(v)}`).join(', ')}}`).join(', ')}]`;
+}
+
+/** The value a Float64 column holds (an int argument is stored as float; polars keeps it a number here). */
+const NOW_TS = (): number => FROZEN_NOW;
+
+/**
+ * remove_from_database's NoDataError: upstream prints the polars predicate's repr, whose text is cut
+ * at 30 characters and ends in the expression's memory address (not reproducible; written 0x0 here).
+ */
+function removeRows(ctx: SandboxContext, ns: Namespace, col: string, id: unknown): void {
+  try {
+    ctx.removeFromDatabase(ns, (r) => r[col] === id);
+  } catch (e) {
+    if (!(e instanceof NoMatchingRows)) throw e;
+    const text = `[([(col("${col}")) == (String(${String(id)}))]) & ([(col("sandbox_message_index")) == (dyn int: 0)])]`;
+    throw new PyException('polars.exceptions.NoDataError', `No db entry matching predicate=<Expr ['${Array.from(text).slice(0, 30).join('')}…'] at 0x0> found`);
+  }
+}
+
+/** The one row with this id, or polars' NoDataError / DuplicateError as modify_* raise them. */
+function uniqueRow(ctx: SandboxContext, ns: Namespace, col: string, id: string): Row {
+  const hits = ctx.getDatabase(ns).filter((r) => r[col] === id);
+  if (!hits.length) throw new PyException('polars.exceptions.NoDataError', `No db entry matching ${col}=${pyStrRepr(id)} found`);
+  if (hits.length > 1) throw new PyException('polars.exceptions.DuplicateError', `More than 1 entry with ${col}=${pyStrRepr(id)} found`);
+  return hits[0];
+}
+
+function searchContacts(ctx: SandboxContext, a: Args): Row[] {
+  checkPhone(a.phone_number);
+  return filterRows(ctx.getDatabase('CONTACT'), [
+    ['person_id', a.person_id, 'exact'],
+    ['name', a.name, 'fuzzy', 90],
+    ['phone_number', a.phone_number, 'exact'],
+    ['relationship', a.relationship, 'fuzzy', 90],
+    ['is_self', a.is_self, 'exact'],
+  ]);
+}
+const SELF_ONLY: Args = { person_id: NOT_GIVEN, name: NOT_GIVEN, phone_number: NOT_GIVEN, relationship: NOT_GIVEN, is_self: true };
+const SELF_EXISTS = 'Self entry already exists. Cannot add another one.';
+
+const CONTACT_FIELDS = ['name', 'phone_number', 'relationship', 'is_self'];
+const REMINDER_FIELDS = ['content', 'reminder_timestamp', 'latitude', 'longitude'];
+const noUpdate = (fields: string[], what: string) =>
+  new PyException('ValueError', `No update information given. At least one new field should be provided among [${fields.join(', ')}] in order to modify ${what}`);
+
+const MESSAGE_SEARCH: Param[] = [
+  G('message_id', 'str'), G('sender_person_id', 'str'), G('sender_phone_number', 'str'), G('recipient_person_id', 'str'),
+  G('recipient_phone_number', 'str'), G('content', 'str'), G('creation_timestamp_lowerbound', 'float'), G('creation_timestamp_upperbound', 'float'),
+];
+const REMINDER_SEARCH: Param[] = [
+  G('reminder_id', 'str'), G('content', 'str'), G('creation_timestamp_lowerbound', 'float'), G('creation_timestamp_upperbound', 'float'),
+  G('reminder_timestamp_lowerbound', 'float'), G('reminder_timestamp_upperbound', 'float'), G('latitude', 'float'), G('longitude', 'float'),
+];
+const ADD_REMINDER: Param[] = [S('content'), F('reminder_timestamp'), { name: 'latitude', type: 'float', optional: true, default: null }, { name: 'longitude', type: 'float', optional: true, default: null }];
+const MODIFY_REMINDER: Param[] = [S('reminder_id'), G('content', 'str'), G('reminder_timestamp', 'float'), G('latitude', 'float', true), G('longitude', 'float', true)];
+
+const CRM: Record<string, ToolDef> = {
+  add_contact: {
+    params: [S('name'), S('phone_number'), S('relationship', { optional: true, default: null }), { name: 'is_self', type: 'bool', default: false }],
+    run: (ctx, a, fl) => {
+      typecheck(CRM.add_contact.params, a, fl);
+      checkPhone(a.phone_number);
+      const personId = ctx.newId();
+      if (a.is_self && searchContacts(ctx, SELF_ONLY).length) throw new PyException('polars.exceptions.DuplicateError', SELF_EXISTS);
+      ctx.addToDatabase('CONTACT', [{ person_id: personId, name: a.name, phone_number: a.phone_number, relationship: a.relationship, is_self: a.is_self }]);
+      return personId;
+    },
+  },
+  modify_contact: {
+    params: [S('person_id'), ...CONTACT_FIELDS.map((n) => G(n, n === 'is_self' ? 'bool' : 'str'))],
+    run: (ctx, a, fl) => {
+      typecheck(CRM.modify_contact.params, a, fl);
+      if (CONTACT_FIELDS.every((k) => a[k] === NOT_GIVEN)) throw noUpdate(CONTACT_FIELDS, 'contact');
+      checkPhone(a.phone_number);
+      const self = searchContacts(ctx, SELF_ONLY);
+      if (self.length && a.is_self === true && self[0].person_id !== a.person_id) throw new PyException('polars.exceptions.DuplicateError', SELF_EXISTS);
+      const row = uniqueRow(ctx, 'CONTACT', 'person_id', a.person_id as string);
+      for (const k of CONTACT_FIELDS) if (a[k] !== NOT_GIVEN) row[k] = a[k];
+      ctx.removeFromDatabase('CONTACT', (r) => r.person_id === a.person_id);
+      ctx.addToDatabase('CONTACT', [row]);
+      return null;
+    },
+  },
+  remove_contact: {
+    params: [S('person_id')],
+    run: (ctx, a, fl) => (typecheck(CRM.remove_contact.params, a, fl), removeRows(ctx, 'CONTACT', 'person_id', a.person_id), null),
+  },
+  // Not @typechecked upstream: a wrong type reaches the filters.
+  search_contacts: {
+    params: [G('person_id', 'str'), ...CONTACT_FIELDS.map((n) => G(n, n === 'is_self' ? 'bool' : 'str'))],
+    run: (ctx, a) => searchContacts(ctx, a),
+    repr: rowsRepr('CONTACT'),
+  },
+  send_message_with_phone_number: {
+    params: [S('phone_number'), S('content')],
+    run: (ctx, a, fl) => {
+      typecheck(CRM.send_message_with_phone_number.params, a, fl);
+      checkPhone(a.phone_number);
+      if (!getBool(ctx, 'cellular')) throw new PyException('ConnectionError', 'Cellular service is not enabled');
+      const messageId = ctx.newId();
+      const self = searchContacts(ctx, SELF_ONLY);
+      if (self.length !== 1) throw new PyException('polars.exceptions.DuplicateError', `1 and only 1 self entry should exist in contacts database, instead found ${self.length}`);
+      const recipient = searchContacts(ctx, { ...SELF_ONLY, is_self: NOT_GIVEN, phone_number: a.phone_number });
+      ctx.addToDatabase('MESSAGING', [{
+        message_id: messageId, sender_person_id: self[0].person_id, sender_phone_number: self[0].phone_number,
+        recipient_person_id: recipient.length ? recipient[0].person_id : null, recipient_phone_number: a.phone_number,
+        content: a.content, creation_timestamp: NOW_TS(),
+      }]);
+      return messageId;
+    },
+  },
+  search_messages: {
+    params: MESSAGE_SEARCH,
+    run: (ctx, a, fl) => {
+      typecheck(MESSAGE_SEARCH, a, fl);
+      checkPhone(a.sender_phone_number);
+      checkPhone(a.recipient_phone_number);
+      checkRanges(MESSAGE_SEARCH, a, fl, ['creation_timestamp_lowerbound', 'creation_timestamp_upperbound']);
+      return filterRows(ctx.getDatabase('MESSAGING'), [
+        ['message_id', a.message_id, 'exact'], ['sender_person_id', a.sender_person_id, 'exact'],
+        ['sender_phone_number', a.sender_phone_number, 'exact'], ['recipient_person_id', a.recipient_person_id, 'exact'],
+        ['recipient_phone_number', a.recipient_phone_number, 'exact'], ['content', a.content, 'fuzzy', 50],
+        ['creation_timestamp', a.creation_timestamp_lowerbound, 'gte'], ['creation_timestamp', a.creation_timestamp_upperbound, 'lte'],
+      ]);
+    },
+    repr: rowsRepr('MESSAGING'),
+  },
+  add_reminder: {
+    params: ADD_REMINDER,
+    run: (ctx, a, fl) => {
+      typecheck(ADD_REMINDER, a, fl);
+      checkRanges(ADD_REMINDER, a, fl, ['reminder_timestamp', 'latitude', 'longitude']);
+      const reminderId = ctx.newId();
+      ctx.addToDatabase('REMINDER', [{
+        reminder_id: reminderId, content: a.content, creation_timestamp: NOW_TS(),
+        reminder_timestamp: Number(a.reminder_timestamp), latitude: a.latitude === null ? null : Number(a.latitude), longitude: a.longitude === null ? null : Number(a.longitude),
+      }]);
+      return reminderId;
+    },
+  },
+  modify_reminder: {
+    params: MODIFY_REMINDER,
+    run: (ctx, a, fl) => {
+      typecheck(MODIFY_REMINDER, a, fl);
+      checkRanges(MODIFY_REMINDER, a, fl, ['reminder_timestamp', 'latitude', 'longitude']);
+      if (REMINDER_FIELDS.every((k) => a[k] === NOT_GIVEN)) throw noUpdate(REMINDER_FIELDS, 'reminder');
+      const row = uniqueRow(ctx, 'REMINDER', 'reminder_id', a.reminder_id as string);
+      // The creation timestamp is always renewed (upstream's loop lists it with datetime.now()).
+      const updates: Args = { content: a.content, creation_timestamp: NOW_TS(), reminder_timestamp: a.reminder_timestamp, latitude: a.latitude, longitude: a.longitude };
+      for (const [k, v] of Object.entries(updates)) if (v !== NOT_GIVEN) row[k] = typeof v === 'boolean' ? Number(v) : v;
+      ctx.removeFromDatabase('REMINDER', (r) => r.reminder_id === a.reminder_id);
+      ctx.addToDatabase('REMINDER', [row]);
+      return null;
+    },
+  },
+  search_reminder: {
+    params: REMINDER_SEARCH,
+    run: (ctx, a, fl) => {
+      typecheck(REMINDER_SEARCH, a, fl);
+      checkRanges(REMINDER_SEARCH, a, fl, ['creation_timestamp_lowerbound', 'creation_timestamp_upperbound', 'reminder_timestamp_lowerbound', 'reminder_timestamp_upperbound', 'latitude', 'longitude']);
+      return filterRows(ctx.getDatabase('REMINDER'), [
+        ['reminder_id', a.reminder_id, 'exact'], ['content', a.content, 'fuzzy', 50],
+        ['creation_timestamp', a.creation_timestamp_lowerbound, 'gte'], ['creation_timestamp', a.creation_timestamp_upperbound, 'lte'],
+        ['reminder_timestamp', a.reminder_timestamp_lowerbound, 'gte'], ['reminder_timestamp', a.reminder_timestamp_upperbound, 'lte'],
+        ['latitude', a.latitude, 'exact'], ['longitude', a.longitude, 'exact'],
+      ]);
+    },
+    repr: rowsRepr('REMINDER'),
+  },
+  remove_reminder: {
+    params: [S('reminder_id')],
+    run: (ctx, a, fl) => (typecheck(CRM.remove_reminder.params, a, fl), removeRows(ctx, 'REMINDER', 'reminder_id', a.reminder_id), null),
+  },
 };
 
 const TOOLS: Record<string, ToolDef> = {
@@ -252,7 +516,7 @@ const TOOLS: Record<string, ToolDef> = {
   },
 };
 
-Object.assign(TOOLS, UTILITIES);
+Object.assign(TOOLS, UTILITIES, CRM);
 
 export const PORTED_TOOLS = Object.keys(TOOLS);
 
@@ -311,7 +575,8 @@ export function callTool(ctx: SandboxContext, name: string, args: Args, floats: 
     if (unknown) throw new PyException('TypeError', `got an unexpected keyword argument '${unknown}'`);
     const bound: Args = Object.fromEntries(tool.params.map((p) => [p.name, p.name in args ? args[p.name] : p.default]));
     const result = tool.run(ctx, bound, floats);
-    return { content: tool.repr ? tool.repr(result) : pyRepr(result), exception: null, trace: JSON.stringify({ tool_name: name, arguments: bound, result }) };
+    const traced = Object.fromEntries(Object.entries(bound).filter(([, v]) => v !== NOT_GIVEN));
+    return { content: tool.repr ? tool.repr(result) : pyRepr(result), exception: null, trace: JSON.stringify({ tool_name: name, arguments: traced, result }) };
   } catch (e) {
     if (!(e instanceof PyException)) throw e;
     const line = `${e.pyType}: ${e.message}`;
