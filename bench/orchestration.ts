@@ -2,7 +2,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
-import { loadConfigFile } from '../cli/commands/common.js';
+import { loadConfigFile } from '../cli/commands/config-file.js';
 import { startTemporalDevServer } from '../infra/temporal.js';
 import { chunk, settlePool } from '../workflows/pool.js';
 

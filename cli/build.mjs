@@ -82,6 +82,26 @@ const externalPackages = {
   },
 };
 
+/**
+ * zod re-exports all 64 of its locales (`z.locales`) from its entry, so every start parsed and ran
+ * them (about 40% of the zod code loaded). The project never calls z.config, and zod registers
+ * English itself on first use, so the bundle's `locales` namespace holds English only.
+ */
+const zodEnglishOnly = {
+  name: 'zod-english-only',
+  setup(build) {
+    build.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, (args) => {
+      if (!/[\\/]node_modules[\\/]zod[\\/]/.test(args.importer)) return undefined;
+      return { path: 'zod-locales-en', namespace: 'zod-locales', pluginData: path.resolve(path.dirname(args.importer), '../locales/en.js') };
+    });
+    build.onLoad({ filter: /.*/, namespace: 'zod-locales' }, (args) => ({
+      contents: `export { default as en } from ${JSON.stringify(args.pluginData)};`,
+      loader: 'js',
+      resolveDir: path.dirname(args.pluginData),
+    }));
+  },
+};
+
 /** Builds the bundle (a few hundred ms); written to temporary names and renamed, so concurrent builds are safe. */
 export async function buildCli() {
   const started = Date.now();
@@ -108,7 +128,7 @@ export async function buildCli() {
     tsconfigRaw,
     // commander is CommonJS and requires node builtins.
     banner: { js: "import { createRequire as __traceRequire } from 'node:module'; const require = __traceRequire(import.meta.url);" },
-    plugins: [externalPackages, sourceUrls(esbuild, tsconfigRaw)],
+    plugins: [zodEnglishOnly, externalPackages, sourceUrls(esbuild, tsconfigRaw)],
   });
   mkdirSync(path.join(CLI_DIR, 'chunks'), { recursive: true });
   const tmp = `.${process.pid}.tmp`;
@@ -121,7 +141,7 @@ export async function buildCli() {
     if (!written.includes(file) && Date.now() - statSync(file).mtimeMs > KEEP_OLD_CHUNKS_MS) rmSync(file, { force: true });
   }
   const inputs = Object.fromEntries(
-    [...Object.keys(result.metafile.inputs).filter((rel) => !rel.includes('node_modules/')), 'tsconfig.json', 'package.json', 'package-lock.json', 'cli/build.mjs'].map((rel) => [rel, stamp(path.join(ROOT, rel))]),
+    [...Object.keys(result.metafile.inputs).filter((rel) => !rel.includes('node_modules/') && !rel.startsWith('zod-locales:')), 'tsconfig.json', 'package.json', 'package-lock.json', 'cli/build.mjs'].map((rel) => [rel, stamp(path.join(ROOT, rel))]),
   );
   // A source saved while esbuild read it may not be in this bundle: leave it stale for the next start.
   if (Object.keys(inputs).some((rel) => statSync(path.join(ROOT, rel)).mtimeMs >= started)) return { inputs: Object.keys(inputs).length };

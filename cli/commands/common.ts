@@ -1,15 +1,12 @@
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
-import YAML from 'yaml';
-import { ConfigError, parseConfig, type Config } from '../../core/config.js';
 import type { Client } from '@temporalio/client';
+import type { Config } from '../../core/config.js';
 import { temporalSettings, workflowUiLink, type TemporalSettings } from '../../infra/temporal.js';
 import { PROGRESS_QUERY, type PipelineProgress } from '../../workflows/types.js';
 
 /**
- * Helpers every command shares: reading a config file (YAML or JSON) into a validated Config,
- * connecting to Temporal lazily (the client library is only loaded once a command needs it), and
- * one-line failures.
+ * Helpers every command shares: connecting to Temporal lazily (the client library is only loaded
+ * once a command needs it) and one-line failures. Reading config files is in config-file.ts, loaded
+ * by the commands that take one: its schemas (zod) are most of what a start would otherwise load.
  */
 export class CliError extends Error {
   override name = 'CliError';
@@ -27,23 +24,6 @@ export function failureText(err: unknown): string {
   const e = err as Error | undefined;
   if (e && (err instanceof CliError || USER_ERRORS.has(e.name))) return `trace: ${e.message.split('\n')[0]}`;
   return e?.stack ?? String(err);
-}
-
-/** Reads and validates a config file; throws ConfigError with `file: field: problem`. */
-export function loadConfigFile(file: string): Config {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (err) {
-    throw new ConfigError(`${file}: cannot read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
-  }
-  let raw: unknown;
-  try {
-    raw = /\.json$/i.test(file) ? JSON.parse(text) : YAML.parse(text);
-  } catch (err) {
-    throw new ConfigError(`${file}: not valid ${/\.json$/i.test(file) ? 'JSON' : 'YAML'}: ${(err as Error).message.split('\n')[0]}`);
-  }
-  return parseConfig(raw ?? {}, path.basename(file));
 }
 
 export async function connectClient(settings: TemporalSettings = temporalSettings()) {

@@ -2,7 +2,7 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import { PROJECT_ROOT } from '../../infra/temporal.js';
 import { uiLink } from './common.js';
-import { followRun, printResult, startRun, validateRunConfig } from './run.js';
+import { followRun, printResult, startRun } from './run.js';
 
 /** `trace demo`: the embedded stack up (idempotent), then the demo config run to completion. */
 export const DEMO_CONFIG = path.join(PROJECT_ROOT, 'configs', 'demo.yaml');
@@ -13,6 +13,7 @@ export function registerDemoCommand(program: Command): void {
     .description('bring up the embedded stack and run configs/demo.yaml to completion (npm run demo also does set-up first)')
     .option('--config <file>', 'config to run', DEMO_CONFIG)
     .action(async (opts: { config: string }) => {
+      const { validateRunConfig } = await import('./config-file.js');
       const config = validateRunConfig(opts.config);
       const { startEmbeddedStack } = await import('../../infra/stack.js');
       const stack = await startEmbeddedStack({ log: (l) => console.log(`[stack] ${l}`) });

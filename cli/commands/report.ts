@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Command } from 'commander';
-import { parseConfig, type Config } from '../../core/config.js';
+import type { Config } from '../../core/config.js';
 import { PROJECT_ROOT } from '../../infra/temporal.js';
 import { CliError, connectClient } from './common.js';
 
@@ -62,6 +62,7 @@ async function fetchRun(run: string): Promise<{ config: Config; result: Record<s
     if (!payload) throw new CliError(`run ${run}: its start input (the config) is not in the history`);
     const { defaultPayloadConverter } = await import('@temporalio/common');
     const input = defaultPayloadConverter.fromPayload<{ config?: unknown }>(payload as Parameters<typeof defaultPayloadConverter.fromPayload>[0]);
+    const { parseConfig } = await import('../../core/config.js');
     return { config: parseConfig(input.config, `run ${run} input`), result };
   } finally {
     await client.connection.close();

@@ -1,11 +1,7 @@
-import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { z } from 'zod';
-import { ConfigError, type Config } from '../../core/config.js';
-import { knownEnvironments } from '../../envs/registry.js';
-import { ArtifactRefSchema } from '../../core/artifact-ref.js';
+import type { Config } from '../../core/config.js';
 import type { ImportedRollouts, PipelineInput, PipelineResult } from '../../workflows/types.js';
-import { CliError, connectClient, formatRate, loadConfigFile, newRunId, queryProgress, uiLink } from './common.js';
+import { connectClient, formatRate, newRunId, queryProgress, uiLink } from './common.js';
 import { progressLine } from './progress.js';
 
 /** `trace run <config>`: validate, start tracePipeline, print id + UI link, follow progress. */
@@ -18,6 +14,7 @@ export function registerRun(program: Command): void {
     .option('--id <runId>', 'run id (default: <name>-<timestamp>-<random>)')
     .option('--rollouts <rollouts.json>', 'start from imported rollouts (written by `trace import-tau2`) instead of collecting them')
     .action(async (file: string, opts: { detach?: boolean; id?: string; rollouts?: string }) => {
+      const { validateRunConfig, readImportedRollouts } = await import('./config-file.js');
       const config = validateRunConfig(file);
       const rollouts = opts.rollouts ? readImportedRollouts(opts.rollouts) : undefined;
       const { workflowId } = await startRun(config, opts.id, rollouts);
@@ -25,34 +22,6 @@ export function registerRun(program: Command): void {
       const result = await followRun(workflowId);
       printResult(result);
     });
-}
-
-/** Config and environment name checks that must fail fast, before any connection. */
-export function validateRunConfig(file: string): Config {
-  const config = loadConfigFile(file);
-  const name = config.env.name;
-  const known = knownEnvironments();
-  const ok = known.includes(name) || known.some((k) => k.endsWith('<…>') && name.startsWith(k.slice(0, -3)));
-  if (!ok) throw new ConfigError(`${file}: env.name: unknown environment '${name}'; expected one of ${known.join(', ')}`);
-  return config;
-}
-
-const ImportedRolloutsSchema = z.object({
-  refs: z.array(ArtifactRefSchema).min(1),
-  trajectories: z.number().int().nonnegative(),
-  successes: z.number().int().nonnegative(),
-});
-
-function readImportedRollouts(file: string): ImportedRollouts {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(readFileSync(file, 'utf8'));
-  } catch (err) {
-    throw new CliError(`--rollouts ${file}: cannot read JSON (${(err as Error).message.split('\n')[0]})`);
-  }
-  const r = ImportedRolloutsSchema.safeParse(raw);
-  if (!r.success) throw new CliError(`--rollouts ${file}: ${r.error.issues[0].path.join('.') || '(root)'}: ${r.error.issues[0].message}`);
-  return r.data;
 }
 
 export async function startRun(config: Config, runId = newRunId(config), rollouts?: ImportedRollouts): Promise<{ workflowId: string }> {

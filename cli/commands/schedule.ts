@@ -1,7 +1,6 @@
 import { Command, Option } from 'commander';
 import type { PipelineInput } from '../../workflows/types.js';
 import { CliError, connectClient } from './common.js';
-import { validateRunConfig } from './run.js';
 
 /**
  * `trace schedule …`: periodic pipeline runs through Temporal Schedules. Each scheduled run's
@@ -36,6 +35,7 @@ export function registerScheduleCommands(program: Command): void {
     .option('--paused', 'create paused')
     .action(async (file: string, opts: { id: string; every?: string; cron?: string; overlap: Overlap; paused?: boolean }) => {
       if (!opts.every === !opts.cron) throw new CliError('schedule create: give exactly one of --every <interval> or --cron <expr>');
+      const { validateRunConfig } = await import('./config-file.js');
       const config = validateRunConfig(file);
       const { TASK_QUEUE_CPU } = await import('../../workflows/types.js');
       await withClient(async (client) => {

@@ -40,7 +40,7 @@ if (o.module) {
   const { openEnvironment } = await import('../registry.js');
   let config;
   if (o.config) {
-    const { loadConfigFile } = await import('../../cli/commands/common.js');
+    const { loadConfigFile } = await import('../../cli/commands/config-file.js');
     config = loadConfigFile(o.config);
     if (o.env) config = { ...config, env: { ...config.env, name: o.env } };
   } else {
