@@ -57,7 +57,7 @@ test('GPU workers request nvidia.com/gpu and run one activity per GPU', () => {
   assert.equal(Number(c.resources.requests['nvidia.com/gpu']), limit);
   const count = c.env.find((e: { name: string }) => e.name === 'TRACE_GPU_COUNT');
   assert.equal(Number(count.value), limit, 'activity concurrency must equal the GPU count');
-  assert.deepEqual(c.command.slice(-1), ['workers/gpu.ts']);
+  assert.deepEqual(c.command, ['node', 'cli/trace.mjs', 'worker', '--queues', 'gpu']);
 });
 
 test('CPU workers scale horizontally and read Temporal/S3/LLM settings from ConfigMap and Secrets', () => {
@@ -82,4 +82,15 @@ test('vLLM policy server loads LoRA adapters at runtime', () => {
   assert.ok(v.env.some((e: { name: string; value?: string }) => e.name === 'VLLM_ALLOW_RUNTIME_LORA_UPDATING' && e.value === 'True'));
   const svc = find('Service', 'trace-policy-vllm');
   assert.ok(find('ConfigMap', 'trace-config').data!.TRACE_LLM_BASE_URL.includes(`${svc.metadata.name}.trace.svc`));
+});
+
+test('workers run the compiled CLI that the image builds, not TypeScript through tsx at every start', () => {
+  const cpu = find('Deployment', 'trace-worker-cpu').spec.template.spec.containers[0];
+  assert.deepEqual(cpu.command, ['node', 'cli/trace.mjs', 'worker', '--queues', 'cpu']);
+  const dockerfile = readFileSync(path.join(dir, 'Dockerfile'), 'utf8');
+  assert.match(dockerfile, /^RUN node cli\/build\.mjs$/m, 'the image builds .build/cli');
+  assert.match(dockerfile, /^CMD \["node", "cli\/trace\.mjs", "worker", "--queues", "cpu"\]$/m);
+  // A bundle from the build context (another node, another root) would only be stale in the image.
+  assert.match(readFileSync(path.join(dir, 'Dockerfile.dockerignore'), 'utf8'), /^\.build$/m);
+  for (const f of [...manifests, 'Dockerfile']) assert.doesNotMatch(readFileSync(path.join(dir, f), 'utf8'), /--import", "tsx"|workers\/(cpu|gpu)\.ts/, f);
 });
