@@ -96,7 +96,7 @@ async function episodeLoop(p: EpisodeParams, cancel: AbortSignal | undefined): P
     throw e;
   }
   const messages: Message[] = [{ role: 'system', content: p.env.systemPrompt() }, ...episode.initialMessages()];
-  const tools = p.env.tools();
+  const tools = episode.tools?.() ?? p.env.tools();
   let model = '';
   let steps = 0;
   let errors = 0;

@@ -64,6 +64,11 @@ export interface Episode {
   readonly taskId: string;
   /** Messages that open the conversation after the system prompt (e.g. greeting + first user turn). */
   initialMessages(): Message[];
+  /**
+   * The tools of this episode when they differ per task (ToolSandbox shows each scenario's own allow
+   * list); omitted, the agent sees `Environment.tools()`.
+   */
+  tools?(): ToolSchema[];
   step(action: AgentAction, opts?: RequestOptions): Promise<StepResult>;
   /** Scores the finished episode; `messages` is the full trajectory without the system prompt. */
   evaluate(messages: Message[], termination: Termination, opts?: RequestOptions): Promise<RewardInfo>;

@@ -28,10 +28,17 @@ export interface OpenDeps {
 const byName: Record<string, Opener> = {
   'toy-orders': async () => (await import('./toy/orders.js')).createToyOrdersEnv(),
   'showcase-desk': async () => (await import('./showcase/desk.js')).createShowcaseDeskEnv(),
+  toolsandbox: async (_name, deps) => (await import('./toolsandbox/environment.js')).createToolSandboxEnvironment(toolSandboxOptions(deps)),
 };
+
+/** ToolSandbox's user simulator is the config's userSimulator role (upstream's prompt and few-shot dialogue come with the scenario). */
+const toolSandboxOptions = (deps: OpenDeps) => (deps.llm ? { userSimulator: deps.llm('userSimulator') } : {});
 
 const byPrefix: Record<string, Opener> = {
   'tau2-': async (name, deps) => (await import('./tau2/open.js')).openTau2Env(name, deps.config, deps.llm),
+  // `toolsandbox-<category>`: the base scenarios of one category (single_tool_call, canonicalization, …).
+  'toolsandbox-': async (name, deps) =>
+    (await import('./toolsandbox/environment.js')).createToolSandboxEnvironment({ category: name.slice('toolsandbox-'.length), ...toolSandboxOptions(deps) }),
   // `http:<url>` or a bare `http(s)://…` URL: any env speaking envs/protocol/README.md.
   'http:': async (name) => (await import('./protocol/client.js')).HttpEnvironment.connect(name.replace(/^http:(?=https?:\/\/)/, '')),
   'https:': async (name) => (await import('./protocol/client.js')).HttpEnvironment.connect(name),

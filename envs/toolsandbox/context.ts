@@ -93,6 +93,13 @@ export class SandboxContext {
     return new SandboxContext(out);
   }
 
+  /** An independent copy (an episode's fork). */
+  clone(): SandboxContext {
+    const c = new SandboxContext(structuredClone(this.dbs));
+    c.newId = this.newId;
+    return c;
+  }
+
   /** -1 when no messages exist. */
   get maxSandboxMessageIndex(): number {
     if (this.maxIndex === undefined) {
