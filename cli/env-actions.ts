@@ -67,6 +67,18 @@ export async function replayGold(name: string, opts: { task?: string; taskSet?: 
     for (let seed = 0; seed < n; seed++) io.out(`${JSON.stringify(await replay(reference, { seed }, reference.inspect(seed).gold))}\n`);
     return;
   }
+  if (name === 'toolsandbox' || name.startsWith('toolsandbox-')) {
+    const { replayToolSandboxGold } = await import('../envs/toolsandbox/gold-replay.js');
+    const category = name === 'toolsandbox' ? undefined : name.slice('toolsandbox-'.length).toUpperCase();
+    let lines;
+    try {
+      lines = replayToolSandboxGold(opts.task);
+    } catch (e) {
+      throw new CliError((e as Error).message);
+    }
+    for (const l of lines) if (!category || l.categories.includes(category)) io.out(`${JSON.stringify(l)}\n`);
+    return;
+  }
   if (name === SHOWCASE_DESK) {
     const tasks = DESK_TASKS.filter((t) => opts.task === undefined || t.id === opts.task);
     if (!tasks.length) throw new CliError(`--task: task '${opts.task}' not found in ${SHOWCASE_DESK}`);
