@@ -1,10 +1,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MockActivityEnvironment } from '@temporalio/testing';
+import OpenAI from 'openai';
 import { createEvaluationActivities } from '../activities/evaluation.js';
 import { createStage1Activities } from '../activities/stage1.js';
+import { runEpisode } from '../agent/rollout.js';
+import { createLlm } from '../llm/client.js';
 import type { Environment, Episode } from '../envs/environment.js';
 import { serveEnvironment } from '../envs/protocol/server.js';
+import { createTau2Environment } from '../envs/tau2/index.js';
 import { createToyOrdersEnv } from '../envs/toy/orders.js';
 import { startScriptedLlm } from './helpers/scripted-llm.js';
 import { tempDir, testConfig } from './helpers/stage1-fixtures.js';
@@ -17,7 +21,7 @@ import { tempDir, testConfig } from './helpers/stage1-fixtures.js';
  * a heartbeat's answer (as on a real worker), and the env request must be aborted before the next one.
  */
 
-type Event = 'beat' | 'cancel' | 'step-started' | 'step-aborted';
+type Event = 'beat' | 'cancel' | 'step-started' | 'step-aborted' | 'user-simulator-left';
 
 /** toy-orders whose steps hang until their request signal aborts; `inFlight` counts the hanging ones. */
 function hangingSteps(log: Event[]): { env: Environment; inFlight: () => number } {
@@ -136,5 +140,35 @@ test('a cancelled evaluation activity aborts its in-flight env request within on
     await llm.close();
     await served.close();
     await tmp.cleanup();
+  }
+});
+
+test("a cancelled episode on tau2 aborts the user simulator's LLM call in flight (the LLM server stops generating)", async () => {
+  const log: Event[] = [];
+  // One scripted endpoint: the policy answers in text; the user simulator opens, then never answers.
+  const llm = await startScriptedLlm((req, index) => {
+    if (req.model !== 'user-sim') return { content: 'How can I help you today?' };
+    if (index === 0) return { content: 'Hi, I need help.' };
+    log.push('step-started');
+    return { hang: true };
+  });
+  try {
+    const env = createTau2Environment('mock', { userSimulator: { client: new OpenAI({ baseURL: llm.baseURL, apiKey: 'test', maxRetries: 0 }), model: 'user-sim' } });
+    const [task] = await env.listTasks();
+    const policy = createLlm(testConfig(llm.baseURL, '/tmp/unused'), 'policy', { maxRetries: 0 });
+    const activity = new MockActivityEnvironment();
+    cancelDuringStep(activity, log);
+    const run = activity.run(() => runEpisode({ env, llm: policy, taskId: task.id, maxSteps: 10, maxErrors: 3, timeoutMs: 120_000 }));
+    run.catch(() => undefined);
+    await until(() => {
+      if (llm.disconnects.length && !log.includes('user-simulator-left')) log.push('user-simulator-left');
+      return log.includes('user-simulator-left');
+    }, 'the user simulator request to be aborted');
+    await assert.rejects(run, (e: Error) => /cancel/i.test(`${e.name} ${e.message}`));
+    const cancel = log.indexOf('cancel');
+    assert.ok(cancel >= 0 && log.indexOf('user-simulator-left') > cancel, log.join(' '));
+    assert.ok(log.slice(cancel).filter((e) => e === 'beat').length <= 1, log.join(' '));
+  } finally {
+    await llm.close();
   }
 });

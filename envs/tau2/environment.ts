@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Message } from '../../core/messages.js';
 import type { RewardInfo, Termination } from '../../core/trajectory.js';
-import type { AgentAction, EnvInfo, Environment, Episode, ResetRequest, StepResult, TaskRef } from '../environment.js';
+import type { AgentAction, EnvInfo, Environment, Episode, RequestOptions, ResetRequest, StepResult, TaskRef } from '../environment.js';
 import { getDomain, readDataFile, toolSchemas, type Tau2Domain, type Tau2DomainName } from './domains.js';
 import { evaluateTau2 } from './evaluator.js';
 import type { JudgeLlm } from './nl-judge.js';
@@ -51,11 +51,11 @@ export function createTau2Environment(domainName: Tau2DomainName, opts: Tau2EnvO
         return { id: t.id, split: names.find((s) => s !== 'base') ?? names[0] };
       });
     },
-    async reset(req: ResetRequest): Promise<Episode> {
+    async reset(req: ResetRequest, ropts?: RequestOptions): Promise<Episode> {
       if (!('taskId' in req)) throw new Error(`tau2-${domain.name} has fixed tasks: reset needs {taskId}, not a seed`);
       const task = loadTasks(domain.name, taskSet).find((t) => t.id === req.taskId);
       if (!task) throw new Error(`taskId: '${req.taskId}' is not a tau2 ${domain.name} task (${taskSet} set)`);
-      return Tau2Episode.start(domain, task, opts);
+      return Tau2Episode.start(domain, task, opts, ropts?.signal);
     },
   };
 }
@@ -84,7 +84,8 @@ class Tau2Episode implements Episode {
     return this.task.id;
   }
 
-  static async start(domain: Tau2Domain, task: Tau2Task, opts: Tau2EnvOptions): Promise<Tau2Episode> {
+  /** `signal` aborts the user simulator's opening turn (an LLM call). */
+  static async start(domain: Tau2Domain, task: Tau2Task, opts: Tau2EnvOptions, signal?: AbortSignal): Promise<Tau2Episode> {
     const state = Tau2State.forTask(domain, task);
     const user = opts.userSimulator
       ? new UserSimulator(opts.userSimulator, userSimulatorSystemPrompt(task, !!domain.user), domain.user ? toolSchemas(domain.name, 'user') : undefined)
@@ -105,7 +106,7 @@ class Tau2Episode implements Episode {
     }
     if (user) {
       ep.counters.steps += 1;
-      ep.opening.push(await ep.userReply());
+      ep.opening.push(await ep.userReply(signal));
     }
     return ep;
   }
@@ -114,7 +115,7 @@ class Tau2Episode implements Episode {
     return structuredClone(this.opening);
   }
 
-  async step(action: AgentAction): Promise<StepResult> {
+  async step(action: AgentAction, ropts?: RequestOptions): Promise<StepResult> {
     const c = this.counters;
     if (c.done) throw new Error(`episode ${this.id} is over (${c.termination})`);
     let observation: Message;
@@ -137,7 +138,7 @@ class Tau2Episode implements Episode {
       if (!this.user) throw new Error(`tau2-${this.domain.name}: an agent message needs a user simulator (pass opts.userSimulator)`);
       this.user.hearAgent(action.content);
       c.steps += 2;
-      observation = await this.userReply();
+      observation = await this.userReply(ropts?.signal);
     }
     if (!c.done && c.steps >= (this.opts.maxSteps ?? TAU2_MAX_STEPS)) Object.assign(c, { done: true, termination: 'max_steps' });
     if (!c.done && c.errors >= (this.opts.maxErrors ?? TAU2_MAX_ERRORS)) Object.assign(c, { done: true, termination: 'max_errors' });
@@ -145,11 +146,11 @@ class Tau2Episode implements Episode {
   }
 
   /** The simulated user's next text turn, running its own tool calls first (mock). */
-  private async userReply(): Promise<Message> {
+  private async userReply(signal?: AbortSignal): Promise<Message> {
     const user = this.user!;
     const c = this.counters;
     for (;;) {
-      const turn = await user.next();
+      const turn = await user.next(signal);
       if (!turn.toolCalls.length) {
         const content = turn.content ?? '';
         const stop = userStopReason(content);

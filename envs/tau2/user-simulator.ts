@@ -69,15 +69,19 @@ export class UserSimulator {
     this.messages.push({ role: 'tool', tool_call_id: toolCallId, content });
   }
 
-  /** Generates the simulated user's next turn (text, or calls to its own tools in mock). */
-  async next(): Promise<UserTurn> {
+  /**
+   * Generates the simulated user's next turn (text, or calls to its own tools in mock). `signal`
+   * aborts the request (the episode was cancelled or ran out of time), so the LLM server stops
+   * generating for a conversation nobody waits on.
+   */
+  async next(signal?: AbortSignal): Promise<UserTurn> {
     const res = await this.llm.client.chat.completions.create({
       model: typeof this.llm.model === 'string' ? this.llm.model : await this.llm.model(),
       temperature: this.llm.temperature ?? 0,
       ...(this.llm.seed !== undefined ? { seed: this.llm.seed } : {}),
       messages: [{ role: 'system', content: this.systemPrompt }, ...this.messages] as OpenAI.Chat.ChatCompletionMessageParam[],
       ...(this.tools?.length ? { tools: this.tools as OpenAI.Chat.ChatCompletionTool[] } : {}),
-    });
+    }, signal ? { signal } : undefined);
     const msg = res.choices[0]?.message;
     if (!msg) throw new Error(`user simulator (${this.llm.model}) returned no choices`);
     const toolCalls: ToolCall[] = (msg.tool_calls ?? [])
