@@ -123,3 +123,23 @@ test('toolsandbox: a tool outside the scenario allow list and unparsable argumen
   assert.equal(cellular(ep), true);
   await assert.rejects(() => ep.step(say('hello')), /needs the user simulator/);
 });
+
+test("toolsandbox: a step's signal aborts the user simulator's request in flight", async () => {
+  const llm = await startScriptedLlm(() => ({ hang: true }));
+  try {
+    const user = { client: new OpenAI({ baseURL: llm.baseURL, apiKey: 'test', maxRetries: 0 }), model: 'scripted-model' };
+    const ep = await createToolSandboxEnvironment({ userSimulator: user }).reset({ taskId: 'cellular_off' });
+    const ac = new AbortController();
+    const step = ep.step(say('Cellular service is turned off'), { signal: ac.signal });
+    step.catch(() => undefined);
+    // Guards against hanging (before, nothing aborted the request), not latency bounds.
+    for (let i = 0; i < 3000 && llm.requests.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(llm.requests.length, 1, 'the user simulator was asked');
+    ac.abort(new Error('episode cancelled'));
+    for (let i = 0; i < 3000 && llm.disconnects.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(llm.disconnects.length, 1, 'the endpoint saw its client go');
+    await assert.rejects(step, /abort|cancel/i);
+  } finally {
+    await llm.close();
+  }
+});

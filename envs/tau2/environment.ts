@@ -174,8 +174,8 @@ class Tau2Episode implements Episode {
     }
   }
 
-  evaluate(messages: Message[], termination: Termination): Promise<RewardInfo> {
-    return evaluateTau2({ domain: this.domain, task: this.task, messages, termination, userCalls: this.userCalls, judge: this.opts.judge });
+  evaluate(messages: Message[], termination: Termination, ropts?: RequestOptions): Promise<RewardInfo> {
+    return evaluateTau2({ domain: this.domain, task: this.task, messages, termination, userCalls: this.userCalls, judge: this.opts.judge, signal: ropts?.signal });
   }
 
   async fork(): Promise<Episode> {

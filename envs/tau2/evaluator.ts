@@ -23,6 +23,8 @@ export interface EvaluateInput {
   /** Tool calls the simulated user made (mock), which OpenAI-format messages cannot carry. */
   userCalls?: ReplayCall[];
   judge?: JudgeLlm;
+  /** Aborts the judge's LLM call (the caller stopped waiting). */
+  signal?: AbortSignal;
 }
 
 export async function evaluateTau2(input: EvaluateInput): Promise<RewardInfo> {
@@ -40,7 +42,7 @@ export async function evaluateTau2(input: EvaluateInput): Promise<RewardInfo> {
   let nlChecks: Awaited<ReturnType<typeof judgeNlAssertions>> | undefined;
   if (basis.has('NL_ASSERTION') && criteria.nl_assertions?.length) {
     if (!input.judge) throw new Error(`task ${task.id}: reward_basis includes NL_ASSERTION but no judge LLM was configured`);
-    nlChecks = await judgeNlAssertions(input.judge, input.messages, criteria.nl_assertions);
+    nlChecks = await judgeNlAssertions(input.judge, input.messages, criteria.nl_assertions, input.signal);
   }
   const all = (xs: { met: boolean }[]) => (xs.every((x) => x.met) ? 1 : 0);
   const scores: Record<RewardType, number> = {

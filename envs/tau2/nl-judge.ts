@@ -69,14 +69,14 @@ export function judgeMessages(trajectory: Message[], assertions: string[]): { ro
   ];
 }
 
-export async function judgeNlAssertions(judge: JudgeLlm, trajectory: Message[], assertions: string[]): Promise<NlAssertionCheck[]> {
+export async function judgeNlAssertions(judge: JudgeLlm, trajectory: Message[], assertions: string[], signal?: AbortSignal): Promise<NlAssertionCheck[]> {
   const model = typeof judge.model === 'string' ? judge.model : await judge.model();
   const res = await judge.client.chat.completions.create({
     model,
     temperature: judge.temperature ?? 0,
     messages: judgeMessages(trajectory, assertions),
     response_format: { type: 'json_schema', json_schema: { name: 'nl_assertions_eval', schema: RESPONSE_SCHEMA, strict: true } },
-  });
+  }, signal ? { signal } : undefined);
   const content = res.choices[0]?.message?.content ?? '';
   let parsed: z.infer<typeof JudgeResultSchema>;
   try {

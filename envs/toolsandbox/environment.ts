@@ -1,10 +1,10 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type OpenAI from 'openai';
 import { z } from 'zod';
 import type { Message, ToolCall, ToolSchema } from '../../core/messages.js';
 import type { RewardInfo, Termination } from '../../core/trajectory.js';
-import type { AgentAction, EnvInfo, Environment, Episode, ResetRequest, StepResult, TaskRef } from '../environment.js';
+import type { AgentAction, EnvInfo, Environment, Episode, RequestOptions, ResetRequest, StepResult, TaskRef } from '../environment.js';
 import type { EnvLlm } from '../registry.js';
 import { pyNumber, pyStrRepr } from '../tau2/python-format.js';
 import type { Row, SandboxContext } from './context.js';
@@ -51,6 +51,15 @@ export function offlineSkipReason(s: ToolSandboxScenario): string | undefined {
   return undefined;
 }
 
+/**
+ * Upstream has no train/test split (the paper scores all 129 base scenarios). TRACE's evaluation
+ * refuses to score tasks that rollouts saw, so the port assigns one, fixed and reproducible: the
+ * low bit of sha256(scenario name) — 'test' when set, else 'train'.
+ */
+export function scenarioSplit(name: string): 'train' | 'test' {
+  return createHash('sha256').update(name).digest()[0] & 1 ? 'test' : 'train';
+}
+
 /** `toolsandbox-<category>`: a scenario category, lower-cased (single_tool_call, canonicalization, …). */
 export function scenarioCategories(): string[] {
   return [...new Set(loadScenarios().filter((s) => s.variant === BASE_VARIANT).flatMap((s) => s.categories))].map((c) => c.toLowerCase()).sort();
@@ -92,7 +101,7 @@ export function createToolSandboxEnvironment(opts: ToolSandboxEnvOptions = {}): 
     tools: () => allTools.map((t) => schemaOf(t)),
     systemPrompt: () => systemPrompt,
     async listTasks(): Promise<TaskRef[]> {
-      return runnable.map((s) => ({ id: s.name }));
+      return runnable.map((s) => ({ id: s.name, split: scenarioSplit(s.name) }));
     },
     async reset(req: ResetRequest): Promise<Episode> {
       if (!('taskId' in req)) throw new Error(`${name} has fixed scenarios: reset needs {taskId}, not a seed`);
@@ -208,7 +217,7 @@ class ToolSandboxEpisode implements Episode {
     else if (this.ctx.maxSandboxMessageIndex >= this.scenario.maxMessages + this.startIndex) Object.assign(this.state, { done: true, termination: 'max_steps' });
   }
 
-  async step(action: AgentAction): Promise<StepResult> {
+  async step(action: AgentAction, ropts?: RequestOptions): Promise<StepResult> {
     if (this.state.done) throw new Error(`episode ${this.id} is over (${this.state.termination})`);
     let observation: Message;
     let error = false;
@@ -219,7 +228,7 @@ class ToolSandboxEpisode implements Episode {
     } else {
       this.add({ sender: 'AGENT', recipient: 'USER', content: action.content });
       this.checkLimits();
-      observation = this.state.done ? { role: 'user', content: '' } : await this.userTurn();
+      observation = this.state.done ? { role: 'user', content: '' } : await this.userTurn(ropts?.signal);
     }
     this.checkLimits();
     return { observation, error, done: this.state.done, ...(this.state.termination ? { termination: this.state.termination } : {}) };
@@ -238,7 +247,8 @@ class ToolSandboxEpisode implements Episode {
     return out;
   }
 
-  private async userTurn(): Promise<Message> {
+  /** `signal` aborts the user simulator's request (the episode was cancelled or ran out of time). */
+  private async userTurn(signal?: AbortSignal): Promise<Message> {
     const llm = this.user;
     if (!llm) throw new Error(`${this.scenario.name}: an agent message needs the user simulator (llm.userSimulator)`);
     const res = await llm.client.chat.completions.create({
@@ -246,7 +256,7 @@ class ToolSandboxEpisode implements Episode {
       ...(llm.temperature !== undefined ? { temperature: llm.temperature } : {}),
       messages: this.userView(),
       tools: USER_TOOLS.map(schemaOf) as OpenAI.Chat.ChatCompletionTool[],
-    });
+    }, signal ? { signal } : undefined);
     const msg = res.choices[0]?.message;
     if (!msg) throw new Error('user simulator returned no choices');
     const calls = (msg.tool_calls ?? []).filter((c): c is OpenAI.Chat.ChatCompletionMessageFunctionToolCall => c.type === 'function');
