@@ -57,6 +57,11 @@ const PassStatsSchema = z.object({
   episodes: z.number().int().nonnegative(),
   successes: z.number().int().nonnegative(),
   meanReward: z.number().nullable(),
+  /**
+   * Mean episode reward with a 95% t interval over episodes (ToolSandbox's mean similarity); optional
+   * so summaries stored before it was added still parse.
+   */
+  meanRewardInterval: IntervalSchema.optional(),
   /** Wilson over tasks when greedy (1 trial); t over per-trial pass rates when trials ≥ 2. */
   passRate: IntervalSchema,
   /** τ² pass^k for k = 1..trials (only tasks with all trials count). */
@@ -131,6 +136,7 @@ function passStats(episodes: readonly EvalEpisode[], trials: number): PassStats 
     episodes: episodes.length,
     successes,
     meanReward: episodes.length ? episodes.reduce((s, e) => s + e.reward, 0) / episodes.length : null,
+    meanRewardInterval: tInterval(episodes.map((e) => e.reward)),
     passRate,
     passHatK,
   };

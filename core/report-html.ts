@@ -1,4 +1,4 @@
-import { formatInterval, pct, type Report } from './report.js';
+import { formatInterval, formatMean, isSimilarityEnv, pct, type Report } from './report.js';
 import { capabilityGapChart } from './svg/capability-gap.js';
 import { esc } from './svg/common.js';
 import { passRateChart } from './svg/pass-rates.js';
@@ -35,6 +35,7 @@ function variantsSection(r: Report): string {
   const head = `<p>Held-out split <b>${esc(e.split)}</b>, ${e.trials} trial(s) per task at temperature ${e.temperature}. Intervals are 95%: ${
     e.trials > 1 ? 't over per-trial pass rates' : 'Wilson over tasks'
   }; deltas are paired over the same tasks (bootstrap over tasks).</p>`;
+  const similarityEnv = isSimilarityEnv(r.env);
   const domains = [...new Set(r.variants.flatMap((v) => v.perDomain.map((d) => d.domain)))];
   const domainHead = domains.flatMap((d) => [th(`${d} pass rate`), th(`${d} Δ`)]).join('');
   const rows = r.variants
@@ -46,13 +47,18 @@ function variantsSection(r: Report): string {
         })
         .join('');
       const passK = v.passHatK.map((p) => `k=${p.k}: ${pct(p.value)}`).join(', ');
-      return `<tr>${td(`<b>${esc(v.name)}</b>`)}${td(esc(v.kind))}${td(esc(v.model ?? ''), 'muted')}${td(String(v.tasks), 'num')}${td(
+      const similarity = similarityEnv ? td(esc(v.meanReward ? formatMean(v.meanReward) : '—'), 'num') : '';
+      return `<tr>${td(`<b>${esc(v.name)}</b>`)}${td(esc(v.kind))}${td(esc(v.model ?? ''), 'muted')}${td(String(v.tasks), 'num')}${similarity}${td(
         `${v.successes}/${v.episodes}`,
         'num',
       )}${td(esc(formatInterval(v.passRate)), 'num')}${deltaCell(v.deltaVsBase)}${domains.length > 1 ? perDomain : ''}${td(esc(passK), 'muted')}</tr>`;
     })
     .join('');
-  const table = `<table><tr>${['variant', 'kind', 'model', 'tasks', 'successes', 'pass rate (overall)', 'Δ vs base'].map(th).join('')}${
+  // ToolSandbox (the paper's Table 3): mean similarity beside the perfect (= 1.0) rate, which is the pass rate.
+  const header = similarityEnv
+    ? ['variant', 'kind', 'model', 'tasks', 'mean similarity', 'perfect', 'perfect rate', 'Δ vs base']
+    : ['variant', 'kind', 'model', 'tasks', 'successes', 'pass rate (overall)', 'Δ vs base'];
+  const table = `<table><tr>${header.map(th).join('')}${
     domains.length > 1 ? domainHead : ''
   }${th('pass^k')}</tr>${rows}</table>`;
   const chart = passRateChart(r.variants.map((v) => ({ name: v.name, estimate: v.passRate.estimate, low: v.passRate.low, high: v.passRate.high })));

@@ -14,6 +14,8 @@ const PassRowSchema = z.object({
   passRate: IntervalSchema,
   /** variant − base on the same tasks; null for the base itself or when no base was evaluated. */
   deltaVsBase: IntervalSchema.nullable(),
+  /** Mean episode reward with its interval (ToolSandbox: mean similarity); null for summaries without it. */
+  meanReward: IntervalSchema.nullable().default(null),
 });
 
 export const VariantRowSchema = PassRowSchema.extend({
@@ -149,6 +151,7 @@ function variantRow(summary: EvaluationSummary & { summaryUri?: string }, base: 
     successes: summary.overall.successes,
     passRate: summary.overall.passRate,
     deltaVsBase: delta(),
+    meanReward: summary.overall.meanRewardInterval ?? null,
     passHatK: summary.overall.passHatK,
     perDomain: summary.perDomain.map((d) => ({
       domain: d.domain,
@@ -157,6 +160,7 @@ function variantRow(summary: EvaluationSummary & { summaryUri?: string }, base: 
       successes: d.successes,
       passRate: d.passRate,
       deltaVsBase: delta(d.domain),
+      meanReward: d.meanRewardInterval ?? null,
     })),
     usage: summary.usage,
     summaryUri: summary.summaryUri,
@@ -203,14 +207,29 @@ export function formatInterval(i: z.infer<typeof IntervalSchema>, signed = false
   return `${point} [${f(i.low)}, ${f(i.high)}]`;
 }
 
+/** Targets scored by a similarity in [0, 1] whose success is "perfect" (ToolSandbox and its categories). */
+export const isSimilarityEnv = (env: string): boolean => env === 'toolsandbox' || env.startsWith('toolsandbox-');
+
+/** "0.560 [0.490, 0.630]" — a mean on [0, 1] as a plain number. */
+export function formatMean(i: z.infer<typeof IntervalSchema>): string {
+  if (i.estimate === null) return '—';
+  return i.low === null || i.high === null ? i.estimate.toFixed(3) : `${i.estimate.toFixed(3)} [${i.low.toFixed(3)}, ${i.high.toFixed(3)}]`;
+}
+
 /** The terminal summary `trace report` prints: plain text, one table, the notes. */
 export function formatSummary(report: Report): string {
   const lines: string[] = [`TRACE report — run ${report.runId} (${report.name}) on ${report.env}`];
   if (report.evaluation) {
     const e = report.evaluation;
     lines.push(`held-out split '${e.split}', ${e.trials} trial(s) per task at temperature ${e.temperature}; 95% CIs`);
-    const rows = report.variants.map((v) => [v.name, v.kind, String(v.tasks), formatInterval(v.passRate), v.deltaVsBase ? formatInterval(v.deltaVsBase, true) : '—']);
-    lines.push(...table(['variant', 'kind', 'tasks', 'pass rate', 'Δ vs base'], rows));
+    if (isSimilarityEnv(report.env)) {
+      // ToolSandbox reports as the paper's Table 3: mean similarity, and the perfect (= 1.0) rate, which is the pass rate.
+      const rows = report.variants.map((v) => [v.name, v.kind, String(v.tasks), v.meanReward ? formatMean(v.meanReward) : '—', formatInterval(v.passRate), `${v.successes}/${v.episodes}`, v.deltaVsBase ? formatInterval(v.deltaVsBase, true) : '—']);
+      lines.push(...table(['variant', 'kind', 'tasks', 'mean similarity', 'perfect rate', 'perfect', 'Δ perfect vs base'], rows));
+    } else {
+      const rows = report.variants.map((v) => [v.name, v.kind, String(v.tasks), formatInterval(v.passRate), v.deltaVsBase ? formatInterval(v.deltaVsBase, true) : '—']);
+      lines.push(...table(['variant', 'kind', 'tasks', 'pass rate', 'Δ vs base'], rows));
+    }
   } else {
     lines.push('no evaluation in this run');
   }
