@@ -2,17 +2,15 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
 import { toyTasks } from './helpers/toy-policy.js';
 import { TASK_QUEUE_CPU, type PipelineInput, type PipelineResult } from '../workflows/types.js';
-import { startScriptedLlm, type ChatRequest } from './helpers/scripted-llm.js';
-import { FAST_TIMEOUTS, itemOf, pipelineConfig, pipelineReply, spawnWorker, startTestTemporal, tempDir, type WorkerProcess } from './helpers/temporal.js';
+import type { ChatRequest } from './helpers/scripted-llm.js';
+import { FAST_TIMEOUTS, itemOf, pipelineConfig, pipelineReply, sleep, startHarness } from './helpers/temporal.js';
 
 /**
  * kill -9 of the worker in the middle of evaluation, then a new worker: the run completes, and no
  * evaluation episode that had finished (its record stored) is run again.
  */
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const heldOut = new Set(toyTasks.filter((t) => t.split === 'test').map((t) => t.opening));
 
 async function storedEpisodes(runDir: string): Promise<string[]> {
@@ -32,23 +30,15 @@ const evaluationStarts = (requests: readonly ChatRequest[]) =>
   }).length;
 
 test('reliability: kill -9 of the worker mid-evaluation redoes nothing that finished', async (t) => {
-  const tmp = await tempDir('trace-evalkill-');
-  const llm = await startScriptedLlm(async (req: ChatRequest) => {
-    if (itemOf(req).kind === 'policy') await sleep(200);
-    return pipelineReply(req);
-  });
-  const temporal = await startTestTemporal({ dbFile: path.join(tmp.dir, 'temporal.db') });
-  const workers: WorkerProcess[] = [];
-  const connection = await Connection.connect({ address: temporal.address });
-  t.after(async () => {
-    await connection.close();
-    for (const w of workers) await w.stop();
-    await temporal.stop();
-    await llm.close();
-    await tmp.cleanup();
-  });
-  const client = new Client({ connection });
-  const storeDir = path.join(tmp.dir, 'artifacts');
+  const { dir, llm, client, spawnWorker } = await startHarness(
+    t,
+    async (req: ChatRequest) => {
+      if (itemOf(req).kind === 'policy') await sleep(200);
+      return pipelineReply(req);
+    },
+    { prefix: 'trace-evalkill-', workers: 0 },
+  );
+  const storeDir = path.join(dir, 'artifacts');
   const runDir = path.join(storeDir, 'runs', 'evalkill');
   // 2 held-out tasks × 3 trials × (base, prompt-only) = 12 episodes, one at a time.
   const config = pipelineConfig(llm.baseURL, storeDir, {
@@ -59,13 +49,7 @@ test('reliability: kill -9 of the worker mid-evaluation redoes nothing that fini
     },
     evaluation: { maxTasks: 2, trials: 3, temperature: 1, promptOnly: true },
   });
-  const start = async () => {
-    const w = await spawnWorker(temporal.settings);
-    workers.push(w);
-    await w.ready;
-    return w;
-  };
-  const w1 = await start();
+  const w1 = await spawnWorker();
   const input: PipelineInput = { runId: 'evalkill', config, timeouts: FAST_TIMEOUTS };
   const handle = await client.workflow.start('tracePipeline', { taskQueue: TASK_QUEUE_CPU, workflowId: 'evalkill', args: [input] });
 
@@ -79,7 +63,7 @@ test('reliability: kill -9 of the worker mid-evaluation redoes nothing that fini
   const startsAtKill = evaluationStarts(llm.requests);
   assert.ok(atKill.length >= 3 && atKill.length < 12, `the kill came mid-evaluation (${atKill.length} of 12 stored)`);
 
-  await start();
+  await spawnWorker();
   const result = (await handle.result()) as PipelineResult;
   const evaluation = result.evaluation as { variants: { name: string; n: number; passRate: number | null }[] };
   assert.deepEqual(evaluation.variants.map((v) => [v.name, v.n]), [['base', 6], ['prompt_only', 6]]);

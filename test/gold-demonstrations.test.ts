@@ -14,7 +14,7 @@ import { loadReferenceEnv, referencePath } from '../envs/reference/index.js';
 import { PROJECT_ROOT } from '../infra/temporal.js';
 import { goldDemonstrations } from '../activities/gold-demonstrations.js';
 import { fitGate, trainAdapter, type FitGateResult, type TrainAdapterResult } from '../activities/training.js';
-import { buildTinyModel } from './helpers/stages24.js';
+import { buildTinyModel } from './helpers/trainer.js';
 
 test('gold demonstrations replay each seed\'s gold solution and keep only what the verifier accepts', async () => {
   const env = await loadReferenceEnv('tool_calling_precision');

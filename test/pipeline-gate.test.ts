@@ -1,12 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import path from 'node:path';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { openStore } from '../store/index.js';
 import type { FitGateResult } from '../activities/training.js';
 import type { EvaluationStageResult } from '../activities/evaluation.js';
 import { TASK_QUEUE_CPU, type PipelineResult } from '../workflows/types.js';
-import { buildTinyModel, scriptedRole, servedPolicyRole, stages24Config, stages24Reply } from './helpers/stages24.js';
+import { scriptedRole, servedPolicyRole, stages24Config, stages24Reply } from './helpers/stages24.js';
 import { FAST_TIMEOUTS, startHarness, VERIFY } from './helpers/temporal.js';
 
 /**
@@ -18,8 +17,7 @@ import { FAST_TIMEOUTS, startHarness, VERIFY } from './helpers/temporal.js';
  */
 test('the pipeline reports a gate it cannot fit, and with gold demonstrations fits one and evaluates base vs TRACE', { timeout: 900_000 }, async (t) => {
   // The generator never writes a valid module: the reference env is used (allowed by config).
-  const { dir, llm, client } = await startHarness(t, stages24Reply, { prefix: 'trace-pipeline-gate-', queues: ['cpu', 'gpu'] });
-  const model = await buildTinyModel(path.join(dir, 'model'));
+  const { dir, llm, client, model } = await startHarness(t, stages24Reply, { prefix: 'trace-pipeline-gate-', queues: ['cpu', 'gpu'], model: {} });
   const role = scriptedRole(llm.baseURL);
   const config = (goldDemonstrations: number) =>
     stages24Config(llm.baseURL, `${dir}/artifacts`, model, {

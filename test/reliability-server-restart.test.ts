@@ -1,21 +1,16 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
-import { freePort } from '../infra/temporal.js';
 import { TASK_QUEUE_CPU, type PipelineInput, type PipelineResult } from '../workflows/types.js';
-import { startScriptedLlm, type ChatRequest } from './helpers/scripted-llm.js';
+import type { ChatRequest } from './helpers/scripted-llm.js';
 import {
   FAST_TIMEOUTS,
   VERIFY,
   pipelineConfig,
   pipelineReply,
   sleep,
-  spawnWorker,
-  startTestTemporal,
+  startHarness,
   startsPerItem,
-  tempDir,
-  type TestTemporal,
 } from './helpers/temporal.js';
 
 /**
@@ -24,61 +19,49 @@ import {
  */
 
 test('reliability: Temporal dev server restarted on the same SQLite file mid-run; the run continues', async (t) => {
-  const tmp = await tempDir('trace-restart-');
-  const llm = await startScriptedLlm(async (req: ChatRequest) => {
-    await sleep(200);
-    return pipelineReply(req);
-  });
-  const dbFile = path.join(tmp.dir, 'temporal.db');
-  const port = await freePort();
-  let temporal: TestTemporal = await startTestTemporal({ dbFile, port });
-  const worker = await spawnWorker(temporal.settings);
-  t.after(async () => {
-    await worker.stop();
-    await temporal.stop();
-    await llm.close();
-    await tmp.cleanup();
-  });
-  await worker.ready;
+  const h = await startHarness(
+    t,
+    async (req: ChatRequest) => {
+      await sleep(200);
+      return pipelineReply(req);
+    },
+    { prefix: 'trace-restart-', workers: 0 },
+  );
+  const { llm, client } = h;
+  await h.spawnWorker();
 
-  const config = pipelineConfig(llm.baseURL, path.join(tmp.dir, 'artifacts'), {
+  const config = pipelineConfig(llm.baseURL, path.join(h.dir, 'artifacts'), {
     rollouts: { trialsPerTask: 1, batchSize: 2, maxConcurrentBatches: 1, maxSteps: 6 },
     stages: { synthesis: false, training: false, gate: false, evaluation: false },
   });
   const input: PipelineInput = { runId: 'restart-run', config, timeouts: FAST_TIMEOUTS };
-  let connection = await Connection.connect({ address: temporal.address });
-  const started = await new Client({ connection }).workflow.start('tracePipeline', {
+  const started = await client.workflow.start('tracePipeline', {
     taskQueue: TASK_QUEUE_CPU,
     workflowId: 'restart-run',
     args: [input],
   });
   const firstRunId = started.firstExecutionRunId;
-  await connection.close();
 
   while (startsPerItem(llm.requests, 'policy').size < 2) await sleep(50);
-  const pidBefore = temporal.pid;
-  await temporal.stop();
+  const pidBefore = h.temporal.pid;
+  await h.temporal.stop();
   const requestsWhileDown = llm.requests.length;
   await sleep(2000);
-  temporal = await startTestTemporal({ dbFile, port });
+  const temporal = await h.restartTemporal();
   assert.notEqual(temporal.pid, pidBefore, 'a new server process');
 
-  connection = await Connection.connect({ address: temporal.address });
-  try {
-    const handle = new Client({ connection }).workflow.getHandle('restart-run');
-    const result = (await handle.result()) as PipelineResult;
-    assert.equal(result.rollouts.trajectories, 6);
-    assert.deepEqual(result.analysis.selected, [VERIFY]);
-    const d = await handle.describe();
-    assert.equal(d.runId, firstRunId, 'the same execution continued, not a new one');
-    assert.equal(d.status.name, 'COMPLETED');
-    const history = await handle.fetchHistory();
-    const kinds = new Set(history.events!.map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name).filter(Boolean));
-    for (const a of ['listRolloutTasks', 'collectRolloutBatch', 'discoverCapabilities', 'labelPass', 'selectCapabilities']) {
-      assert.ok(kinds.has(a), `history has ${a}`);
-    }
-    assert.ok(llm.requests.length > requestsWhileDown, 'work continued after the restart');
-  } finally {
-    await connection.close();
+  // The harness's client reconnects to the restarted server at the same address.
+  const handle = client.workflow.getHandle('restart-run');
+  const result = (await handle.result()) as PipelineResult;
+  assert.equal(result.rollouts.trajectories, 6);
+  assert.deepEqual(result.analysis.selected, [VERIFY]);
+  const d = await handle.describe();
+  assert.equal(d.runId, firstRunId, 'the same execution continued, not a new one');
+  assert.equal(d.status.name, 'COMPLETED');
+  const history = await handle.fetchHistory();
+  const kinds = new Set(history.events!.map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name).filter(Boolean));
+  for (const a of ['listRolloutTasks', 'collectRolloutBatch', 'discoverCapabilities', 'labelPass', 'selectCapabilities']) {
+    assert.ok(kinds.has(a), `history has ${a}`);
   }
+  assert.ok(llm.requests.length > requestsWhileDown, 'work continued after the restart');
 });

@@ -2,12 +2,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
 import { loadTrajectories } from '../activities/stage1.js';
 import { isTempName } from '../store/base.js';
 import { openStore } from '../store/index.js';
 import { TASK_QUEUE_CPU, type PipelineInput, type PipelineResult } from '../workflows/types.js';
-import { startScriptedLlm, type ChatRequest } from './helpers/scripted-llm.js';
+import type { ChatRequest } from './helpers/scripted-llm.js';
 import {
   FAST_TIMEOUTS,
   VERIFY,
@@ -15,11 +14,8 @@ import {
   pipelineConfig,
   pipelineReply,
   sleep,
-  spawnWorker,
-  startTestTemporal,
+  startHarness,
   startsPerItem,
-  tempDir,
-  type WorkerProcess,
 } from './helpers/temporal.js';
 
 /**
@@ -66,24 +62,16 @@ async function persisted(runDir: string): Promise<{ openings: Set<string>; label
 }
 
 test('reliability: kill -9 of the worker mid-rollouts and mid-labeling; the run completes without redoing finished work', async (t) => {
-  const tmp = await tempDir('trace-kill-');
   // Slow replies keep several items in flight when the worker dies.
-  const llm = await startScriptedLlm(async (req: ChatRequest) => {
-    await sleep(itemOf(req).kind === 'label' ? 400 : 250);
-    return pipelineReply(req);
-  });
-  const temporal = await startTestTemporal({ dbFile: path.join(tmp.dir, 'temporal.db') });
-  const workers: WorkerProcess[] = [];
-  const connection = await Connection.connect({ address: temporal.address });
-  t.after(async () => {
-    await connection.close();
-    for (const w of workers) await w.stop();
-    await temporal.stop();
-    await llm.close();
-    await tmp.cleanup();
-  });
-  const client = new Client({ connection });
-  const storeDir = path.join(tmp.dir, 'artifacts');
+  const { dir, llm, client, spawnWorker } = await startHarness(
+    t,
+    async (req: ChatRequest) => {
+      await sleep(itemOf(req).kind === 'label' ? 400 : 250);
+      return pipelineReply(req);
+    },
+    { prefix: 'trace-kill-', workers: 0 },
+  );
+  const storeDir = path.join(dir, 'artifacts');
   const runDir = path.join(storeDir, 'runs', 'kill-run');
   const config = pipelineConfig(llm.baseURL, storeDir, {
     rollouts: { trialsPerTask: 1, batchSize: 2, maxConcurrentBatches: 2, maxSteps: 6 },
@@ -94,13 +82,7 @@ test('reliability: kill -9 of the worker mid-rollouts and mid-labeling; the run 
     stages: { synthesis: false, training: false, gate: false, evaluation: false },
   });
 
-  const start = async () => {
-    const w = await spawnWorker(temporal.settings);
-    workers.push(w);
-    await w.ready;
-    return w;
-  };
-  const w1 = await start();
+  const w1 = await spawnWorker();
   const input: PipelineInput = { runId: 'kill-run', config, timeouts: FAST_TIMEOUTS };
   const handle = await client.workflow.start('tracePipeline', { taskQueue: TASK_QUEUE_CPU, workflowId: 'kill-run', args: [input] });
 
@@ -111,13 +93,13 @@ test('reliability: kill -9 of the worker mid-rollouts and mid-labeling; the run 
   assert.ok(atKill1.openings.size < 6, 'the kill came before all rollouts finished');
 
   // Kill 2: in the middle of labeling.
-  const w2 = await start();
+  const w2 = await spawnWorker();
   await waitUntil('labeling under way', () => startsPerItem(llm.requests, 'label').size >= 8);
   await w2.kill9();
   const atKill2 = await persisted(runDir);
   assert.ok(atKill2.labels.size >= 1 && atKill2.labels.size < 18, `kill 2 came mid-labeling (${atKill2.labels.size} of 18 labels persisted)`);
 
-  await start();
+  await spawnWorker();
   const result = (await handle.result()) as PipelineResult;
 
   assert.equal(result.rollouts.trajectories, 6);

@@ -1,13 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import path from 'node:path';
 import { ScheduleOverlapPolicy } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { openStore } from '../store/index.js';
 import type { ArtifactRef } from '../core/artifact-ref.js';
 import type { RetrainResult } from '../workflows/retrain.js';
 import { TASK_QUEUE_CPU, type CapabilityResult, type PipelineResult } from '../workflows/types.js';
-import { buildTinyModel, isGenerator, stages24Config, stages24Reply } from './helpers/stages24.js';
+import { isGenerator, stages24Config, stages24Reply } from './helpers/stages24.js';
 import { FAST_TIMEOUTS, startHarness, VERIFY } from './helpers/temporal.js';
 
 /**
@@ -19,8 +18,7 @@ import { FAST_TIMEOUTS, startHarness, VERIFY } from './helpers/temporal.js';
  */
 test('a retraining schedule reuses the previous run\'s environment and continues its adapter', { timeout: 600_000 }, async (t) => {
   // The generator never writes a valid module, so the first run falls back to the reference env.
-  const { dir, llm, client } = await startHarness(t, stages24Reply, { prefix: 'trace-retrain-reuse-', queues: ['cpu', 'gpu'] });
-  const model = await buildTinyModel(path.join(dir, 'model'));
+  const { dir, llm, client, model } = await startHarness(t, stages24Reply, { prefix: 'trace-retrain-reuse-', queues: ['cpu', 'gpu'], model: {} });
   const config = stages24Config(llm.baseURL, `${dir}/artifacts`, model, {
     name: 'retrain-reuse-test',
     stages: { synthesis: true, training: true, gate: false, evaluation: false },

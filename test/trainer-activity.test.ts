@@ -8,57 +8,18 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { CancelledFailure } from '@temporalio/common';
-import { execa } from 'execa';
 import { parseConfig } from '../core/config.js';
-import type { Message } from '../core/messages.js';
-import type { AgentAction, Environment, Episode } from '../envs/environment.js';
 import { serveEnvironment } from '../envs/protocol/server.js';
-import { PROJECT_ROOT } from '../infra/temporal.js';
+import { buildTinyModel, sayWordEnv } from './helpers/trainer.js';
 import { fitGate, trainAdapter, trainerFailure, type FitGateResult, type TrainAdapterResult, type TrainingHeartbeat } from '../activities/training.js';
 
-const PYTHON = path.join(PROJECT_ROOT, '.venv', 'bin', 'python');
 const WORDS = ['say', 'bye', 'red', 'blue'];
-
-/** A one-turn environment served by the TypeScript env server: the Python trainer's client must speak its protocol. */
-function sayWordEnv(): Environment {
-  let n = 0;
-  return {
-    info: { name: 'say-word', kind: 'synthetic', description: 'say the requested word', capability: 'instruction_following' },
-    tools: () => [],
-    systemPrompt: () => 'say',
-    listTasks: async () => [],
-    async reset(req) {
-      const seed = 'seed' in req ? req.seed : 0;
-      const target = seed % 2 ? 'red' : 'blue';
-      const episode: Episode = {
-        id: `e${++n}`,
-        taskId: `seed-${seed}`,
-        initialMessages: (): Message[] => [{ role: 'user', content: `say ${target}` }],
-        step: async (action: AgentAction) =>
-          action.type === 'message'
-            ? { observation: { role: 'user', content: 'bye' }, error: false, done: true, termination: 'agent_stop' as const }
-            : { observation: { role: 'tool', tool_call_id: action.call.id, content: 'no tools' }, error: true, done: false },
-        async evaluate(messages) {
-          const first = messages.find((m) => m.role === 'assistant');
-          const word = (first?.content ?? '').trim().split(/\s+/)[0];
-          const reward = word === target ? 1 : WORDS.includes(word) ? 0.3 : 0;
-          return { reward, components: { word: reward }, success: reward === 1 };
-        },
-        fork: async () => episode,
-        close: async () => {},
-      };
-      return episode;
-    },
-  };
-}
 
 async function setup(t: { after(fn: () => Promise<void>): void }, training: Record<string, unknown>) {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'trace-train-'));
-  await execa(PYTHON, ['-m', 'trace_trainer', 'tiny', '--out', path.join(dir, 'model'), '--words', WORDS.join(',')], {
-    cwd: PROJECT_ROOT,
-    env: { PYTHONPATH: path.join(PROJECT_ROOT, 'trainer') },
-  });
-  const served = await serveEnvironment(sayWordEnv());
+  await buildTinyModel(path.join(dir, 'model'), ['--words', WORDS.join(',')]);
+  // Served by the TypeScript env server: the Python trainer's client must speak its protocol.
+  const served = await serveEnvironment(sayWordEnv({ partialCreditWords: WORDS }));
   t.after(async () => {
     await served.close();
     await rm(dir, { recursive: true, force: true });

@@ -70,7 +70,7 @@ export interface RunningWorkers {
 
 let runtimeInstalled = false;
 /** SDK logs at TRACE_WORKER_LOG_LEVEL (default WARN): state changes at INFO drown the useful lines. */
-function installRuntime(): void {
+export function installRuntime(): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   try {

@@ -1,28 +1,16 @@
-import path from 'node:path';
-import { execa } from 'execa';
 import type { Config, ConfigInput } from '../../core/config.js';
-import { PROJECT_ROOT } from '../../infra/temporal.js';
 import type { ChatRequest, Script } from './scripted-llm.js';
 import { pipelineConfig, pipelineReply } from './temporal.js';
 
 /**
  * Shared pieces of the tests (and test/histories/record.ts) that run stages 2–4 for real on CPU:
- * the scripted replies, a tiny model for the real trainer, and the config that keeps each stage
- * to a few seconds.
+ * the scripted replies and the config that keeps each stage to a few seconds (the tiny model is
+ * startHarness's `model`, test/helpers/trainer.ts).
  */
 export const isGenerator = (req: ChatRequest) => req.response_format?.json_schema?.name === 'capability_environment';
 
 /** The scripted policy/analyst; the generator never writes a valid module, so stage 2 falls back to the reference env. */
 export const stages24Reply: Script = (req) => (isGenerator(req) ? { content: '{"not": "an environment"}' } : pipelineReply(req));
-
-/** A tiny randomly initialised model and tokenizer (python -m trace_trainer tiny) at `dir`. */
-export async function buildTinyModel(dir: string, args: string[] = []): Promise<string> {
-  await execa(path.join(PROJECT_ROOT, '.venv/bin/python'), ['-m', 'trace_trainer', 'tiny', '--out', dir, ...args], {
-    cwd: PROJECT_ROOT,
-    env: { PYTHONPATH: path.join(PROJECT_ROOT, 'trainer') },
-  });
-  return dir;
-}
 
 /** An LLM role on the scripted server. */
 export const scriptedRole = (baseURL: string) => ({ baseURL, model: 'scripted-model', timeoutMs: 3_000, concurrency: 2 });

@@ -6,8 +6,10 @@ import { parseConfig, type Config, type ConfigInput } from '../../core/config.js
 import { PROJECT_ROOT, startTemporalDevServer, type DevServer, type TemporalSettings } from '../../infra/temporal.js';
 import type { TestContext } from 'node:test';
 import { Client, Connection } from '@temporalio/client';
+import { NativeConnection, Worker } from '@temporalio/worker';
 import type { Queue } from '../../workers/activities.js';
 import type { RunningWorkers } from '../../workers/run.js';
+import { buildTinyModel } from './trainer.js';
 import { startScriptedLlm, type ChatRequest, type Script, type ScriptedLlm, type ScriptedReply } from './scripted-llm.js';
 
 /**
@@ -33,41 +35,98 @@ export async function tempDir(prefix: string): Promise<{ dir: string; cleanup():
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-export interface Harness {
+export interface Harness<L extends ScriptedLlm | undefined = ScriptedLlm> {
   dir: string;
-  llm: ScriptedLlm;
+  /** The scripted LLM (absent when the test passed no script). */
+  llm: L;
   agents: Record<string, ScriptedLlm>;
-  temporal: TestTemporal;
+  /** The dev server now running (a new one after restartTemporal). */
+  readonly temporal: TestTemporal;
   client: Client;
+  /** The tiny trainer model's directory (only with the `model` option). */
+  readonly model: string;
+  /** A worker as its own process (killable with SIGKILL), pointed at this server and stopped after the test; resolves once it polls. */
+  spawnWorker(opts?: SpawnWorkerOptions): Promise<WorkerProcess>;
+  /** Starts the dev server again on the same SQLite file and port, after the test stopped it (`temporal.stop()`). */
+  restartTemporal(): Promise<TestTemporal>;
+}
+
+export interface HarnessOptions {
+  prefix: string;
+  /** In-process workers (default 1) polling `queues` (default trace-cpu); 0 where the workers are processes (spawnWorker). */
+  workers?: number;
+  queues?: Queue[];
+  /** Scripted endpoints served beside the LLM, by name. */
+  agents?: Record<string, Script>;
+  /** A tiny random model for the real trainer, built at <dir>/model (`words`: extra vocabulary). */
+  model?: { words?: readonly string[] };
+  /** An in-process worker for a test-only workflow module on a queue of its own (a stage run alone). */
+  testWorkflows?: { taskQueue: string; workflowsPath: string };
 }
 
 /**
- * A temp dir, the scripted LLM, a dev server, `workers` in-process workers (default 1) polling `queues` (default trace-cpu),
- * scripted agents served beside it (`agents`, by name) and a client, all torn down after the test.
+ * A temp dir, the scripted LLM (none for `script` null), a dev server, in-process and spawned
+ * workers, scripted agents, a tiny trainer model and a client, all torn down after the test.
  */
-export async function startHarness(
-  t: TestContext,
-  script: Script,
-  opts: { prefix: string; workers?: number; queues?: Queue[]; agents?: Record<string, Script> },
-): Promise<Harness> {
+export async function startHarness(t: TestContext, script: Script, opts: HarnessOptions): Promise<Harness>;
+export async function startHarness(t: TestContext, script: null, opts: HarnessOptions): Promise<Harness<undefined>>;
+export async function startHarness(t: TestContext, script: Script | null, opts: HarnessOptions): Promise<Harness<ScriptedLlm | undefined>> {
   const tmp = await tempDir(opts.prefix);
-  const llm = await startScriptedLlm(script);
+  const llm = script ? await startScriptedLlm(script) : undefined;
   const agents: Record<string, ScriptedLlm> = {};
   for (const [name, agentScript] of Object.entries(opts.agents ?? {})) agents[name] = await startScriptedLlm(agentScript, name);
-  const temporal = await startTestTemporal({ dbFile: path.join(tmp.dir, 'temporal.db') });
-  const { startWorkers } = await import('../../workers/run.js');
+  const dbFile = path.join(tmp.dir, 'temporal.db');
+  let temporal = await startTestTemporal({ dbFile });
+  const { startWorkers, installRuntime } = await import('../../workers/run.js');
   const workers: RunningWorkers[] = [];
   for (let i = 0; i < (opts.workers ?? 1); i++) workers.push(await startWorkers({ queues: opts.queues ?? ['cpu'], settings: temporal.settings, shutdownGraceMs: 2000 }));
+  const processes: WorkerProcess[] = [];
+  let testWorkflows: { worker: Worker; running: Promise<void>; connection: NativeConnection } | undefined;
+  if (opts.testWorkflows) {
+    installRuntime();
+    const connection = await NativeConnection.connect({ address: temporal.address });
+    const worker = await Worker.create({ connection, ...opts.testWorkflows });
+    testWorkflows = { worker, running: worker.run(), connection };
+  }
+  const model = opts.model ? await buildTinyModel(path.join(tmp.dir, 'model'), opts.model.words ? ['--words', opts.model.words.join(',')] : []) : undefined;
   const connection = await Connection.connect({ address: temporal.address });
   t.after(async () => {
+    for (const w of processes) await w.stop();
+    if (testWorkflows) {
+      testWorkflows.worker.shutdown();
+      await testWorkflows.running;
+      await testWorkflows.connection.close();
+    }
     await connection.close();
     for (const w of workers) await w.shutdown();
     await temporal.stop();
-    await llm.close();
+    await llm?.close();
     for (const a of Object.values(agents)) await a.close();
     await tmp.cleanup();
   });
-  return { dir: tmp.dir, llm, agents, temporal, client: new Client({ connection }) };
+  return {
+    dir: tmp.dir,
+    llm,
+    agents,
+    get temporal() {
+      return temporal;
+    },
+    client: new Client({ connection }),
+    get model() {
+      if (!model) throw new Error('startHarness: no tiny model was built (pass the model option)');
+      return model;
+    },
+    async spawnWorker(o = {}) {
+      const w = await spawnWorker(temporal.settings, o);
+      processes.push(w);
+      await w.ready;
+      return w;
+    },
+    async restartTemporal() {
+      temporal = await startTestTemporal({ dbFile, port: temporal.port });
+      return temporal;
+    },
+  };
 }
 
 let bundlePath: Promise<string> | undefined;
@@ -86,7 +145,7 @@ export function workflowBundleFile(): Promise<string> {
 
 export interface WorkerProcess {
   child: ChildProcess;
-  /** Resolves once the trace-cpu worker polls. */
+  /** Resolves once the worker polls its queue. */
   ready: Promise<void>;
   exited: Promise<number | null>;
   output(): string;
@@ -94,25 +153,34 @@ export interface WorkerProcess {
   stop(): Promise<void>;
 }
 
-/** `trace worker` as a separate process (workers/embedded.ts) pointed at the test server. */
-export async function spawnWorker(settings: TemporalSettings, env: Record<string, string> = {}): Promise<WorkerProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(PROJECT_ROOT, 'workers', 'embedded.ts')], {
+export interface SpawnWorkerOptions {
+  /** workers/embedded.ts (`trace worker`: trace-cpu and trace-gpu, the default) or workers/gpu.ts (trace-gpu alone). */
+  entry?: 'embedded' | 'gpu';
+  env?: Record<string, string>;
+}
+
+/** A worker entry point as a separate process pointed at the test server. */
+export async function spawnWorker(settings: TemporalSettings, opts: SpawnWorkerOptions = {}): Promise<WorkerProcess> {
+  const entry = opts.entry ?? 'embedded';
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(PROJECT_ROOT, 'workers', `${entry}.ts`)], {
     cwd: PROJECT_ROOT,
     env: {
       ...process.env,
       TEMPORAL_ADDRESS: settings.address,
       TEMPORAL_NAMESPACE: settings.namespace,
-      TRACE_WORKFLOW_BUNDLE: await workflowBundleFile(),
-      ...env,
+      // Only trace-cpu runs workflows: the GPU entry needs no bundle.
+      ...(entry === 'embedded' ? { TRACE_WORKFLOW_BUNDLE: await workflowBundleFile() } : {}),
+      ...opts.env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  const polling = entry === 'embedded' ? /\[worker\] trace-cpu on/ : /\[worker\] trace-gpu on/;
   let out = '';
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const ready = new Promise<void>((resolve, reject) => {
     const onData = (d: Buffer) => {
       out = (out + d).slice(-20_000);
-      if (/\[worker\] trace-cpu on/.test(out)) resolve();
+      if (polling.test(out)) resolve();
     };
     child.stdout!.on('data', onData);
     child.stderr!.on('data', onData);

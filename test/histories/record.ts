@@ -7,7 +7,8 @@ import { TEMPORAL_BINARY } from '../../infra/temporal.js';
 import { startWorkers } from '../../workers/run.js';
 import { TASK_QUEUE_CPU, type PipelineInput } from '../../workflows/types.js';
 import { startScriptedLlm } from '../helpers/scripted-llm.js';
-import { buildTinyModel, scriptedRole, servedPolicyRole, stages24Config, stages24Reply } from '../helpers/stages24.js';
+import { scriptedRole, servedPolicyRole, stages24Config, stages24Reply } from '../helpers/stages24.js';
+import { buildTinyModel } from '../helpers/trainer.js';
 import { FAST_TIMEOUTS, pipelineConfig, startTestTemporal, tempDir } from '../helpers/temporal.js';
 
 /**
