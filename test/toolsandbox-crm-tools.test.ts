@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { SandboxContext, type Namespace, type Row } from '../envs/toolsandbox/context.js';
 import { defaultProcess, extract, partialRatio, wratio } from '../envs/toolsandbox/fuzz.js';
+import { usHolidays } from '../envs/toolsandbox/holidays.js';
 import { validatePhoneNumber } from '../envs/toolsandbox/phonenumbers.js';
 import { callTool, parseToolArguments } from '../envs/toolsandbox/tools.js';
 
@@ -102,4 +103,26 @@ test(`contact, messaging and reminder tools: outputs, errors, traces and databas
   // Every tool succeeds somewhere and the dependency errors are exercised.
   for (const t of new Set(steps.map((s) => s.tool))) assert.ok(steps.some((s) => s.tool === t && !s.exception), t);
   for (const e of ['ConnectionError', 'DuplicateError', 'NoDataError', 'NumberParseException']) assert.ok(steps.some((s) => s.exception?.includes(e)), e);
+});
+
+const holidayYears = (JSON.parse(readFileSync(new URL('./fixtures/toolsandbox/holidays-expected.json', import.meta.url), 'utf8')) as { years: Record<string, [string, string][]> }).years;
+const holidayProbes = JSON.parse(readFileSync(new URL('./fixtures/toolsandbox/holiday-probes.json', import.meta.url), 'utf8')) as { wifi: boolean; args_json: string; content: string; exception: string | null; trace: unknown }[];
+
+test(`US holidays: the same dates and names as python-holidays for ${Object.keys(holidayYears).length} years; search_holiday agrees with upstream on ${holidayProbes.length} calls`, () => {
+  const bad: string[] = [];
+  for (const [y, days] of Object.entries(holidayYears)) {
+    const key = (xs: [string, string][]) => xs.map((x) => x.join(' ')).sort().join(', ');
+    if (key(usHolidays(Number(y))) !== key(days)) bad.push(`${y}: ${key(usHolidays(Number(y)))}`);
+  }
+  for (const p of holidayProbes) {
+    const ctx = SandboxContext.empty();
+    if (!p.wifi) ctx.updateDatabase('SETTING', ctx.getDatabase('SETTING').map((r) => ({ ...r, wifi: false })));
+    ctx.addToDatabase('SANDBOX', [{ sender: 'AGENT', recipient: 'EXECUTION_ENVIRONMENT', content: 'x' }]);
+    const { args, floats } = parseToolArguments(p.args_json);
+    const out = callTool(ctx, 'search_holiday', args, floats);
+    const trace = out.trace === null ? null : JSON.parse(out.trace);
+    if (out.content !== p.content || out.exception !== p.exception || JSON.stringify(trace) !== JSON.stringify(p.trace)) bad.push(`search_holiday(${p.args_json}): ours ${out.content} upstream ${p.content}`);
+  }
+  assert.deepEqual(bad, []);
+  assert.ok(holidayProbes.filter((p) => p.content !== 'None' && !p.exception).length > 100);
 });

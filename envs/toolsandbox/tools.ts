@@ -7,13 +7,14 @@
  * user's end_conversation (tools/user_tools.py), the timestamp utilities (tools/utilities.py, local
  * time = UTC as in the extraction, the clock frozen as in data/toolsandbox/SOURCE.md), and the
  * contact, messaging and reminder tools (fuzzy search through fuzz.ts, phone numbers through
- * phonenumbers.ts). Not yet: unit_conversion (pint), calculate_lat_lon_distance (geopy),
- * search_holiday (holidays) and the RapidAPI tools (network).
+ * phonenumbers.ts), and search_holiday (holidays.ts). Not yet: unit_conversion (pint),
+ * calculate_lat_lon_distance (geopy) and the RapidAPI tools (network).
  * Derived from apple/ToolSandbox (Copyright (C) 2024 Apple Inc.; licence in data/toolsandbox/LICENSE).
  */
 import { pyFloatRepr, pyRepr, pyStrRepr } from '../tau2/python-format.js';
 import { NoMatchingRows, SCHEMAS, type Namespace, type Row, type SandboxContext } from './context.js';
-import { extract } from './fuzz.js';
+import { defaultProcess, extract, partialRatio } from './fuzz.js';
+import { usHolidays } from './holidays.js';
 import { NumberParseException, validatePhoneNumber } from './phonenumbers.js';
 
 /** A Python exception raised by a tool: its class name and str(). */
@@ -466,6 +467,34 @@ const CRM: Record<string, ToolDef> = {
     params: [S('reminder_id')],
     run: (ctx, a, fl) => (typecheck(CRM.remove_reminder.params, a, fl), removeRows(ctx, 'REMINDER', 'reminder_id', a.reminder_id), null),
   },
+};
+
+/** utilities.search_holiday: the best partial_ratio match among the year's US holidays, above 90. */
+const SEARCH_HOLIDAY: Param[] = [S('holiday_name'), { name: 'year', type: 'int', optional: true, default: null }];
+UTILITIES.search_holiday = {
+  params: SEARCH_HOLIDAY,
+  run: (ctx, a, fl) => {
+    typecheck(SEARCH_HOLIDAY, a, fl);
+    // A tool "backed by web services" upstream: it needs wifi.
+    if (!getBool(ctx, 'wifi')) throw new PyException('ConnectionError', 'Wifi is not enabled');
+    const year = a.year === null ? new Date(FROZEN_NOW * 1000).getUTCFullYear() : Number(a.year);
+    let days: [string, string][];
+    try {
+      days = usHolidays(year);
+    } catch (e) {
+      if (e instanceof RangeError) throw new PyException('ValueError', e.message);
+      throw e;
+    }
+    const query = defaultProcess(a.holiday_name as string);
+    // sorted(reverse=True) over (score, date, name) tuples: a tie in score goes to the later date, so
+    // "Independence Day" finds "Independence Day (observed)" when there is one.
+    const scored = days.map(([date, name]) => [partialRatio(query, defaultProcess(name)), date, name] as const);
+    scored.sort((x, y) => y[0] - x[0] || (x[1] < y[1] ? 1 : x[1] > y[1] ? -1 : 0) || (x[2] < y[2] ? 1 : x[2] > y[2] ? -1 : 0));
+    if (!scored.length || !(scored[0][0] > 90)) return null;
+    const [y, m, d] = scored[0][1].split('-').map(Number);
+    return Date.UTC(y, m - 1, d) / 1000;
+  },
+  repr: (r) => (r === null ? 'None' : pyFloatRepr(r as number)),
 };
 
 const TOOLS: Record<string, ToolDef> = {
