@@ -18,7 +18,7 @@ import type { ArtifactRef } from '../core/artifact-ref.js';
 import { openStore } from '../store/index.js';
 import { runKeys } from '../store/keys.js';
 import { heartbeat } from '../infra/activity-context.js';
-import { createLlm, envLlm } from '../llm/client.js';
+import { createLlm, envLlm, type LlmFactory } from '../llm/client.js';
 import { runEpisodes } from '../agent/rollout.js';
 import { startPolicyServer, type PolicyServer } from '../llm/policy-server.js';
 import type { FitGateResult } from './training.js';
@@ -33,12 +33,14 @@ export interface EvaluationDeps {
   openStore(config: Config['store']): ArtifactStore | Promise<ArtifactStore>;
   openEnvironment(envConfig: Config['env'], deps: OpenDeps): Promise<Environment>;
   startPolicyServer(config: Config, variant: { name: string; adapterUri?: string; gateUri?: string }): Promise<PolicyServer>;
+  createLlm: LlmFactory;
 }
 
 const defaultDeps: EvaluationDeps = {
   openStore,
   openEnvironment,
   startPolicyServer,
+  createLlm,
 };
 
 /** Bad input (a non-test task, an unknown variant field): Temporal must not retry it. */
@@ -121,7 +123,7 @@ export function createEvaluationActivities(deps: EvaluationDeps = defaultDeps) {
   async function listEvaluationTasks(input: { config: Config }): Promise<{ split: string; tasks: EvalTask[]; note?: string }> {
     const { config } = input;
     const cap = config.evaluation.maxTasks ?? config.env.maxTasks;
-    const env = await deps.openEnvironment(config.env, { config, llm: envLlm(config) });
+    const env = await deps.openEnvironment(config.env, { config, llm: envLlm(config, deps.createLlm) });
     try {
       const all = await env.listTasks();
       if (all.length === 0) {
@@ -193,11 +195,11 @@ export function createEvaluationActivities(deps: EvaluationDeps = defaultDeps) {
     const infraErrors: string[] = [];
     if (pending.length > 0) {
       const vconfig = variantConfig(config, variant);
-      const base = await deps.openEnvironment(config.env, { config, llm: envLlm(config) });
+      const base = await deps.openEnvironment(config.env, { config, llm: envLlm(config, deps.createLlm) });
       try {
         await checkHeldOut(base, config, tasks);
         const env = withPromptSuffix(base, variant.systemPromptSuffix);
-        const llm = createLlm(vconfig, 'policy');
+        const llm = deps.createLlm(vconfig, 'policy');
         await runEpisodes({
           env,
           llm,

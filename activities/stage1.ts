@@ -1,5 +1,6 @@
 import { openEnvironment } from '../envs/registry.js';
 import { keepingAlive } from '../infra/activity-context.js';
+import { createLlm } from '../llm/client.js';
 import { openStore } from '../store/index.js';
 import type { Stage1Deps } from './stage1/common.js';
 import { createDiscoveryActivities } from './stage1/discovery.js';
@@ -19,7 +20,7 @@ export { stage1Summary } from './stage1/selection.js';
  * items are persisted one key each, so a killed worker redoes none). The long ones heartbeat on a
  * timer for their whole run.
  */
-export function createStage1Activities(deps: Stage1Deps = { openStore, openEnvironment }) {
+export function createStage1Activities(deps: Stage1Deps = { openStore, openEnvironment, createLlm }) {
   const { listRolloutTasks, collectRolloutBatch } = createRolloutActivities(deps);
   const { discoverCapabilities } = createDiscoveryActivities(deps);
   const { labelPass } = createLabelingActivities(deps);

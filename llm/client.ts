@@ -112,6 +112,12 @@ function mapValues(props: unknown, drop: ReadonlySet<string>): unknown {
   return Object.fromEntries(Object.entries(props).map(([k, x]) => [k, stripKeys(x, drop)]));
 }
 
+/**
+ * How activities get their LLM clients: injected through their factory's deps
+ * (createXActivities), so a test or another deployment can hand in its own; createLlm is the default.
+ */
+export type LlmFactory = (config: Config, role: LlmRoleName) => Llm;
+
 export function createLlm(config: Config, role: LlmRoleName, opts: LlmOptions = {}): Llm {
   const rc = config.llm[role];
   const baseURL = llmBaseUrl(config, role);
@@ -216,6 +222,6 @@ export function addUsage(a: Usage, b: Usage): Usage {
 export const ZERO_USAGE: Usage = Object.freeze({ promptTokens: 0, completionTokens: 0, calls: 0 });
 
 /** The LLM roles an env talks to itself (τ²'s user simulator and judge), for openEnvironment's deps. */
-export function envLlm(config: Config): NonNullable<OpenDeps['llm']> {
-  return (role) => createLlm(config, role);
+export function envLlm(config: Config, llm: LlmFactory = createLlm): NonNullable<OpenDeps['llm']> {
+  return (role) => llm(config, role);
 }

@@ -4,6 +4,8 @@ import { createStage1Activities, loadTrajectories, RolloutInfrastructureError } 
 import { PassLabelsSchema, Stage1ResultSchema } from '../core/capability.js';
 import { startScriptedLlm, type ChatRequest, type ScriptedReply } from './helpers/scripted-llm.js';
 import { openStore } from '../store/index.js';
+import { openEnvironment } from '../envs/registry.js';
+import { createLlm } from '../llm/client.js';
 import { tempDir, testConfig } from './helpers/stage1-fixtures.js';
 
 /**
@@ -223,6 +225,36 @@ test('discovery keeps output that breaks only the sentence rule (with a warning)
 
     reply = JSON.stringify({ capabilities: [{ name: '???', description: 'Looks at the order status before changing it.' }] });
     await assert.rejects(acts.discoverCapabilities({ config, runId: 'w2', rolloutRefs: [rollouts] }), /must be snake_case/);
+  } finally {
+    await server.close();
+    await tmp.cleanup();
+  }
+});
+
+test('stage 1 activities use the LLM clients their factory is given (deps.createLlm), never their own', async () => {
+  const tmp = await tempDir('trace-stage1-');
+  const server = await startScriptedLlm((req) =>
+    req.response_format?.json_schema?.name === 'capability_dictionary'
+      ? { content: JSON.stringify({ capabilities: [{ name: VERIFY, description: DESC[VERIFY] }] }) }
+      : { content: 'Goodbye.' },
+  );
+  try {
+    // The config's endpoints refuse connections: only the injected clients reach the scripted server.
+    const config = testConfig('http://127.0.0.1:9/v1', tmp.dir, { llm: { policy: { baseURL: 'http://127.0.0.1:9/v1', model: 'm', timeoutMs: 500 }, analyst: { baseURL: 'http://127.0.0.1:9/v1', model: 'm', timeoutMs: 500 } } });
+    const roles: string[] = [];
+    const acts = createStage1Activities({
+      openStore,
+      openEnvironment,
+      createLlm: (c, role) => {
+        roles.push(role);
+        return createLlm({ ...c, llm: { ...c.llm, [role]: { ...c.llm[role], baseURL: server.baseURL, model: 'scripted-model' } } }, role, { maxRetries: 0 });
+      },
+    });
+    const batch = await acts.collectRolloutBatch({ config, runId: 'inj', batchIndex: 0, tasks: [{ taskId: 'order_status', trial: 0 }] });
+    const d = await acts.discoverCapabilities({ config, runId: 'inj', rolloutRefs: [batch.ref] });
+    assert.equal(d.capabilities, 1);
+    assert.ok(roles.includes('policy') && roles.includes('analyst'), roles.join(', '));
+    assert.ok(server.requests.length >= 2, 'the rollout and the discovery went through the injected clients');
   } finally {
     await server.close();
     await tmp.cleanup();

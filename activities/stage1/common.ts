@@ -4,13 +4,15 @@ import type { Config } from '../../core/config.js';
 import { TrajectorySchema, type Trajectory } from '../../core/trajectory.js';
 import type { Environment } from '../../envs/environment.js';
 import type { OpenDeps } from '../../envs/registry.js';
+import type { LlmFactory } from '../../llm/client.js';
 import { activityContext } from '../../infra/activity-context.js';
 import type { ArtifactStore } from '../../store/artifact-store.js';
 
-/** What every stage-1 step gets injected: the run's store and the target env. */
+/** What every stage-1 step gets injected: the run's store, the target env and the LLM clients. */
 export interface Stage1Deps {
   openStore(config: Config['store']): ArtifactStore | Promise<ArtifactStore>;
   openEnvironment(envConfig: Config['env'], deps: OpenDeps): Promise<Environment>;
+  createLlm: LlmFactory;
 }
 
 /** The activity's cancellation signal (cancellation arrives through heartbeats), when in one. */

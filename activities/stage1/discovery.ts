@@ -5,7 +5,7 @@ import type { Config } from '../../core/config.js';
 import { DISCOVERY_SYSTEM, discoveryUser } from '../../core/prompts/stage1.js';
 import type { Trajectory } from '../../core/trajectory.js';
 import { heartbeat } from '../../infra/activity-context.js';
-import { createLlm, InvalidLlmOutputError, parseJsonReply } from '../../llm/client.js';
+import { InvalidLlmOutputError, parseJsonReply } from '../../llm/client.js';
 import { runKeys } from '../../store/keys.js';
 import { analysable, byId, loadTrajectories, type Stage1Deps } from './common.js';
 
@@ -31,7 +31,7 @@ export function createDiscoveryActivities(deps: Stage1Deps) {
     const ts = (await loadTrajectories(store, rolloutRefs)).filter(analysable).sort(byId);
     const failures = ts.filter((t) => !t.success);
     const successes = ts.filter((t) => t.success);
-    const llm = createLlm(config, 'analyst');
+    const llm = deps.createLlm(config, 'analyst');
     let dictionary: CapabilityDictionary;
     if (failures.length === 0) {
       // Nothing to contrast: an empty dictionary, and selection reports why.

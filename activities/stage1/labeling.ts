@@ -14,7 +14,7 @@ import { mapLimit } from '../../core/concurrency.js';
 import type { Config } from '../../core/config.js';
 import { LABELING_SYSTEM, labelingUser } from '../../core/prompts/stage1.js';
 import { heartbeat } from '../../infra/activity-context.js';
-import { createLlm, InvalidLlmOutputError } from '../../llm/client.js';
+import { InvalidLlmOutputError } from '../../llm/client.js';
 import { runKeys } from '../../store/keys.js';
 import { analysable, byId, cancellation, itemKey, loadTrajectories, type Stage1Deps } from './common.js';
 
@@ -53,7 +53,7 @@ export function createLabelingActivities(deps: Stage1Deps) {
     const todo = dictionary.capabilities.length ? ts.filter((t) => !finished.has(t.id)) : [];
     heartbeat({ pass, done: finished.size, total: ts.length });
 
-    const llm = createLlm(config, 'analyst');
+    const llm = deps.createLlm(config, 'analyst');
     const schema = labelOutputSchema(dictionary.capabilities);
     const temperature = llm.temperature ?? LABELING_TEMPERATURE;
     const settled = await mapLimit(todo, config.llm.analyst.concurrency, async (t) => {

@@ -3,7 +3,7 @@ import type { Config } from '../../core/config.js';
 import { TrajectorySchema, type Trajectory, type Usage } from '../../core/trajectory.js';
 import { runEpisodes, type TaskSpec } from '../../agent/rollout.js';
 import { activityContext, heartbeat } from '../../infra/activity-context.js';
-import { addUsage, createLlm, envLlm, ZERO_USAGE } from '../../llm/client.js';
+import { addUsage, envLlm, ZERO_USAGE } from '../../llm/client.js';
 import { runKeys } from '../../store/keys.js';
 import { cancellation, loadTrajectories, type Stage1Deps } from './common.js';
 
@@ -42,7 +42,7 @@ function summarize(ts: readonly Trajectory[]) {
 export function createRolloutActivities(deps: Stage1Deps) {
   async function listRolloutTasks(input: { config: Config }): Promise<RolloutTask[]> {
     const { config } = input;
-    const env = await deps.openEnvironment(config.env, { config, llm: envLlm(config) });
+    const env = await deps.openEnvironment(config.env, { config, llm: envLlm(config, deps.createLlm) });
     try {
       const all = await env.listTasks();
       const trials = config.rollouts.trialsPerTask;
@@ -87,9 +87,9 @@ export function createRolloutActivities(deps: Stage1Deps) {
     const errored = new Map<number, Trajectory>();
     heartbeat({ done: done.size, total: tasks.length });
     if (todo.length) {
-      const env = await deps.openEnvironment(config.env, { config, llm: envLlm(config) });
+      const env = await deps.openEnvironment(config.env, { config, llm: envLlm(config, deps.createLlm) });
       try {
-        const llm = createLlm(config, 'policy');
+        const llm = deps.createLlm(config, 'policy');
         await runEpisodes({
           env,
           llm,

@@ -11,13 +11,14 @@ import {
   type ValidationVerdict,
 } from '../../core/synthesis.js';
 import { TrajectorySchema, type Trajectory } from '../../core/trajectory.js';
-import { openEnvironment } from '../../envs/registry.js';
+import type { Environment } from '../../envs/environment.js';
+import { openEnvironment, type OpenDeps } from '../../envs/registry.js';
 import { loadReferenceEnv, referenceSource } from '../../envs/reference/index.js';
 import { openStore, type ArtifactStore } from '../../store/index.js';
 import { runKeys } from '../../store/keys.js';
 import { type ArtifactRef } from '../../core/artifact-ref.js';
 import { heartbeat } from '../../infra/activity-context.js';
-import { createLlm, envLlm } from '../../llm/client.js';
+import { createLlm, envLlm, type LlmFactory } from '../../llm/client.js';
 import { loadTrajectories } from '../stage1.js';
 import { generateCandidate, generatorMessages, matchReference, repairMessages } from './generate.js';
 import { validateCandidate } from './validate.js';
@@ -82,10 +83,10 @@ async function evidence(store: ArtifactStore, input: SynthesizeInput) {
   return { stats, failures: failures.filter((t) => !t.success).slice(0, 8) };
 }
 
-async function basePrompt(store: ArtifactStore, input: SynthesizeInput): Promise<ChatCompletionMessageParam[]> {
+async function basePrompt(store: ArtifactStore, input: SynthesizeInput, deps: SynthesisDeps): Promise<ChatCompletionMessageParam[]> {
   const key = runKeys.synthesisPrompt(input.runId, input.capability.name);
   if (await store.stat(key)) return store.getJson(key);
-  const target = await openEnvironment(input.config.env, { config: input.config, llm: envLlm(input.config) });
+  const target = await deps.openEnvironment(input.config.env, { config: input.config, llm: envLlm(input.config, deps.createLlm) });
   let messages: ChatCompletionMessageParam[];
   try {
     messages = await generatorMessages({
@@ -115,11 +116,11 @@ async function previousOf(store: ArtifactStore, a: SynthesisAttempt | undefined)
 }
 
 /** Runs one attempt: generation, validation, and storage of everything it produced. */
-async function runAttempt(store: ArtifactStore, input: SynthesizeInput, n: number, messages: ChatCompletionMessageParam[]): Promise<SynthesisAttempt> {
+async function runAttempt(store: ArtifactStore, input: SynthesizeInput, n: number, messages: ChatCompletionMessageParam[], deps: SynthesisDeps): Promise<SynthesisAttempt> {
   const { runId, config } = input;
   const cap = input.capability.name;
   beat({ capability: cap, attempt: n, phase: 'generating' });
-  const out = await generateCandidate(createLlm(config, 'generator'), messages);
+  const out = await generateCandidate(deps.createLlm(config, 'generator'), messages);
   let record: SynthesisAttempt;
   if ('error' in out) {
     const reason = `the generator's reply is not a valid {manifest, source} object: ${out.error}`;
@@ -131,7 +132,7 @@ async function runAttempt(store: ArtifactStore, input: SynthesizeInput, n: numbe
     await store.put(runKeys.synthesisAttempt(runId, cap, n, 'manifest.json'), JSON.stringify(manifest, null, 2));
     beat({ capability: cap, attempt: n, phase: 'validating' });
     const onProgress = (d: Record<string, unknown>) => beat({ capability: cap, attempt: n, phase: 'validating', ...d });
-    const { verdict, rollouts } = await validateCandidate({ source, manifest, config, policy: createLlm(config, 'policy'), onProgress });
+    const { verdict, rollouts } = await validateCandidate({ source, manifest, config, policy: deps.createLlm(config, 'policy'), onProgress });
     const rolloutsRef = rollouts.length ? await store.put(runKeys.synthesisAttempt(runId, cap, n, 'rollouts.jsonl'), rollouts.map((t) => JSON.stringify(t)).join('\n') + '\n') : undefined;
     record = { attempt: n, manifest, sourceRef, verdict, ...(rolloutsRef ? { rolloutsRef } : {}) };
     await store.put(runKeys.verdict(runId, cap, source), JSON.stringify(verdict, null, 2));
@@ -143,12 +144,15 @@ async function runAttempt(store: ArtifactStore, input: SynthesizeInput, n: numbe
   return record;
 }
 
+/** What stage 2 gets injected: the run's store, the target env (its tools and prompt for the generator) and the LLM clients. */
 export interface SynthesisDeps {
   openStore(config: Config['store']): ArtifactStore;
+  openEnvironment(envConfig: Config['env'], deps: OpenDeps): Promise<Environment>;
+  createLlm: LlmFactory;
 }
 
 /** Stage 2 on trace-cpu: the repair loop that synthesizes a capability's environment, and its validation. */
-export function createSynthesisActivities(deps: SynthesisDeps = { openStore }) {
+export function createSynthesisActivities(deps: SynthesisDeps = { openStore, openEnvironment, createLlm }) {
   return {
     synthesizeEnvironment: (input: SynthesizeInput) => synthesize(input, deps),
     validateEnvironment: (input: ValidateEnvInput) => validate(input, deps),
@@ -162,12 +166,12 @@ async function synthesize(input: SynthesizeInput, deps: SynthesisDeps): Promise<
   const resultKey = runKeys.synthesisResult(runId, cap);
   if (await store.stat(resultKey)) return store.getJson<SynthesizeResult>(resultKey);
 
-  const prompt = await basePrompt(store, input);
+  const prompt = await basePrompt(store, input, deps);
   const attempts = await storedAttempts(store, runId, cap);
   while (!attempts.some((a) => a.verdict.passed) && attempts.length < config.synthesis.maxAttempts) {
     const last = attempts.at(-1);
     const messages = last ? repairMessages(prompt, await previousOf(store, last), last.verdict, last.generatorError) : prompt;
-    attempts.push(await runAttempt(store, input, attempts.length + 1, messages));
+    attempts.push(await runAttempt(store, input, attempts.length + 1, messages, deps));
   }
 
   const verdictRefs = (await Promise.all(attempts.map((a) => store.stat(runKeys.synthesisAttempt(runId, cap, a.attempt, 'verdict.json'))))).filter((r): r is ArtifactRef => !!r);
@@ -226,7 +230,7 @@ async function validate(input: ValidateEnvInput, deps: SynthesisDeps): Promise<V
   const mKey = runKeys.manifest(runId, cap, source);
   const manifest = input.manifest ?? ((await store.stat(mKey)) ? EnvManifestSchema.parse(await store.getJson(mKey)) : undefined);
   if (!manifest) throw new Error(`validateEnvironment: no manifest stored for ${input.environment.uri}; pass one`);
-  const { verdict, rollouts } = await validateCandidate({ source, manifest, config, policy: createLlm(config, 'policy') });
+  const { verdict, rollouts } = await validateCandidate({ source, manifest, config, policy: deps.createLlm(config, 'policy') });
   if (rollouts.length) await store.put(runKeys.verdictRollouts(runId, cap, source), rollouts.map((t) => JSON.stringify(t)).join('\n') + '\n');
   const verdictRef = await store.put(key, JSON.stringify(verdict, null, 2));
   return { ok: verdict.passed, ...(verdict.reason ? { reason: verdict.reason } : {}), verdictRef };
