@@ -94,3 +94,27 @@ test('workers run the compiled CLI that the image builds, not TypeScript through
   assert.match(readFileSync(path.join(dir, 'Dockerfile.dockerignore'), 'utf8'), /^\.build$/m);
   for (const f of [...manifests, 'Dockerfile']) assert.doesNotMatch(readFileSync(path.join(dir, f), 'utf8'), /--import", "tsx"|workers\/(cpu|gpu)\.ts/, f);
 });
+
+test('the image installs production dependencies only, and they hold every package the run-time code imports', () => {
+  const dockerfile = readFileSync(path.join(dir, 'Dockerfile'), 'utf8');
+  assert.match(dockerfile, /^RUN npm ci .*--omit=dev/m);
+  // Validation's type-check (activities/synthesis/typecheck-worker.ts) imports typescript and loads
+  // @types/node (types: ['node']) in the worker at run time, so both must survive --omit=dev.
+  const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+  const needed = new Set(['@types/node']);
+  const walk = (d: string): string[] =>
+    readdirSync(d, { withFileTypes: true }).flatMap((e) =>
+      e.isDirectory() ? (e.name === 'node_modules' ? [] : walk(path.join(d, e.name))) : /\.(ts|mjs|js)$/.test(e.name) ? [path.join(d, e.name)] : [],
+    );
+  for (const top of ['activities', 'agent', 'cli', 'core', 'envs', 'llm', 'store', 'workers', 'workflows']) {
+    for (const f of walk(path.join(root, top))) {
+      for (const m of readFileSync(f, 'utf8').matchAll(/(?:^|\n)\s*(?:import|export)\b[^'";]*?from\s*['"]([^'".#/][^'"]*)['"]|\bimport\(\s*['"]([^'".#/][^'"]*)['"]\s*\)/g)) {
+        const spec = m[1] ?? m[2];
+        if (spec.startsWith('node:')) continue;
+        needed.add(spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]);
+      }
+    }
+  }
+  const missing = [...needed].filter((p) => !(p in pkg.dependencies));
+  assert.deepEqual(missing, [], 'imported at run time but not a production dependency');
+});
