@@ -1,6 +1,8 @@
 """Constrained decoding: every sampled turn is a valid JSON action ending on the template's turn
 terminator, and training scores exactly the distribution the sampler drew from."""
 import json
+import threading
+import urllib.request
 
 import pytest
 import torch
@@ -8,11 +10,15 @@ import torch
 from trace_trainer.chat import ChatFormat
 from trace_trainer.envclient import EnvClient
 from trace_trainer.env_server import ServedEnv
-from trace_trainer.grammar import ActionGrammar, action_schema, parse_action
+from trace_trainer.grammar import WHITESPACE_BIAS, ActionGrammar, action_schema, parse_action
 from trace_trainer.grpo import token_logprobs
+from trace_trainer.model import load_base, pick_device
 from trace_trainer.rollout import collect
 from trace_trainer.sampler import in_process, sample
+from trace_trainer.serve import load_policy, make_server
 from trace_trainer.toy_env import CounterEnv
+
+from conftest import SMOLLM2_GGUF
 
 TOOLS = CounterEnv().tools()
 
@@ -58,7 +64,7 @@ def test_training_logprobs_equal_the_samplers_under_mask_and_temperature(smol_to
     for r in rollouts:
         allowed = torch.cat([grammar.allowed(s) for s in r.samples])
         with torch.no_grad():
-            lp = token_logprobs(smol_vocab_model, [r.ids], [r.mask], smol_tok.pad_token_id, 0.7, [allowed])[0]
+            lp = token_logprobs(smol_vocab_model, [r.ids], [r.mask], smol_tok.pad_token_id, 0.7, [allowed], grammar)[0]
         scored = [lp[t - 1].item() for t, m in enumerate(r.mask) if m]
         assert scored == pytest.approx(r.sample_logprobs, abs=1e-5)
         # Tokens the grammar forces (JSON scaffolding, the terminator) carry probability 1.
@@ -76,7 +82,7 @@ def test_without_the_mask_the_update_would_score_another_policy(smol_tok, smol_v
                  pad_id=smol_tok.pad_token_id, grammar=grammar)
     ids, mask = prompt + out.ids[0], [0] * len(prompt) + [1] * len(out.ids[0])
     with torch.no_grad():
-        masked = token_logprobs(smol_vocab_model, [ids], [mask], smol_tok.pad_token_id, 1.0, [grammar.allowed(out.ids[0])]).sum()
+        masked = token_logprobs(smol_vocab_model, [ids], [mask], smol_tok.pad_token_id, 1.0, [grammar.allowed(out.ids[0])], grammar).sum()
         plain = token_logprobs(smol_vocab_model, [ids], [mask], smol_tok.pad_token_id, 1.0).sum()
     assert float(masked) == pytest.approx(sum(out.logprobs[0]), abs=1e-4)
     assert float(plain) < float(masked) - 1.0
@@ -124,3 +130,57 @@ def test_a_vocabulary_that_cannot_spell_json_is_a_clear_error(tool_tok, tool_mod
     prompt = fmt.encode("reach 2")
     with pytest.raises(ValueError, match="constrainedDecoding to false"):
         sample(tool_model, [prompt], max_new_tokens=30, temperature=1.0, stop_ids=fmt.stop_ids, pad_id=tool_tok.pad_token_id, grammar=grammar)
+
+
+def test_the_grammar_admits_the_whitespace_the_embedded_servers_grammar_admits(smol_tok, smol_vocab_model):
+    """JSON with or without blanks around its separators, as node-llama-cpp's JSON grammar admits it."""
+    fmt = ChatFormat(smol_tok, actions=True)
+    grammar = _grammar(smol_tok, fmt, smol_vocab_model)
+    for text in ('{"type": "tool_call", "name": "add", "arguments": {"n": 2}}',
+                 '{ "type": "tool_call", "name": "add", "arguments": { "n": 2 } }',
+                 '{\n  "type": "message",\n  "content": "done"\n}'):
+        grammar.allowed(smol_tok.encode(text, add_special_tokens=False) + [fmt.terminator_id])
+
+
+def test_whitespace_only_tokens_carry_the_embedded_servers_bias(smol_tok, smol_vocab_model):
+    fmt = ChatFormat(smol_tok, actions=True)
+    grammar = _grammar(smol_tok, fmt, smol_vocab_model)
+    ws = {t for t in range(len(smol_tok)) if smol_tok.decode([t]) and not smol_tok.decode([t]).strip()}
+    assert {smol_tok.convert_tokens_to_ids(t) for t in ("Ġ", "Ċ")} <= ws
+    assert set(grammar.bias.nonzero(as_tuple=True)[0].tolist()) == ws
+    assert set(grammar.bias[list(ws)].tolist()) == {WHITESPACE_BIAS}
+    assert {int(k) for k in grammar.logit_bias()} == ws
+    plain = ActionGrammar(smol_tok, action_schema(TOOLS), fmt.terminator_id, smol_vocab_model.config.vocab_size, compact=False)
+    assert plain.bias is None and plain.logit_bias() == {}
+
+
+def test_the_vllm_path_samples_what_the_trainer_samples(smol_tok):
+    """vLLM's structured outputs are the mask alone: the policy server sends the whitespace bias as
+    `logit_bias`, and the served draws (same seed) are then the in-process sampler's exactly. The
+    real model, whose first choice after `{` is a newline, shows the bias is what makes them agree."""
+    model = load_base(str(SMOLLM2_GGUF), pick_device("cpu"), torch.float32)
+    fmt = ChatFormat(smol_tok, actions=True)
+    grammar = ActionGrammar(smol_tok, action_schema(TOOLS), fmt.terminator_id, model.config.vocab_size)
+    prompt = fmt.prompt_ids("use add to reach the target", TOOLS, [{"role": "user", "content": "reach 2"}])
+    server = make_server(load_policy(str(SMOLLM2_GGUF)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+
+    def served(seed: int, bias: bool) -> list[int]:
+        body = {"prompt": prompt, "max_tokens": 24, "temperature": 1.0, "seed": seed, "logprobs": 0, "return_tokens_as_token_ids": True,
+                "stop_token_ids": [fmt.terminator_id], "structured_outputs": {"json": grammar.schema},
+                **({"logit_bias": grammar.logit_bias()} if bias else {})}
+        req = urllib.request.Request(f"http://127.0.0.1:{server.server_address[1]}/v1/completions", data=json.dumps(body).encode(),
+                                     headers={"content-type": "application/json"})
+        with urllib.request.urlopen(req) as r:
+            return [int(t.split(":")[1]) for t in json.loads(r.read())["choices"][0]["logprobs"]["tokens"]]
+
+    try:
+        unbiased = []
+        for seed in range(4):
+            local = sample(model, [prompt], max_new_tokens=24, temperature=1.0, stop_ids=fmt.stop_ids, pad_id=smol_tok.pad_token_id,
+                           generator=torch.Generator().manual_seed(seed), grammar=grammar).ids[0]
+            assert served(seed, bias=True) == local
+            unbiased.append(served(seed, bias=False) != local)
+    finally:
+        server.shutdown()
+    assert any(unbiased), "without the bias the served draws must differ somewhere, or this test shows nothing"

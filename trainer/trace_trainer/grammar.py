@@ -12,6 +12,23 @@ import json
 import torch
 
 _BITS = torch.arange(32, dtype=torch.int32)
+# Logit added to whitespace-only tokens under a grammar, as the embedded server adds it
+# (infra/llm/engine.ts): JSON admits free whitespace, which small models overuse. Both backends
+# then admit the same strings and prefer the same compact ones (`{ "type": ...` as often as
+# `{"type": ...`); forbidding the whitespace instead moves SmolLM2 from a tool call to a message
+# on 24 of 24 showcase test tasks.
+WHITESPACE_BIAS = -8.0
+_WHITESPACE: dict[tuple[int, int], list[int]] = {}
+
+
+def whitespace_tokens(tokenizer, vocab_size: int) -> list[int]:
+    """Ids whose text is whitespace only (spaces, newlines, tabs), as the embedded server finds them."""
+    key = (id(tokenizer), vocab_size)
+    if key not in _WHITESPACE:
+        n = min(vocab_size, len(tokenizer))
+        texts = tokenizer.batch_decode([[t] for t in range(n)])
+        _WHITESPACE[key] = [t for t, text in enumerate(texts) if text and not text.strip()]
+    return _WHITESPACE[key]
 
 
 def _inline_refs(node, defs: dict, seen: tuple = ()):
@@ -94,9 +111,11 @@ def unpack(bitmask: torch.Tensor, vocab_size: int) -> torch.Tensor:
 
 class ActionGrammar:
     """A compiled JSON-schema grammar (the action schema of one tool set, or a request's
-    `structured_outputs.json`); `matcher()` per sampled turn."""
+    `structured_outputs.json`); `matcher()` per sampled turn. `compact` adds WHITESPACE_BIAS to
+    whitespace-only tokens (the policy's decoding rule); vLLM's structured outputs are the mask
+    alone, and the bias then travels as the request's `logit_bias`."""
 
-    def __init__(self, tokenizer, schema: dict, terminator_id: int, vocab_size: int):
+    def __init__(self, tokenizer, schema: dict, terminator_id: int, vocab_size: int, *, compact: bool = True):
         import xgrammar as xgr
 
         self._xgr = xgr
@@ -106,8 +125,23 @@ class ActionGrammar:
         info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=vocab_size, stop_token_ids=[terminator_id])
         # One thread: compiling a small schema is fast and the trainer's cores are for the model.
         compiler = xgr.GrammarCompiler(info, max_threads=1)
-        # Fixed separators, no free whitespace: a tiny model cannot wander off into blank space.
-        self.compiled = compiler.compile_json_schema(self.schema, any_whitespace=False)
+        # Free whitespace, as the embedded server's grammar has it; the bias keeps it rare.
+        self.compiled = compiler.compile_json_schema(self.schema, any_whitespace=True)
+        self.bias: torch.Tensor | None = None
+        if compact:
+            self.bias = torch.zeros(vocab_size)
+            self.bias[whitespace_tokens(tokenizer, vocab_size)] = WHITESPACE_BIAS
+
+    def logit_bias(self) -> dict[str, float]:
+        """The bias as an OpenAI/vLLM `logit_bias` map (token id -> logit offset)."""
+        if self.bias is None:
+            return {}
+        return {str(t): float(self.bias[t]) for t in self.bias.nonzero(as_tuple=True)[0].tolist()}
+
+    def constrain(self, logits: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
+        """Logits [N, >=V] of N positions under the grammar: disallowed tokens at -inf, the bias added."""
+        out = logits[:, : self.vocab_size].masked_fill(~allowed, float("-inf"))
+        return out if self.bias is None else out + self.bias.to(out.device)
 
     def matcher(self):
         return self._xgr.GrammarMatcher(self.compiled)

@@ -77,10 +77,10 @@ def _hidden_states(decoder, seqs: list[list[int]], ids: torch.Tensor, attn: torc
 
 
 def token_logprobs(model, seqs: list[list[int]], masks: list[list[int]], pad: int, temperature: float,
-                   allowed: list[torch.Tensor] | None = None) -> torch.Tensor:
+                   allowed: list[torch.Tensor] | None = None, grammar: ActionGrammar | None = None) -> torch.Tensor:
     """log π(token_t | tokens_<t) at the mask-1 tokens of each right-padded sequence, under the
-    distribution the sampler drew from: softmax(logits / T) over the tokens the action grammar
-    allowed (`allowed[i]`: bool [masked tokens of seq i, V]). Shape [B, L-1], 0 where not scored.
+    distribution the sampler drew from: softmax(logits / T) over the tokens `grammar` allowed
+    (`allowed[i]`: bool [masked tokens of seq i, V]), with its bias. Shape [B, L-1], 0 where not scored.
     The output head runs only at scored positions: a [B, L, V] float32 logits tensor is tens of GB
     at Qwen-size vocabularies."""
     device = next(model.parameters()).device
@@ -89,10 +89,12 @@ def token_logprobs(model, seqs: list[list[int]], masks: list[list[int]], pad: in
     where = scored.nonzero(as_tuple=True)
     causal = _causal_lm(model)
     hidden = _hidden_states(causal.base_model, seqs, ids, attn, scored)
-    logits = causal.get_output_embeddings()(hidden[where]).float() / temperature
+    logits = causal.get_output_embeddings()(hidden[where]).float()
     if allowed is not None:
-        ok = torch.cat([a.to(device) for a in allowed])
-        logits = logits[:, : ok.shape[1]].masked_fill(~ok, float("-inf"))
+        if grammar is None:
+            raise ValueError("token_logprobs: `allowed` masks need the grammar they came from")
+        logits = grammar.constrain(logits, torch.cat([a.to(device) for a in allowed]))
+    logits = logits / temperature
     target = ids[:, 1:][where]
     picked = logits.gather(-1, target.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, dim=-1)
     return torch.zeros(scored.shape, dtype=picked.dtype, device=device).index_put(where, picked)
@@ -125,8 +127,8 @@ def tis_weights(old_logp, sampler_logps: list, mask, cap: float, stats: dict):
 
 def accumulate_gradients(model, rollouts: list[Rollout], advantages: list[float], *, pad: int, micro_batch_size: int,
                          clip_low: float, clip_high: float, temperature: float = 1.0, old_logps: list[torch.Tensor] | None = None,
-                         allowed: list[torch.Tensor] | None = None, sampler_logps: list | None = None, tis_cap: float = 0.0,
-                         stats: dict | None = None) -> float:
+                         allowed: list[torch.Tensor] | None = None, grammar: ActionGrammar | None = None,
+                         sampler_logps: list | None = None, tis_cap: float = 0.0, stats: dict | None = None) -> float:
     """Backpropagates the minibatch loss in micro-batches. Each micro-batch's surrogate is divided by
     the minibatch's total number of sampled tokens, so any split gives the same gradient. With
     `sampler_logps` (per rollout, the sampler's log-prob of each sampled token, or None) and
@@ -137,7 +139,7 @@ def accumulate_gradients(model, rollouts: list[Rollout], advantages: list[float]
     for start in range(0, len(rollouts), micro_batch_size):
         mb = rollouts[start: start + micro_batch_size]
         logp = token_logprobs(model, [r.ids for r in mb], [r.mask for r in mb], pad, temperature,
-                              None if allowed is None else allowed[start: start + len(mb)])
+                              None if allowed is None else allowed[start: start + len(mb)], grammar)
         mask = _mask_tensor([r.mask for r in mb], logp.shape[1], device).float()
         if old_logps is None:
             old = logp.detach()
@@ -374,7 +376,8 @@ class GrpoTrainer:
         old = None
         if cfg.minibatches > 1:  # later minibatches are off-policy: ratios against the sampling policy
             with torch.no_grad():
-                old = [token_logprobs(self.model, [r.ids], [r.mask], pad, cfg.temperature, None if allowed is None else [allowed[i]])[0].cpu()
+                old = [token_logprobs(self.model, [r.ids], [r.mask], pad, cfg.temperature,
+                                      None if allowed is None else [allowed[i]], self.grammar)[0].cpu()
                        for i, r in enumerate(rollouts)]
         # The policy server's log-probs, where they are of the distribution it sampled from.
         served = self.server is not None and (self.server.cfg.logprobs == "processed" or cfg.temperature == 1.0)
@@ -386,7 +389,7 @@ class GrpoTrainer:
             total += accumulate_gradients(self.model, rollouts[s: s + size], advantages[s: s + size], pad=pad,
                                           micro_batch_size=cfg.micro_batch_size, clip_low=cfg.clip_low, clip_high=cfg.clip_high,
                                           temperature=cfg.temperature, old_logps=None if old is None else old[s: s + size],
-                                          allowed=None if allowed is None else allowed[s: s + size],
+                                          allowed=None if allowed is None else allowed[s: s + size], grammar=self.grammar,
                                           sampler_logps=None if sampler is None else sampler[s: s + size], tis_cap=cfg.tis_cap, stats=stats)
             torch.nn.utils.clip_grad_norm_(trainable_parameters(self.model), cfg.max_grad_norm)
             self.optimizer.step()

@@ -107,9 +107,10 @@ class PolicyServer:
     def sampler(self, fmt, temperature: float, seeds: random.Random):
         """The rollout generator over the served version; each prompt's request carries a seed drawn
         from `seeds` (in prompt order), so a run is reproducible against a deterministic server.
-        Under an action grammar the request carries its schema as vLLM's `structured_outputs`."""
+        Under an action grammar the request carries its schema as vLLM's `structured_outputs` and
+        its whitespace bias as `logit_bias`, so vLLM samples what the in-process sampler would."""
         def generate(prompts: list[list[int]], max_new_tokens: list[int], grammar=None) -> Samples:
-            guided = {"structured_outputs": {"json": grammar.schema}} if grammar else {}
+            guided = {"structured_outputs": {"json": grammar.schema}, "logit_bias": grammar.logit_bias()} if grammar else {}
             bodies = [{"model": self.current, "prompt": p, "max_tokens": cap, "temperature": temperature, **PLAIN_SAMPLING,
                        "stop_token_ids": list(fmt.stop_ids), "logprobs": 0, "return_tokens_as_token_ids": True,
                        "seed": seeds.randrange(2**31), **guided} for p, cap in zip(prompts, max_new_tokens)]

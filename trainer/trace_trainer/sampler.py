@@ -67,10 +67,12 @@ def _prefill(model, prompts: list[list[int]], pad_id: int, device):
 
 @torch.no_grad()
 def sample(model, prompts: list[list[int]], *, max_new_tokens: int | list[int], temperature: float, stop_ids, pad_id: int,
-           generator: torch.Generator | None = None, grammar: ActionGrammar | None = None) -> Samples:
+           generator: torch.Generator | None = None, grammar: ActionGrammar | None = None,
+           logit_bias: torch.Tensor | None = None) -> Samples:
     """Continues each prompt until a stop id (included in the result) or its own `max_new_tokens`;
-    under `grammar`, only the tokens it allows, until it has accepted the turn terminator. Draws
-    from `generator` when given (a seeded request), else from torch's global RNG."""
+    under `grammar`, only the tokens it allows (with its bias), until it has accepted the turn
+    terminator; `logit_bias` [V] is added to every step's logits (a request's own). Draws from
+    `generator` when given (a seeded request), else from torch's global RNG."""
     device = next(model.parameters()).device
     n = len(prompts)
     caps = [max_new_tokens] * n if isinstance(max_new_tokens, int) else list(max_new_tokens)
@@ -92,6 +94,8 @@ def sample(model, prompts: list[list[int]], *, max_new_tokens: int | list[int], 
             logits, attn, pos, rows = logits[index], attn[index], pos[index], [rows[j] for j in keep]
         b = len(rows)
         logits = logits.float()
+        if logit_bias is not None:
+            logits = logits[:, : logit_bias.shape[0]] + logit_bias.to(device)
         if matchers:
             for j, i in enumerate(rows):
                 if not finished[i]:
@@ -101,7 +105,7 @@ def sample(model, prompts: list[list[int]], *, max_new_tokens: int | list[int], 
             if stuck:  # e.g. a word-level vocabulary that cannot spell JSON
                 raise ValueError(f"the action grammar allows no token of this vocabulary after {results[stuck[0]]!r}: "
                                  "this tokenizer cannot write the JSON actions; set training.constrainedDecoding to false")
-            logits = logits[:, : grammar.vocab_size].masked_fill(~allowed, float("-inf"))
+            logits = grammar.constrain(logits, allowed)
         if temperature > 0:
             lp = torch.log_softmax(logits / temperature, dim=-1)
             nxt = torch.multinomial(lp.exp(), 1, generator=generator).squeeze(-1)

@@ -152,12 +152,14 @@ class Policy:
             del self.adapters[name]
         return f"Success: LoRA adapter '{name}' removed successfully."
 
-    def _grammar(self, schema: dict) -> ActionGrammar:
-        """The compiled grammar of a JSON schema, compiled once per distinct schema."""
-        key = json.dumps(schema, sort_keys=True)
+    def _grammar(self, schema: dict, compact: bool = True) -> ActionGrammar:
+        """The compiled grammar of a JSON schema, compiled once per distinct schema; `compact`: with
+        the policy's whitespace bias (chat), or the mask alone (vLLM's structured outputs)."""
+        key = json.dumps([schema, compact], sort_keys=True)
         if key not in self.grammars:
             try:
-                self.grammars[key] = ActionGrammar(self.tok, schema, self.fmt.terminator_id, self.model.config.vocab_size)
+                self.grammars[key] = ActionGrammar(self.tok, schema, self.fmt.terminator_id, self.model.config.vocab_size,
+                                                   compact=compact)
             except Exception as e:  # noqa: BLE001 — xgrammar's own message names what it cannot compile
                 raise ValueError(f"structured_outputs.json: cannot compile the schema: {e}") from e
         return self.grammars[key]
@@ -252,7 +254,8 @@ class Policy:
         schema = (body.get("structured_outputs") or {}).get("json") or body.get("guided_json")
         if schema is not None and not isinstance(schema, dict):
             raise ValueError("structured_outputs.json: expected a JSON schema object")
-        grammar = self._grammar(schema) if schema is not None else None
+        grammar = self._grammar(schema, compact=False) if schema is not None else None
+        bias = _logit_bias(body.get("logit_bias"), self.model.config.vocab_size)
         model_name = body.get("model") or self.name
         with self.lock:
             if model_name != self.name and model_name not in self.adapters:
@@ -262,7 +265,7 @@ class Policy:
                 generator = torch.Generator(device=next(self.model.parameters()).device).manual_seed(int(body["seed"]))
             with self._use(model_name), torch.no_grad():
                 outs = sample(self.model, prompts, max_new_tokens=max_tokens, temperature=temperature, stop_ids=stop,
-                              pad_id=self.tok.pad_token_id, generator=generator, grammar=grammar).ids
+                              pad_id=self.tok.pad_token_id, generator=generator, grammar=grammar, logit_bias=bias).ids
                 scale = temperature if self.logprobs_mode == "processed_logprobs" and temperature > 0 else 1.0
                 lps = [self._logprobs(p, o, k, as_ids, scale) for p, o in zip(prompts, outs)] if k is not None else [None] * len(outs)
             self.calls += 1
@@ -302,6 +305,20 @@ LOGPROBS_MODES = ("raw_logprobs", "processed_logprobs")
 # always one softmax(logits / temperature) draw per prompt, as in the trainer.
 _NEUTRAL = {"stream": (None, False), "echo": (None, False), "suffix": (None,), "n": (None, 1), "best_of": (None, 1),
             "top_p": (None, 1), "top_k": (None, -1, 0), "min_p": (None, 0), "repetition_penalty": (None, 1)}
+
+
+def _logit_bias(value, vocab: int) -> torch.Tensor | None:
+    """vLLM's `logit_bias` (token id -> offset added to its logit, clamped to [-100, 100]) as a [V] vector."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ValueError("logit_bias: expected an object of token id -> bias")
+    bias = torch.zeros(vocab)
+    for k, v in value.items():
+        if not str(k).isdigit() or int(k) >= vocab or isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise ValueError(f"logit_bias: {k!r}: {v!r} is not a token id below {vocab} with a numeric bias")
+        bias[int(k)] = max(-100.0, min(100.0, float(v)))
+    return bias
 
 
 def _token_prompts(prompt, vocab: int) -> list[list[int]]:
