@@ -1,0 +1,81 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { test } from 'node:test';
+import type OpenAI from 'openai';
+import type { AgentAction, Episode } from '../envs/environment.js';
+import type { Row, SandboxContext } from '../envs/toolsandbox/context.js';
+import { createToolSandboxEnvironment } from '../envs/toolsandbox/environment.js';
+
+/**
+ * The Environment against upstream's own play: for 89 offline base scenarios upstream ran
+ * Scenario.play with its OpenAI agent and user roles, their model calls scripted (random tool calls
+ * from the scenario's allow list, messages, the user ending with end_conversation), then
+ * Evaluation.evaluate (test/fixtures/toolsandbox/README.md). The same scripts through our episode
+ * must give the same SANDBOX messages (content, tool-call code, traces, exceptions, conversation
+ * state), the same final databases, and the same similarity and turn count.
+ */
+interface Fixture {
+  scenario: string;
+  agent: ({ type: 'message'; content: string } | { type: 'tool_call'; id: string; name: string; arguments: string })[];
+  user: ({ type: 'message'; content: string } | { type: 'end' })[];
+  sandbox: Row[];
+  sandbox_from: number;
+  dbs: Record<string, Row[]>;
+  expected: { similarity: number; milestone_similarity: number; minefield_similarity: number; turn_count: number };
+}
+const fixtures = JSON.parse(readFileSync(new URL('./fixtures/toolsandbox/play-expected.json', import.meta.url), 'utf8')) as Fixture[];
+
+/**
+ * uuid4 ids (new contacts, messages, reminders) are random upstream (the data's own ids are uuid5),
+ * and polars' predicate repr ends in a memory address.
+ */
+const norm = (v: unknown): string =>
+  JSON.stringify(v).replace(/[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}/g, '<uuid4>').replace(/ at 0x[0-9A-Fa-f]+>/g, ' at 0x0>');
+const traces = (t: unknown) => (Array.isArray(t) ? t.map((x) => JSON.parse(x as string)) : t);
+
+function scriptedUser(script: Fixture['user']) {
+  const queue = [...script];
+  const create = async () => {
+    const a = queue.shift() ?? { type: 'end' };
+    const message = a.type === 'message'
+      ? { role: 'assistant', content: a.content }
+      : { role: 'assistant', content: null, tool_calls: [{ id: 'user_end', type: 'function', function: { name: 'end_conversation', arguments: '{}' } }] };
+    return { choices: [{ index: 0, message }] };
+  };
+  return { client: { chat: { completions: { create } } } as unknown as OpenAI, model: 'scripted' };
+}
+
+test(`episodes play as upstream's Scenario.play: messages, databases and similarity agree on ${fixtures.length} scenarios`, async () => {
+  const bad: string[] = [];
+  for (const f of fixtures) {
+    const env = createToolSandboxEnvironment({ userSimulator: scriptedUser(f.user) });
+    const ep = await env.reset({ taskId: f.scenario });
+    const agent = [...f.agent];
+    for (let i = 0; i < 40; i++) {
+      const a = agent.shift() ?? { type: 'message' as const, content: 'Done.' };
+      const action: AgentAction = a.type === 'message' ? a : { type: 'tool_call', call: { id: a.id, type: 'function', function: { name: a.name, arguments: a.arguments } } };
+      if ((await ep.step(action)).done) break;
+    }
+    const ctx = (ep as Episode & { context(): SandboxContext }).context();
+    const ours = ctx.getDatabase('SANDBOX', { allHistory: true, keepIndex: true }).filter((r) => (r.sandbox_message_index as number) >= f.sandbox_from);
+    const shape = (rows: Row[]) => rows.map((r) => norm({ ...r, tool_trace: traces(r.tool_trace) }));
+    const [o, e] = [shape(ours), shape(f.sandbox)];
+    for (let i = 0; i < Math.max(o.length, e.length); i++) {
+      if (o[i] !== e[i]) {
+        bad.push(`${f.scenario} row ${i}:\n  ours     ${o[i]}\n  upstream ${e[i]}`);
+        break;
+      }
+    }
+    for (const [ns, rows] of Object.entries(f.dbs)) if (norm(ctx.getDatabase(ns as 'CONTACT')) !== norm(rows)) bad.push(`${f.scenario}: ${ns} differs`);
+    const r = await ep.evaluate([], 'user_stop');
+    const x = f.expected;
+    if (Math.abs(r.reward - x.similarity) > 1e-9 || Math.abs(r.components.milestone_similarity - x.milestone_similarity) > 1e-9 || (r.details as { turn_count: number }).turn_count !== x.turn_count) {
+      bad.push(`${f.scenario}: similarity ${r.reward} turn ${(r.details as { turn_count: number }).turn_count}, upstream ${x.similarity} turn ${x.turn_count}`);
+    }
+  }
+  assert.deepEqual(bad.slice(0, 10), []);
+  // Not degenerate: perfect, partial and zero scores, and tool errors the agent saw.
+  const sims = fixtures.map((f) => f.expected.similarity);
+  assert.ok(sims.some((s) => s === 1) && sims.some((s) => s === 0) && sims.some((s) => s > 0 && s < 1));
+  assert.ok(fixtures.some((f) => f.sandbox.some((r) => r.tool_call_exception !== null)));
+});
