@@ -7,11 +7,11 @@ import type { Row, SandboxContext } from '../envs/toolsandbox/context.js';
 import { createToolSandboxEnvironment } from '../envs/toolsandbox/environment.js';
 
 /**
- * The Environment against upstream's own play: for 89 offline base scenarios upstream ran
+ * The Environment against upstream's own play: for the 91 offline base scenarios upstream ran
  * Scenario.play with its OpenAI agent and user roles, their model calls scripted (random tool calls
  * from the scenario's allow list, messages, the user ending with end_conversation), then
  * Evaluation.evaluate (test/fixtures/toolsandbox/README.md). The same scripts through our episode
- * must give the same SANDBOX messages (content, tool-call code, traces, exceptions, conversation
+ * must show the agent and the user simulator the same requests, and give the same SANDBOX messages (content, tool-call code, traces, exceptions, conversation
  * state), the same final databases, and the same similarity and turn count.
  */
 interface Fixture {
@@ -21,6 +21,9 @@ interface Fixture {
   sandbox: Row[];
   sandbox_from: number;
   dbs: Record<string, Row[]>;
+  /** What upstream's agent role sent its model first, and every request of its user role. */
+  agent_first_request: { messages: { role: string; content: string }[]; tools: unknown[] | null };
+  user_requests: { messages: { role: string; content: string }[]; tools: unknown[] | null }[];
   expected: { similarity: number; milestone_similarity: number; minefield_similarity: number; turn_count: number };
 }
 const fixtures = JSON.parse(readFileSync(new URL('./fixtures/toolsandbox/play-expected.json', import.meta.url), 'utf8')) as Fixture[];
@@ -33,9 +36,10 @@ const norm = (v: unknown): string =>
   JSON.stringify(v).replace(/[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}/g, '<uuid4>').replace(/ at 0x[0-9A-Fa-f]+>/g, ' at 0x0>');
 const traces = (t: unknown) => (Array.isArray(t) ? t.map((x) => JSON.parse(x as string)) : t);
 
-function scriptedUser(script: Fixture['user']) {
+function scriptedUser(script: Fixture['user'], seen: { messages: unknown; tools: unknown }[]) {
   const queue = [...script];
-  const create = async () => {
+  const create = async (req: { messages: unknown; tools: unknown }) => {
+    seen.push({ messages: req.messages, tools: req.tools ?? null });
     const a = queue.shift() ?? { type: 'end' };
     const message = a.type === 'message'
       ? { role: 'assistant', content: a.content }
@@ -48,8 +52,12 @@ function scriptedUser(script: Fixture['user']) {
 test(`episodes play as upstream's Scenario.play: messages, databases and similarity agree on ${fixtures.length} scenarios`, async () => {
   const bad: string[] = [];
   for (const f of fixtures) {
-    const env = createToolSandboxEnvironment({ userSimulator: scriptedUser(f.user) });
+    const userRequests: { messages: unknown; tools: unknown }[] = [];
+    const env = createToolSandboxEnvironment({ userSimulator: scriptedUser(f.user, userRequests) });
     const ep = await env.reset({ taskId: f.scenario });
+    // The agent's first request: system prompt, first user turn, and the scenario's tools in upstream's order and form.
+    const first = { messages: [{ role: 'system', content: env.systemPrompt() }, ...ep.initialMessages()], tools: ep.tools!() };
+    if (JSON.stringify(first) !== JSON.stringify(f.agent_first_request)) bad.push(`${f.scenario}: agent request ${JSON.stringify(first).slice(0, 300)}`);
     const agent = [...f.agent];
     for (let i = 0; i < 40; i++) {
       const a = agent.shift() ?? { type: 'message' as const, content: 'Done.' };
@@ -66,6 +74,8 @@ test(`episodes play as upstream's Scenario.play: messages, databases and similar
         break;
       }
     }
+    // The user simulator saw exactly what upstream's user role sent its model (prompt, few-shot dialogue, flipped roles, end_conversation).
+    if (norm(userRequests) !== norm(f.user_requests)) bad.push(`${f.scenario}: user requests differ: ${norm(userRequests).slice(0, 400)}\n  upstream ${norm(f.user_requests).slice(0, 400)}`);
     for (const [ns, rows] of Object.entries(f.dbs)) if (norm(ctx.getDatabase(ns as 'CONTACT')) !== norm(rows)) bad.push(`${f.scenario}: ${ns} differs`);
     const r = await ep.evaluate([], 'user_stop');
     const x = f.expected;

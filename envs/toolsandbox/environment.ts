@@ -168,9 +168,14 @@ class ToolSandboxEpisode implements Episode {
     return this.scenario.name;
   }
 
-  /** The agent's tools for this scenario (its allow list, in upstream's order), not the env-wide union. */
+  /**
+   * The agent's tools for this scenario, not the env-wide union: its allow list in the order of
+   * upstream's tool registry (get_available_tools filters name_to_tool; the allow list's own,
+   * shuffled order does not show).
+   */
   tools(): ToolSchema[] {
-    return this.scenario.toolAllowList.filter((t) => !USER_TOOLS.includes(t)).map(schemaOf);
+    const allowed = new Set(this.scenario.toolAllowList.filter((t) => !USER_TOOLS.includes(t)));
+    return [...toolSchemaMap().keys()].filter((t) => allowed.has(t)).map(schemaOf);
   }
 
   /** The scenario's opening messages as the agent sees them (after the system prompt): the first user turn. */
