@@ -5,7 +5,7 @@ import path from 'node:path';
 import { toyTasks } from './helpers/toy-policy.js';
 import { TASK_QUEUE_CPU, type PipelineInput, type PipelineResult } from '../workflows/types.js';
 import type { ChatRequest } from './helpers/scripted-llm.js';
-import { FAST_TIMEOUTS, itemOf, pipelineConfig, pipelineReply, sleep, startHarness } from './helpers/temporal.js';
+import { FAST_TIMEOUTS, itemOf, oneAtATimeRoles, pipelineConfig, sleep, slowPipelineReply, startHarness } from './helpers/temporal.js';
 
 /**
  * kill -9 of the worker in the middle of evaluation, then a new worker: the run completes, and no
@@ -32,10 +32,7 @@ const evaluationStarts = (requests: readonly ChatRequest[]) =>
 test('reliability: kill -9 of the worker mid-evaluation redoes nothing that finished', async (t) => {
   const { dir, llm, client, spawnWorker } = await startHarness(
     t,
-    async (req: ChatRequest) => {
-      if (itemOf(req).kind === 'policy') await sleep(200);
-      return pipelineReply(req);
-    },
+    slowPipelineReply((req) => (itemOf(req).kind === 'policy' ? 200 : 0)),
     { prefix: 'trace-evalkill-', workers: 0 },
   );
   const storeDir = path.join(dir, 'artifacts');
@@ -43,10 +40,7 @@ test('reliability: kill -9 of the worker mid-evaluation redoes nothing that fini
   // 2 held-out tasks × 3 trials × (base, prompt-only) = 12 episodes, one at a time.
   const config = pipelineConfig(llm.baseURL, storeDir, {
     rollouts: { trialsPerTask: 1, batchSize: 3, maxConcurrentBatches: 2, maxSteps: 6 },
-    llm: {
-      policy: { baseURL: llm.baseURL, model: 'scripted-model', timeoutMs: 5_000, concurrency: 1 },
-      analyst: { baseURL: llm.baseURL, model: 'scripted-model', timeoutMs: 5_000, concurrency: 2 },
-    },
+    llm: oneAtATimeRoles(llm.baseURL),
     evaluation: { maxTasks: 2, trials: 3, temperature: 1, promptOnly: true },
   });
   const w1 = await spawnWorker();

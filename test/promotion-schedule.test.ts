@@ -10,7 +10,7 @@ import { LineageSchema } from '../core/promotion.js';
 import { openStore } from '../store/index.js';
 import type { RetrainResult } from '../workflows/retrain.js';
 import { TASK_QUEUE_CPU } from '../workflows/types.js';
-import { FAST_TIMEOUTS, itemOf, pipelineConfig, pipelineReply, startHarness } from './helpers/temporal.js';
+import { FAST_TIMEOUTS, itemOf, pipelineConfig, pipelineReply, startHarness, triggerSchedule } from './helpers/temporal.js';
 import { traceAgentReply } from './helpers/toy-policy.js';
 
 /**
@@ -36,14 +36,7 @@ test('a retraining schedule runs twice: the second run reuses the first one\'s a
   });
 
   async function triggerAndWait(n: number): Promise<{ id: string; result: RetrainResult }> {
-    await schedule.trigger();
-    let id: string | undefined;
-    for (let i = 0; i < 200 && !id; i++) {
-      const actions = (await schedule.describe()).info.recentActions;
-      if (actions.length >= n) id = actions[n - 1].action.workflow.workflowId;
-      else await new Promise((r) => setTimeout(r, 100));
-    }
-    assert.ok(id, `schedule action ${n} started`);
+    const id = await triggerSchedule(schedule, n);
     return { id, result: (await client.workflow.getHandle(id).result()) as RetrainResult };
   }
 

@@ -2,13 +2,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { TASK_QUEUE_CPU, type PipelineInput, type PipelineResult } from '../workflows/types.js';
-import type { ChatRequest } from './helpers/scripted-llm.js';
 import {
   FAST_TIMEOUTS,
   VERIFY,
   pipelineConfig,
-  pipelineReply,
   sleep,
+  slowPipelineReply,
   startHarness,
   startsPerItem,
 } from './helpers/temporal.js';
@@ -19,14 +18,7 @@ import {
  */
 
 test('reliability: Temporal dev server restarted on the same SQLite file mid-run; the run continues', async (t) => {
-  const h = await startHarness(
-    t,
-    async (req: ChatRequest) => {
-      await sleep(200);
-      return pipelineReply(req);
-    },
-    { prefix: 'trace-restart-', workers: 0 },
-  );
+  const h = await startHarness(t, slowPipelineReply(() => 200), { prefix: 'trace-restart-', workers: 0 });
   const { llm, client } = h;
   await h.spawnWorker();
 

@@ -6,14 +6,14 @@ import { loadTrajectories } from '../activities/stage1.js';
 import { isTempName } from '../store/base.js';
 import { openStore } from '../store/index.js';
 import { TASK_QUEUE_CPU, type PipelineInput, type PipelineResult } from '../workflows/types.js';
-import type { ChatRequest } from './helpers/scripted-llm.js';
 import {
   FAST_TIMEOUTS,
   VERIFY,
   itemOf,
   pipelineConfig,
-  pipelineReply,
+  oneAtATimeRoles,
   sleep,
+  slowPipelineReply,
   startHarness,
   startsPerItem,
 } from './helpers/temporal.js';
@@ -65,20 +65,14 @@ test('reliability: kill -9 of the worker mid-rollouts and mid-labeling; the run 
   // Slow replies keep several items in flight when the worker dies.
   const { dir, llm, client, spawnWorker } = await startHarness(
     t,
-    async (req: ChatRequest) => {
-      await sleep(itemOf(req).kind === 'label' ? 400 : 250);
-      return pipelineReply(req);
-    },
+    slowPipelineReply((req) => (itemOf(req).kind === 'label' ? 400 : 250)),
     { prefix: 'trace-kill-', workers: 0 },
   );
   const storeDir = path.join(dir, 'artifacts');
   const runDir = path.join(storeDir, 'runs', 'kill-run');
   const config = pipelineConfig(llm.baseURL, storeDir, {
     rollouts: { trialsPerTask: 1, batchSize: 2, maxConcurrentBatches: 2, maxSteps: 6 },
-    llm: {
-      policy: { baseURL: llm.baseURL, model: 'scripted-model', timeoutMs: 5_000, concurrency: 1 },
-      analyst: { baseURL: llm.baseURL, model: 'scripted-model', timeoutMs: 5_000, concurrency: 2 },
-    },
+    llm: oneAtATimeRoles(llm.baseURL),
     stages: { synthesis: false, training: false, gate: false, evaluation: false },
   });
 

@@ -7,7 +7,7 @@ import type { ArtifactRef } from '../core/artifact-ref.js';
 import type { RetrainResult } from '../workflows/retrain.js';
 import { TASK_QUEUE_CPU, type CapabilityResult, type PipelineResult } from '../workflows/types.js';
 import { isGenerator, stages24Config, stages24Reply } from './helpers/stages24.js';
-import { FAST_TIMEOUTS, startHarness, VERIFY } from './helpers/temporal.js';
+import { FAST_TIMEOUTS, startHarness, triggerSchedule, VERIFY } from './helpers/temporal.js';
 
 /**
  * Scheduled retraining starts from the previous run's artifacts, on a real Temporal dev server with
@@ -34,15 +34,7 @@ test('a retraining schedule reuses the previous run\'s environment and continues
     state: { paused: true },
   });
   async function triggerAndWait(n: number) {
-    await schedule.trigger();
-    let id: string | undefined;
-    for (let i = 0; i < 200 && !id; i++) {
-      const actions = (await schedule.describe()).info.recentActions;
-      if (actions.length >= n) id = actions[n - 1].action.workflow.workflowId;
-      else await new Promise((r) => setTimeout(r, 100));
-    }
-    assert.ok(id, `schedule action ${n} started`);
-    return finished(id, n);
+    return finished(await triggerSchedule(schedule, n), n);
   }
   async function finished(id: string, n: number): Promise<{ id: string; result: RetrainResult; capability: CapabilityResult; activities: { type: string; input: unknown }[] }> {
     const result = (await client.workflow.getHandle(id).result()) as RetrainResult;

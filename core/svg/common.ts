@@ -43,6 +43,22 @@ export function openSvg(kind: string, title: string, f: ChartFrame): string {
   return `<svg xmlns="http://www.w3.org/2000/svg" class="chart" data-chart="${esc(kind)}" role="img" aria-label="${esc(title)}" viewBox="0 0 ${f.width} ${f.height}" width="${f.width}" height="${f.height}" font-family="system-ui, sans-serif" font-size="11"><title>${esc(title)}</title>`;
 }
 
+/**
+ * A horizontal bar chart over [0, 1]: one row of `rowH` per item, labels in the left margin, a
+ * grid line and a percent label every 25%. Returns the frame, the x scale and the markup so far.
+ */
+export function shareBars(kind: string, title: string, rows: number, rowH: number): { f: ChartFrame; x: (v: number) => number; out: string[] } {
+  const f = { width: 560, height: 0, left: 200, right: 60, top: 10, bottom: 24 };
+  f.height = f.top + rows * rowH + f.bottom;
+  const x = linear([0, 1], [f.left, f.width - f.right]);
+  const out = [openSvg(kind, title, f)];
+  for (const t of [0, 0.25, 0.5, 0.75, 1]) {
+    out.push(`<line x1="${n2(x(t))}" x2="${n2(x(t))}" y1="${f.top}" y2="${f.height - f.bottom}" stroke="#e5e7eb"/>`);
+    out.push(`<text x="${n2(x(t))}" y="${f.height - f.bottom + 14}" text-anchor="middle">${t * 100}%</text>`);
+  }
+  return { f, x, out };
+}
+
 /** A chart with nothing to draw says so, instead of an empty frame that looks like a bug. */
 export function emptyChart(kind: string, title: string, message: string, width = 560): string {
   const f = { width, height: 60, left: 0, right: 0, top: 0, bottom: 0 };

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { parseConfig, type Config, type ConfigInput } from '../../core/config.js';
 import { PROJECT_ROOT, startTemporalDevServer, type DevServer, type TemporalSettings } from '../../infra/temporal.js';
 import type { TestContext } from 'node:test';
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, type ScheduleHandle } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import type { Queue } from '../../workers/activities.js';
 import type { RunningWorkers } from '../../workers/run.js';
@@ -274,6 +274,32 @@ export function pipelineConfig(baseURL: string, storeDir: string, extra: Partial
     ...extra,
   });
 }
+
+/** Triggers `schedule` and waits until its `n`-th action has started; returns that workflow's id. */
+export async function triggerSchedule(schedule: ScheduleHandle, n: number): Promise<string> {
+  await schedule.trigger();
+  for (let i = 0; i < 200; i++) {
+    const actions = (await schedule.describe()).info.recentActions;
+    if (actions.length >= n) return actions[n - 1].action.workflow.workflowId;
+    await sleep(100);
+  }
+  throw new Error(`schedule action ${n} did not start`);
+}
+
+/** A script that answers as pipelineReply after `delayMs(req)`: slow replies keep items in flight when a test kills something. */
+export const slowPipelineReply =
+  (delayMs: (req: ChatRequest) => number): Script =>
+  async (req) => {
+    const ms = delayMs(req);
+    if (ms > 0) await sleep(ms);
+    return pipelineReply(req);
+  };
+
+/** LLM roles for the kill tests: one policy request at a time (so a kill finds a known number in flight), two analyst requests. */
+export const oneAtATimeRoles = (baseURL: string) => ({
+  policy: { baseURL, model: 'scripted-model', timeoutMs: 5_000, concurrency: 1 },
+  analyst: { baseURL, model: 'scripted-model', timeoutMs: 5_000, concurrency: 2 },
+});
 
 /** Activity timeouts that let a test lose a worker and recover in seconds. */
 export const FAST_TIMEOUTS = { shortMs: 20_000, longMs: 60_000, heartbeatMs: 3_000, maximumAttempts: 6 };
