@@ -143,3 +143,19 @@ test("toolsandbox: a step's signal aborts the user simulator's request in flight
     await llm.close();
   }
 });
+
+test('toolsandbox over the env protocol: the episode still shows its own allow list', async () => {
+  const { serveEnvironment } = await import('../envs/protocol/server.js');
+  const { HttpEnvironment } = await import('../envs/protocol/client.js');
+  const served = await serveEnvironment(createToolSandboxEnvironment());
+  try {
+    const env = await HttpEnvironment.connect(served.url);
+    const ep = await env.reset({ taskId: 'cellular_off' });
+    assert.deepEqual(ep.tools?.().map((t) => t.function.name), ['set_cellular_service_status']);
+    assert.ok(env.tools().length > 10, 'the env-wide union is larger');
+    assert.deepEqual((await ep.fork()).tools?.().map((t) => t.function.name), ['set_cellular_service_status']);
+    await env.close();
+  } finally {
+    await served.close();
+  }
+});

@@ -70,7 +70,7 @@ export class RemoteEnvironment implements Environment {
 
   async reset(req: ResetRequest, opts?: RequestOptions): Promise<Episode> {
     const r = await this.call('POST', '/v1/episodes', req, EpisodeCreatedSchema, opts);
-    return this.track(r.episodeId, r.taskId, r.initialMessages);
+    return this.track(r.episodeId, r.taskId, r.initialMessages, r.tools);
   }
 
   /** Deletes every episode this client still has open on the server. */
@@ -79,8 +79,8 @@ export class RemoteEnvironment implements Environment {
   }
 
   /** @internal */
-  track(id: string, taskId: string, initialMessages: Message[]): RemoteEpisode {
-    const e = new RemoteEpisode(this, id, taskId, initialMessages);
+  track(id: string, taskId: string, initialMessages: Message[], tools?: ToolSchema[]): RemoteEpisode {
+    const e = new RemoteEpisode(this, id, taskId, initialMessages, tools);
     this.open.add(e);
     return e;
   }
@@ -112,7 +112,13 @@ class RemoteEpisode implements Episode {
     readonly id: string,
     readonly taskId: string,
     private readonly initial: Message[],
-  ) {}
+    private readonly ownTools?: ToolSchema[],
+  ) {
+    // Only an episode whose server sent its own tools has tools(); the agent otherwise sees the env's.
+    if (ownTools) this.tools = () => structuredClone(ownTools);
+  }
+
+  tools?: () => ToolSchema[];
 
   private get path() {
     return `/v1/episodes/${encodeURIComponent(this.id)}`;
@@ -132,7 +138,7 @@ class RemoteEpisode implements Episode {
 
   async fork(): Promise<Episode> {
     const { episodeId } = await this.env.call('POST', `${this.path}/fork`, undefined, ForkResponseSchema);
-    return this.env.track(episodeId, this.taskId, this.initial);
+    return this.env.track(episodeId, this.taskId, this.initial, this.ownTools);
   }
 
   async close(): Promise<void> {

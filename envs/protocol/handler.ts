@@ -130,7 +130,7 @@ export function createProtocolHandler(env: Environment, opts: ProtocolHandlerOpt
       const episode = await env.reset(req, opts);
       let opening;
       try {
-        opening = answer(OpeningSchema, { taskId: episode.taskId, initialMessages: episode.initialMessages() }, 'episode');
+        opening = answer(OpeningSchema, { taskId: episode.taskId, initialMessages: episode.initialMessages(), ...(episode.tools ? { tools: episode.tools() } : {}) }, 'episode');
       } catch (err) {
         await episode.close().catch(() => {});
         throw err;

@@ -45,6 +45,8 @@ export const EpisodeCreatedSchema = z.object({
   episodeId: z.string().min(1),
   taskId: z.string(),
   initialMessages: z.array(MessageSchema),
+  /** The episode's own tools when they differ per task (Episode.tools); absent: the env's tools. */
+  tools: z.array(ToolSchemaSchema).optional(),
 });
 
 export const StepRequestSchema = z.object({ action: AgentActionSchema });
