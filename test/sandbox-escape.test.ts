@@ -131,6 +131,44 @@ test('escape: red-team rerun (WASI preopens, loader hooks, wasm memory, name loo
   if (iso.networkBlocked) await assert.rejects(attack("const dns = await import('node:dns'); return await new Promise((r, j) => dns.lookup('example.com', (e, a) => (e ? j(e) : r(a))))"), isSandboxError('network'));
 });
 
+/** Second red-team rerun (2026-12-02): contained attacks, one sandbox start, one tool call each. */
+const RERUN2: Record<string, string> = {
+  // inspector/promises is a module of its own; the inspector's Session is refused under it too.
+  inspectorPromises: "const { Session } = await import('node:inspector/promises'); const s = new Session(); s.connect(); return JSON.stringify(await s.post('Runtime.evaluate', { expression: '1+1' }))",
+  // Either would open the inspector on 127.0.0.1:9229 (in-process debugger: every closure readable).
+  debugPort: "try { process._debugProcess(process.pid); } catch {} try { process.kill(process.pid, 'SIGUSR1'); } catch {} await new Promise((r) => setTimeout(r, 500)); return await new Promise((res) => { const s = net.connect(9229, '127.0.0.1'); let d = ''; s.on('connect', () => s.write('GET /json HTTP/1.0\\r\\n\\r\\n')); s.on('data', (x) => (d += x)); s.on('end', () => res('answered ' + d)); s.on('error', (e) => res('no inspector ' + e.code)); })",
+  clusterFork: "const cluster = (await import('node:cluster')).default; cluster.setupPrimary({ exec: '/usr/bin/id' }); return 'forked ' + cluster.fork().process.pid",
+  computedImport: "const m = await import(['node:child', 'process'].join('_')); return m.execFileSync('/usr/bin/id').toString()",
+  functionImport: "const v = await new Function('return import(\"node:v\" + 8)')(); v.default.setFlagsFromString('--allow-natives-syntax'); return 'flag set'",
+  createRequire: "const { createRequire } = await import('node:module'); const M = createRequire(import.meta.url)('module'); M._load('v8').setFlagsFromString('--allow-natives-syntax'); return 'flag set'",
+  loadEnvFile: "if (typeof process.loadEnvFile !== 'function') throw Object.assign(new Error('no loadEnvFile'), { code: 'ERR_ACCESS_DENIED' }); process.loadEnvFile('/proc/1/environ'); return JSON.stringify(process.env)",
+  proc1: "return fs.readFileSync('/proc/1/cmdline', 'utf8')",
+  setuid: "process.setuid(0); return 'uid ' + process.getuid()",
+  hostSockets: "const out = []; for (const p of ['/run/docker.sock', '/var/run/docker.sock', '/run/dbus/system_bus_socket', '/tmp/.X11-unix/X0']) out.push(await new Promise((res) => { const s = net.connect(p); s.on('connect', () => { s.destroy(); res(p + ' connected'); }); s.on('error', (e) => res(p + ' ' + e.code)); })); return out.join('; ')",
+};
+
+test('escape: second red-team rerun (inspector routes, cluster, computed and indirect imports, loadEnvFile, setuid, host sockets) stays contained', async () => {
+  const iso = await sandboxIsolation();
+  const body = `const kind = JSON.parse(action.call.function.arguments).kind; try { return 'returned ' + await ATTACKS[kind](); } catch (e) { return 'threw ' + e.code + ': ' + e.message; }`;
+  const atImport = `const ATTACKS: Record<string, () => Promise<string>> = { ${Object.entries(RERUN2).map(([k, v]) => `${k}: async () => { ${v} }`).join(', ')} };`;
+  const env = await startSandboxedEnv({ source: attackSource(body, atImport), allowWeakIsolation: true });
+  const seen: Record<string, string> = {};
+  try {
+    const ep = await env.reset({ taskId: 'attack' });
+    for (const kind of Object.keys(RERUN2)) {
+      const r = await ep.step({ type: 'tool_call', call: { id: kind, type: 'function', function: { name: 'attack', arguments: JSON.stringify({ kind }) } } });
+      seen[kind] = r.observation.content ?? '';
+    }
+  } finally {
+    await env.close();
+  }
+  assert.match(seen.inspectorPromises, /^threw ERR_ACCESS_DENIED: sandbox: inspector\/promises\.Session is disabled/, seen.inspectorPromises);
+  const refused = /^threw (ERR_ACCESS_DENIED|EPERM|EINVAL)\b/;
+  for (const kind of ['clusterFork', 'computedImport', 'functionImport', 'createRequire', 'loadEnvFile', 'proc1', 'setuid']) assert.match(seen[kind], refused, `${kind}: ${seen[kind]}`);
+  if (iso.networkBlocked) assert.match(seen.debugPort, /^returned no inspector (ECONNREFUSED|ENETUNREACH)/, seen.debugPort);
+  if (iso.filesystemNamespace) assert.doesNotMatch(seen.hostSockets, /connected/, seen.hostSockets);
+});
+
 test('escape: spawning a process, and a fork bomb, are refused', async () => {
   await assert.rejects(attack("return cp.execSync('id').toString()"), isSandboxError('permission'));
   const bomb = "for (let i = 0; i < 10000; i++) cp.spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)']); return 'spawned'";

@@ -2,6 +2,7 @@ import childProcess from 'node:child_process';
 import { createHmac } from 'node:crypto';
 import fs from 'node:fs';
 import inspector from 'node:inspector';
+import inspectorPromises from 'node:inspector/promises';
 import { syncBuiltinESMExports } from 'node:module';
 import readline from 'node:readline';
 import v8 from 'node:v8';
@@ -50,7 +51,8 @@ function refused(what: string): () => never {
  * refuses some of these too; this does not rely on it.
  */
 function disableEscapeHatches(): void {
-  for (const [name, mod] of [['v8', v8], ['inspector', inspector], ['child_process', childProcess]] as const) {
+  // inspector/promises is a module of its own (loaded here, so it wraps the real Session first).
+  for (const [name, mod] of [['v8', v8], ['inspector', inspector], ['inspector/promises', inspectorPromises], ['child_process', childProcess]] as const) {
     for (const k of Object.keys(mod)) (mod as Record<string, unknown>)[k] = refused(`${name}.${k}`);
     Object.freeze(mod);
   }

@@ -4,7 +4,9 @@ import path from 'node:path';
 import { execa } from 'execa';
 import type { z } from 'zod';
 import { SandboxLimitsSchema, type SandboxLimits } from '../../core/sandbox.js';
-import type { Episode, RequestOptions, ResetRequest } from '../environment.js';
+import type { Message } from '../../core/messages.js';
+import type { RewardInfo } from '../../core/trajectory.js';
+import type { AgentAction, Episode, RequestOptions, ResetRequest, StepResult } from '../environment.js';
 import { EnvProtocolError, RemoteEnvironment } from '../protocol/client.js';
 import { inspectInstance } from '../sdk/define.js';
 import { describeZodError } from '../protocol/schemas.js';
@@ -172,12 +174,20 @@ export class SandboxedEnvironment extends RemoteEnvironment {
 
   /** An answer that breaks the Environment interface is the module's bug: report it as such. */
   override async call<S extends z.ZodType>(method: string, p: string, body: unknown, schema: S, opts?: RequestOptions): Promise<z.infer<S>> {
+    let out: z.infer<S>;
     try {
-      return await super.call(method, p, body, schema, opts);
+      out = await super.call(method, p, body, schema, opts);
     } catch (err) {
       if (err instanceof EnvProtocolError) throw new SandboxError('env_error', err.message);
       throw err;
     }
+    const fault =
+      method !== 'POST' ? undefined
+      : p.endsWith('/step') ? observationFault((body as { action: AgentAction }).action, (out as StepResult).observation)
+      : p.endsWith('/evaluate') ? rewardFault(out as RewardInfo)
+      : undefined;
+    if (fault) throw new SandboxError('env_error', fault);
+    return out;
   }
 
   /** Stops the process and deletes its sandbox dir; the env is unusable afterwards. */
@@ -186,6 +196,30 @@ export class SandboxedEnvironment extends RemoteEnvironment {
     await this.proc.close();
     await rm(this.dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * What is wrong with a generated env's answer to an action, if anything. Only the policy speaks as
+ * the assistant: an observation in its role (or the system's) would put env-written text, even tool
+ * calls, into the transcript as the policy's own turn, which the trainer then learns from
+ * (conversation_ids masks every assistant turn in). A tool call is answered by its own tool message,
+ * a message by the user.
+ */
+export function observationFault(action: AgentAction, obs: Message): string | undefined {
+  if (action.type === 'tool_call') {
+    if (obs.role !== 'tool') return `the observation of tool call ${action.call.id} has role '${obs.role}'; a tool call is answered by a 'tool' message`;
+    if (obs.tool_call_id !== action.call.id) return `the observation answers tool call '${obs.tool_call_id}', not the call made ('${action.call.id}')`;
+  } else if (obs.role !== 'user') return `the observation of a message has role '${obs.role}'; a message is answered by the 'user'`;
+  return undefined;
+}
+
+/**
+ * Rewards of a generated env lie in [0, 1], as the checks' thresholds (gold ≥ minGoldReward,
+ * trivial ≤ maxTrivialReward, the calibration band) and success (≥ 0.99) assume: a verifier scoring
+ * rare successes 10 and the rest 0 would otherwise put a policy that almost never succeeds in the band.
+ */
+export function rewardFault(r: RewardInfo): string | undefined {
+  return r.reward >= 0 && r.reward <= 1 ? undefined : `evaluate returned reward ${r.reward}, outside [0, 1]`;
 }
 
 /**
