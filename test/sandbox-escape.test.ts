@@ -144,10 +144,12 @@ const RERUN2: Record<string, string> = {
   loadEnvFile: "if (typeof process.loadEnvFile !== 'function') throw Object.assign(new Error('no loadEnvFile'), { code: 'ERR_ACCESS_DENIED' }); process.loadEnvFile('/proc/1/environ'); return JSON.stringify(process.env)",
   proc1: "return fs.readFileSync('/proc/1/cmdline', 'utf8')",
   setuid: "process.setuid(0); return 'uid ' + process.getuid()",
+  openFiles: "fs.writeFileSync('o', ''); const fds = []; try { for (;;) fds.push(fs.openSync('o', 'r')); } catch (e) { fds.forEach((fd) => fs.closeSync(fd)); return fds.length + ' ' + e.code; }",
+  hardLinks: "fs.writeFileSync('h', ''); let n = 0; try { for (; n < 6000; n++) fs.linkSync('h', 'h' + n); } catch (e) { return n + ' ' + e.code; } return n + ' no error'",
   hostSockets: "const out = []; for (const p of ['/run/docker.sock', '/var/run/docker.sock', '/run/dbus/system_bus_socket', '/tmp/.X11-unix/X0']) out.push(await new Promise((res) => { const s = net.connect(p); s.on('connect', () => { s.destroy(); res(p + ' connected'); }); s.on('error', (e) => res(p + ' ' + e.code)); })); return out.join('; ')",
 };
 
-test('escape: second red-team rerun (inspector routes, cluster, computed and indirect imports, loadEnvFile, setuid, host sockets) stays contained', async () => {
+test('escape: second red-team rerun (inspector routes, cluster, computed and indirect imports, loadEnvFile, setuid, open files, hard links, host sockets) stays contained', async () => {
   const iso = await sandboxIsolation();
   const body = `const kind = JSON.parse(action.call.function.arguments).kind; try { return 'returned ' + await ATTACKS[kind](); } catch (e) { return 'threw ' + e.code + ': ' + e.message; }`;
   const atImport = `const ATTACKS: Record<string, () => Promise<string>> = { ${Object.entries(RERUN2).map(([k, v]) => `${k}: async () => { ${v} }`).join(', ')} };`;
@@ -166,6 +168,10 @@ test('escape: second red-team rerun (inspector routes, cluster, computed and ind
   const refused = /^threw (ERR_ACCESS_DENIED|EPERM|EINVAL)\b/;
   for (const kind of ['clusterFork', 'computedImport', 'functionImport', 'createRequire', 'loadEnvFile', 'proc1', 'setuid']) assert.match(seen[kind], refused, `${kind}: ${seen[kind]}`);
   if (iso.networkBlocked) assert.match(seen.debugPort, /^returned no inspector (ECONNREFUSED|ENETUNREACH)/, seen.debugPort);
+  if (iso.rlimits) assert.match(seen.openFiles, /^returned \d+ EMFILE$/, seen.openFiles);
+  if (iso.rlimits) assert.ok(Number(seen.openFiles.split(' ')[1]) < 256, `RLIMIT_NOFILE 256: ${seen.openFiles}`);
+  // tmpfs reserves an inode per hard link, so links count against maxFiles (4096) like files.
+  if (iso.level === 'bwrap' && iso.fileCountLimit) assert.match(seen.hardLinks, /^returned \d{4} ENOSPC$/, seen.hardLinks);
   if (iso.filesystemNamespace) assert.doesNotMatch(seen.hostSockets, /connected/, seen.hostSockets);
 });
 
