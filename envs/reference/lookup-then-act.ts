@@ -15,11 +15,15 @@ import { defineEnvironment, deskHotel, deskTools, DESK_POLICY, call, statesMatch
  * bench/showcase-base-rate.ts, and 0.188 (8 × 8) in run demo-20261201-204740-mzwm — at the band's
  * lower edge, so calibration fails about as often as it passes. (Half the requests naming the step
  * after the lookup did not move it: 0.28 on 8 × 8 in the bench, 0.17 on 6 seeds × 8 in that run.)
- * The first step (looking up at all) is not trained here.
+ * The trainer's own served policy, now decoding as the embedded server does: 0.219 (8 × 8).
+ * Half the failures answer in prose after the lookup, and the guest confirmed once and left; a
+ * second confirmation gives the policy the chance to act on it: 0.438 (8 × 8, every group
+ * informative, seeds 0.25–0.625) on the embedded server. The first step (looking up at all) is not
+ * trained here.
  */
 type Inst = { initialState: DeskDb; userGoal: string; userTurns: string[]; prefix: AgentAction[]; gold: AgentAction[]; expect: { guest: string; code: string } };
 
-// The target's by-name requests, answered like the target (one confirmation).
+// The target's by-name requests; the guest confirms twice (the target's confirmation, then once more).
 const ASKS = [
   (n: string) => `Please cancel the booking for ${n}.`,
   (n: string) => `Hi, I'm ${n}. Cancel my booking, please.`,
@@ -44,7 +48,7 @@ export default defineEnvironment<DeskDb, Inst>({
     return {
       initialState: hotel,
       userGoal: rng.pick(ASKS)(guest),
-      userTurns: ['Yes, please cancel it.'],
+      userTurns: ['Yes, please cancel it.', 'Yes, go ahead and cancel it.'],
       prefix: [call('find_booking', { guest })],
       gold: [call('cancel_booking', { booking_code: code })],
       expect: { guest, code },
