@@ -45,7 +45,16 @@ export async function listEnvironments(io: EnvCommandIo): Promise<void> {
 export async function showEnvironment(name: string, opts: { taskSet?: string }, io: EnvCommandIo): Promise<void> {
   const reference = await findReference(name);
   if (reference) return showReference(reference, io);
-  if (builtInEnvironments().includes(name)) return showBuiltIn(await openBuiltIn(name), io);
+  // toolsandbox-<category|variant> is a prefix family the registry opens like a built-in name.
+  if (builtInEnvironments().includes(name) || name.startsWith('toolsandbox-')) {
+    let e: Environment;
+    try {
+      e = await openBuiltIn(name);
+    } catch (err) {
+      throw new CliError((err as Error).message);
+    }
+    return showBuiltIn(e, io);
+  }
   const d = tau2Domain(name);
   const e = createTau2Environment(d, { taskSet: taskSetOption(opts.taskSet) });
   const tasks = await e.listTasks();

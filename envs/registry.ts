@@ -37,8 +37,12 @@ const toolSandboxOptions = (deps: OpenDeps) => (deps.llm ? { userSimulator: deps
 const byPrefix: Record<string, Opener> = {
   'tau2-': async (name, deps) => (await import('./tau2/open.js')).openTau2Env(name, deps.config, deps.llm),
   // `toolsandbox-<category>`: the base scenarios of one category (single_tool_call, canonicalization, …).
-  'toolsandbox-': async (name, deps) =>
-    (await import('./toolsandbox/environment.js')).createToolSandboxEnvironment({ category: name.slice('toolsandbox-'.length), ...toolSandboxOptions(deps) }),
+  // `toolsandbox-<variant>` (3_distraction_tools, …_tool_name_scrambled) or `toolsandbox-<category>`.
+  'toolsandbox-': async (name, deps) => {
+    const m = await import('./toolsandbox/environment.js');
+    const rest = name.slice('toolsandbox-'.length);
+    return m.createToolSandboxEnvironment({ ...(m.scenarioVariants().includes(rest) ? { variant: rest } : { category: rest }), ...toolSandboxOptions(deps) });
+  },
   // `http:<url>` or a bare `http(s)://…` URL: any env speaking envs/protocol/README.md.
   'http:': async (name) => (await import('./protocol/client.js')).HttpEnvironment.connect(name.replace(/^http:(?=https?:\/\/)/, '')),
   'https:': async (name) => (await import('./protocol/client.js')).HttpEnvironment.connect(name),

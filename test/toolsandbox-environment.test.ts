@@ -38,7 +38,7 @@ test('toolsandbox: offline base scenarios listed, RapidAPI ones skipped with a c
   const env = createToolSandboxEnvironment();
   const tasks = await env.listTasks();
   assert.equal(env.info.name, 'toolsandbox');
-  assert.match(env.info.description, /skipped \d+ \(.*38 needs RapidAPI \(network\)/);
+  assert.match(env.info.description, /skipped \d+ \(.*38 need RapidAPI \(network\)/);
   assert.ok(tasks.length >= 80 && tasks.length <= 91, String(tasks.length));
   assert.ok(!tasks.some((t) => t.id.includes('weather') || t.id.includes('stock')), 'a RapidAPI scenario is offered offline');
   const ep = await env.reset({ taskId: 'cellular_off' });
@@ -158,4 +158,19 @@ test('toolsandbox over the env protocol: the episode still shows its own allow l
   } finally {
     await served.close();
   }
+});
+
+test('toolsandbox-<variant>: an augmented variant opens through the registry; name scrambling reaches the agent and calls run the real tool', async () => {
+  const name = 'toolsandbox-3_distraction_tools_tool_name_scrambled';
+  const env = await openEnvironment(parseConfig({ env: { name } }).env, { config: parseConfig({ env: { name } }) });
+  assert.equal(env.info.name, name);
+  const ep = await env.reset({ taskId: 'cellular_off_3_distraction_tools_tool_name_scrambled' });
+  const names = ep.tools!().map((t) => t.function.name);
+  assert.ok(names.length === 4 && names.every((n) => /^setting_\d+$/.test(n)), names.join(', '));
+  // The agent-facing name of set_cellular_service_status, from the data's scrambling map.
+  const scrambled = (JSON.parse((await import('node:fs')).readFileSync(new URL('../data/toolsandbox/derived/tools_openai_schema.json', import.meta.url), 'utf8')) as { scrambled_names: Record<string, string> }).scrambled_names.set_cellular_service_status;
+  const r = await ep.step(call(scrambled, { on: false }));
+  assert.equal(r.error, false);
+  assert.equal((await ep.step(call('set_cellular_service_status', { on: false }))).error, true, 'the execution-facing name is not offered');
+  assert.equal((await ep.evaluate([], 'agent_stop')).components.milestone_similarity > 0, true);
 });

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import type OpenAI from 'openai';
 import type { AgentAction, Episode } from '../envs/environment.js';
 import type { Row, SandboxContext } from '../envs/toolsandbox/context.js';
-import { createToolSandboxEnvironment } from '../envs/toolsandbox/environment.js';
+import { createToolSandboxEnvironment, scenarioVariants } from '../envs/toolsandbox/environment.js';
 
 /**
  * The Environment against upstream's own play: for the 91 offline base scenarios upstream ran
@@ -23,10 +23,13 @@ interface Fixture {
   dbs: Record<string, Row[]>;
   /** What upstream's agent role sent its model first, and every request of its user role. */
   agent_first_request: { messages: { role: string; content: string }[]; tools: unknown[] | null };
-  user_requests: { messages: { role: string; content: string }[]; tools: unknown[] | null }[];
+  user_requests?: { messages: { role: string; content: string }[]; tools: unknown[] | null }[];
   expected: { similarity: number; milestone_similarity: number; minefield_similarity: number; turn_count: number };
 }
-const fixtures = JSON.parse(readFileSync(new URL('./fixtures/toolsandbox/play-expected.json', import.meta.url), 'utf8')) as Fixture[];
+const load = (file: string) => JSON.parse(readFileSync(new URL(`./fixtures/toolsandbox/${file}`, import.meta.url), 'utf8')) as Fixture[];
+const fixtures = load('play-expected.json');
+/** The same for the augmented variants on top of 3 distraction tools (the user's requests not kept). */
+const variantFixtures = load('play-variants-expected.json');
 
 /**
  * uuid4 ids (new contacts, messages, reminders) are random upstream (the data's own ids are uuid5),
@@ -49,11 +52,11 @@ function scriptedUser(script: Fixture['user'], seen: { messages: unknown; tools:
   return { client: { chat: { completions: { create } } } as unknown as OpenAI, model: 'scripted' };
 }
 
-test(`episodes play as upstream's Scenario.play: messages, databases and similarity agree on ${fixtures.length} scenarios`, async () => {
-  const bad: string[] = [];
-  for (const f of fixtures) {
+async function compare(f: Fixture, bad: string[]): Promise<void> {
+  {
     const userRequests: { messages: unknown; tools: unknown }[] = [];
-    const env = createToolSandboxEnvironment({ userSimulator: scriptedUser(f.user, userRequests) });
+    const variant = VARIANTS.find((v) => f.scenario.endsWith(`_${v}`));
+    const env = createToolSandboxEnvironment({ userSimulator: scriptedUser(f.user, userRequests), ...(variant ? { variant } : {}) });
     const ep = await env.reset({ taskId: f.scenario });
     // The agent's first request: system prompt, first user turn, and the scenario's tools in upstream's order and form.
     const first = { messages: [{ role: 'system', content: env.systemPrompt() }, ...ep.initialMessages()], tools: ep.tools!() };
@@ -75,7 +78,7 @@ test(`episodes play as upstream's Scenario.play: messages, databases and similar
       }
     }
     // The user simulator saw exactly what upstream's user role sent its model (prompt, few-shot dialogue, flipped roles, end_conversation).
-    if (norm(userRequests) !== norm(f.user_requests)) bad.push(`${f.scenario}: user requests differ: ${norm(userRequests).slice(0, 400)}\n  upstream ${norm(f.user_requests).slice(0, 400)}`);
+    if (f.user_requests && norm(userRequests) !== norm(f.user_requests)) bad.push(`${f.scenario}: user requests differ: ${norm(userRequests).slice(0, 400)}\n  upstream ${norm(f.user_requests).slice(0, 400)}`);
     for (const [ns, rows] of Object.entries(f.dbs)) if (norm(ctx.getDatabase(ns as 'CONTACT')) !== norm(rows)) bad.push(`${f.scenario}: ${ns} differs`);
     const r = await ep.evaluate([], 'user_stop');
     const x = f.expected;
@@ -83,9 +86,26 @@ test(`episodes play as upstream's Scenario.play: messages, databases and similar
       bad.push(`${f.scenario}: similarity ${r.reward} turn ${(r.details as { turn_count: number }).turn_count}, upstream ${x.similarity} turn ${x.turn_count}`);
     }
   }
+}
+
+const VARIANTS = scenarioVariants().sort((a, b) => b.length - a.length);
+
+test(`episodes play as upstream's Scenario.play: requests, messages, databases and similarity agree on ${fixtures.length} base scenarios`, async () => {
+  const bad: string[] = [];
+  for (const f of fixtures) await compare(f, bad);
   assert.deepEqual(bad.slice(0, 10), []);
   // Not degenerate: perfect, partial and zero scores, and tool errors the agent saw.
   const sims = fixtures.map((f) => f.expected.similarity);
   assert.ok(sims.some((s) => s === 1) && sims.some((s) => s === 0) && sims.some((s) => s > 0 && s < 1));
   assert.ok(fixtures.some((f) => f.sandbox.some((r) => r.tool_call_exception !== null)));
+});
+
+test(`augmented variants play as upstream's: scrambled names / descriptions / argument types and distraction tools on ${variantFixtures.length} scenarios`, async () => {
+  const bad: string[] = [];
+  for (const f of variantFixtures) await compare(f, bad);
+  assert.deepEqual(bad.slice(0, 10), []);
+  const kinds = new Set(variantFixtures.map((f) => VARIANTS.find((v) => f.scenario.endsWith(`_${v}`))));
+  assert.equal(kinds.size, 5, [...kinds].join(', '));
+  // Name scrambling reached the agent: its tools and its calls use the scrambled names.
+  assert.ok(variantFixtures.some((f) => f.scenario.endsWith('tool_name_scrambled') && f.sandbox.some((r) => /^[a-z_]+_\d+$/.test(String(r.openai_function_name)))));
 });

@@ -9,7 +9,7 @@ import type { EnvLlm } from '../registry.js';
 import { pyNumber, pyStrRepr } from '../tau2/python-format.js';
 import type { Row, SandboxContext } from './context.js';
 import { evaluateContext } from './evaluator.js';
-import { BASE_VARIANT, loadScenarios, type ToolSandboxScenario } from './scenarios.js';
+import { BASE_VARIANT, loadPack, loadScenarios, type ToolSandboxScenario } from './scenarios.js';
 import { callTool, parseToolArguments, PORTED_TOOLS, type ToolOutcome } from './tools.js';
 
 /**
@@ -27,27 +27,51 @@ import { callTool, parseToolArguments, PORTED_TOOLS, type ToolOutcome } from './
 const SCHEMA_FILE = new URL('../../data/toolsandbox/derived/tools_openai_schema.json', import.meta.url);
 const SchemaFile = z.object({
   augmentations: z.record(z.string(), z.array(z.object({ type: z.literal('function'), function: z.object({ name: z.string() }).passthrough() }))),
+  scrambled_names: z.record(z.string(), z.string()),
   visible_to: z.record(z.string(), z.array(z.string())),
 });
 
-let schemas: Map<string, ToolSchema> | undefined;
-/** Upstream's OpenAI schemas of every tool, unaugmented (data/toolsandbox/SOURCE.md). */
-function toolSchemaMap(): Map<string, ToolSchema> {
+interface Schemas {
+  /** Execution-facing tool names in upstream's registry order (name_to_tool). */
+  order: string[];
+  /** augmentation ('none', TOOL_NAME_SCRAMBLED, …) → execution-facing name → the schema the agent sees. */
+  byAugmentation: Map<string, Map<string, ToolSchema>>;
+  scrambledNames: Record<string, string>;
+}
+let schemas: Schemas | undefined;
+/** Upstream's OpenAI schemas of every tool under each augmentation (data/toolsandbox/SOURCE.md). */
+function toolSchemas(): Schemas {
   if (!schemas) {
     const parsed = SchemaFile.parse(JSON.parse(readFileSync(SCHEMA_FILE, 'utf8')));
-    schemas = new Map(parsed.augmentations.none.map((t) => [t.function.name, t as unknown as ToolSchema]));
+    const order = parsed.augmentations.none.map((t) => t.function.name);
+    const byAugmentation = new Map<string, Map<string, ToolSchema>>();
+    for (const [aug, list] of Object.entries(parsed.augmentations)) {
+      // Each list is the same registry in the same order; a name-scrambled entry carries the scrambled name.
+      if (list.length !== order.length) throw new Error(`tools_openai_schema.json: ${aug} lists ${list.length} tools, none lists ${order.length}`);
+      byAugmentation.set(aug, new Map(list.map((t, i) => {
+        const expected = aug === NAME_SCRAMBLED ? parsed.scrambled_names[order[i]] : order[i];
+        if (t.function.name !== expected) throw new Error(`tools_openai_schema.json: ${aug}[${i}] is '${t.function.name}', expected '${expected}'`);
+        return [order[i], t as unknown as ToolSchema];
+      })));
+    }
+    schemas = { order, byAugmentation, scrambledNames: parsed.scrambled_names };
   }
   return schemas;
 }
+const NAME_SCRAMBLED = 'TOOL_NAME_SCRAMBLED';
 
 /** The user's own tool (visible_to USER). */
 const USER_TOOLS = ['end_conversation'];
 
+/** get_available_tools: the allow list less the deny list (the user's end_conversation included). */
+const availableTools = (s: ToolSandboxScenario): string[] => s.toolAllowList.filter((t) => !s.toolDenyList.includes(t));
+
 /** Why a scenario is not offered offline, or undefined when it runs. */
 export function offlineSkipReason(s: ToolSandboxScenario): string | undefined {
-  if (s.needsNetwork) return 'needs RapidAPI (network)';
-  const missing = s.toolAllowList.filter((t) => !PORTED_TOOLS.includes(t));
-  if (missing.length) return `tool not ported yet: ${missing.join(', ')}`;
+  const missing = availableTools(s).filter((t) => !PORTED_TOOLS.includes(t));
+  // A variant's distraction tools may be RapidAPI ones even when the base scenario needs no network.
+  if (s.needsNetwork || missing.some((t) => loadPack().tool_modules[t] === 'rapid_api_search_tools')) return 'need RapidAPI (network)';
+  if (missing.length) return `use a tool not ported yet (${[...new Set(missing)].join(', ')})`;
   return undefined;
 }
 
@@ -65,40 +89,53 @@ export function scenarioCategories(): string[] {
   return [...new Set(loadScenarios().filter((s) => s.variant === BASE_VARIANT).flatMap((s) => s.categories))].map((c) => c.toLowerCase()).sort();
 }
 
+/** `toolsandbox-<variant>`: upstream's augmented variants (3_distraction_tools, …_tool_name_scrambled, …). */
+export function scenarioVariants(): string[] {
+  return [...new Set(loadScenarios().map((s) => s.variant))].filter((v) => v !== BASE_VARIANT);
+}
+
 export interface ToolSandboxEnvOptions {
-  /** Only base scenarios of this category (lower-case upstream name). */
+  /** Only scenarios of this category (lower-case upstream name). */
   category?: string;
+  /** An augmented variant instead of the base scenarios. */
+  variant?: string;
   /** The user-simulator role; without it an agent's message to the user fails with a one-line error. */
   userSimulator?: EnvLlm;
 }
 
 export function createToolSandboxEnvironment(opts: ToolSandboxEnvOptions = {}): Environment {
-  const base = loadScenarios().filter((s) => s.variant === BASE_VARIANT);
+  const all = loadScenarios();
+  const base = all.filter((s) => s.variant === BASE_VARIANT);
+  const variant = opts.variant ?? BASE_VARIANT;
+  if (variant !== BASE_VARIANT && !scenarioVariants().includes(variant)) {
+    throw new Error(`toolsandbox: unknown variant '${variant}' (known: ${scenarioVariants().join(', ')})`);
+  }
   if (opts.category !== undefined && !scenarioCategories().includes(opts.category)) {
     throw new Error(`toolsandbox: unknown category '${opts.category}' (known: ${scenarioCategories().join(', ')})`);
   }
-  const selected = base.filter((s) => opts.category === undefined || s.categories.map((c) => c.toLowerCase()).includes(opts.category));
+  const selected = all.filter((s) => s.variant === variant && (opts.category === undefined || s.categories.map((c) => c.toLowerCase()).includes(opts.category)));
   const runnable = selected.filter((s) => !offlineSkipReason(s));
   const skipped = new Map<string, number>();
   for (const s of selected) {
     const why = offlineSkipReason(s);
     if (why) skipped.set(why, (skipped.get(why) ?? 0) + 1);
   }
-  const name = opts.category === undefined ? 'toolsandbox' : `toolsandbox-${opts.category}`;
+  const name = variant !== BASE_VARIANT ? `toolsandbox-${variant}` : opts.category === undefined ? 'toolsandbox' : `toolsandbox-${opts.category}`;
   const skippedText = [...skipped].map(([why, n]) => `${n} ${why}`).join('; ');
   const info: EnvInfo = {
     name,
     kind: 'target',
-    description: `apple/ToolSandbox base scenarios${opts.category ? ` (${opts.category})` : ''}: ${runnable.length} of ${selected.length} offline-runnable` +
+    description: `apple/ToolSandbox ${variant === BASE_VARIANT ? 'base' : variant} scenarios${opts.category ? ` (${opts.category})` : ''}: ${runnable.length} of ${selected.length} offline-runnable` +
       (skipped.size ? `, skipped ${selected.length - runnable.length} (${skippedText})` : '') + '; scored by milestone similarity (perfect = 1.0)',
   };
   // The union of the offered scenarios' agent tools; each episode shows the agent only its own allow list.
-  const allTools = [...new Set(runnable.flatMap((s) => s.toolAllowList))].filter((t) => !USER_TOOLS.includes(t)).sort();
+  const augmentations = runnable[0]?.toolAugmentationList ?? [];
+  const allTools = [...new Set(runnable.flatMap(availableTools))].filter((t) => !USER_TOOLS.includes(t)).sort();
   const prefix = base[0].startingContext().getDatabase('SANDBOX', { allHistory: true });
   const systemPrompt = String(prefix.find((r) => r.sender === 'SYSTEM' && r.recipient === 'AGENT')?.content ?? '');
   return {
     info,
-    tools: () => allTools.map((t) => schemaOf(t)),
+    tools: () => allTools.map((t) => schemaOf(t, augmentations)),
     systemPrompt: () => systemPrompt,
     async listTasks(): Promise<TaskRef[]> {
       return runnable.map((s) => ({ id: s.name, split: scenarioSplit(s.name) }));
@@ -114,10 +151,18 @@ export function createToolSandboxEnvironment(opts: ToolSandboxEnvOptions = {}): 
   };
 }
 
-function schemaOf(tool: string): ToolSchema {
-  const s = toolSchemaMap().get(tool);
+/** A tool's schema as the agent of a scenario with these augmentations sees it (the user's tools are never scrambled). */
+function schemaOf(tool: string, augmentations: readonly string[] = []): ToolSchema {
+  const all = toolSchemas().byAugmentation;
+  const aug = USER_TOOLS.includes(tool) ? 'none' : augmentations.find((a) => all.has(a)) ?? 'none';
+  const s = all.get(aug)!.get(tool);
   if (!s) throw new Error(`tools_openai_schema.json: no schema for tool '${tool}'`);
   return s;
+}
+
+/** The agent-facing name of a tool (get_agent_facing_tool_name: scrambled under TOOL_NAME_SCRAMBLED). */
+function agentFacingName(tool: string, augmentations: readonly string[]): string {
+  return augmentations.includes(NAME_SCRAMBLED) && !USER_TOOLS.includes(tool) ? toolSchemas().scrambledNames[tool] : tool;
 }
 
 /** A SANDBOX message's visible_to: upstream's Message defaults it to [sender, recipient]; rows written as data leave it null. */
@@ -174,8 +219,14 @@ class ToolSandboxEpisode implements Episode {
    * shuffled order does not show).
    */
   tools(): ToolSchema[] {
-    const allowed = new Set(this.scenario.toolAllowList.filter((t) => !USER_TOOLS.includes(t)));
-    return [...toolSchemaMap().keys()].filter((t) => allowed.has(t)).map(schemaOf);
+    const allowed = new Set(availableTools(this.scenario).filter((t) => !USER_TOOLS.includes(t)));
+    return toolSchemas().order.filter((t) => allowed.has(t)).map((t) => schemaOf(t, this.scenario.toolAugmentationList));
+  }
+
+  /** Agent-facing name → execution-facing name, for this scenario's agent tools. */
+  private agentToolNames(): Map<string, string> {
+    const augs = this.scenario.toolAugmentationList;
+    return new Map(availableTools(this.scenario).filter((t) => !USER_TOOLS.includes(t)).map((t) => [agentFacingName(t, augs), t]));
   }
 
   /** The scenario's opening messages as the agent sees them (after the system prompt): the first user turn. */
@@ -190,8 +241,10 @@ class ToolSandboxEpisode implements Episode {
   }
 
   /** Runs a tool call message as the execution environment and adds its reply (which carries the tool trace). */
-  private execute(sender: 'AGENT' | 'USER', call: ToolCall, allowed: string[]): ToolOutcome {
+  private execute(sender: 'AGENT' | 'USER', call: ToolCall, allowed: Map<string, string>): ToolOutcome {
     const name = call.function.name;
+    // The code runs the execution-facing tool; the message keeps the name the agent used.
+    const exec = allowed.get(name) ?? name;
     let parsed: ReturnType<typeof parseToolArguments> | undefined;
     let bad: string | undefined;
     try {
@@ -202,9 +255,9 @@ class ToolSandboxEpisode implements Episode {
     const ids = sender === 'AGENT' ? { openai_tool_call_id: call.id, openai_function_name: name } : {};
     // Upstream's agent raises (the scenario crashes) on an unknown tool or unparsable arguments;
     // here the agent is told, as an exception line, and the turn counts.
-    if (!bad && !allowed.includes(name)) bad = `KeyError: "Agent tool call agent_facing_tool_name='${name}' is not a known allowed tool."`;
-    this.add({ sender, recipient: 'EXECUTION_ENVIRONMENT', content: parsed ? toolCallCode(call.id, name, parsed.args, parsed.floats) : call.function.arguments, ...ids });
-    const out: ToolOutcome = bad ? { content: bad, exception: bad, trace: null } : callTool(this.ctx, name, parsed!.args, parsed!.floats);
+    if (!bad && !allowed.has(name)) bad = `KeyError: "Agent tool call agent_facing_tool_name='${name}' is not a known allowed tool."`;
+    this.add({ sender, recipient: 'EXECUTION_ENVIRONMENT', content: parsed ? toolCallCode(call.id, exec, parsed.args, parsed.floats) : call.function.arguments, ...ids });
+    const out: ToolOutcome = bad ? { content: bad, exception: bad, trace: null } : callTool(this.ctx, exec, parsed!.args, parsed!.floats);
     // The execution environment moves the trace from the call message onto its reply
     // (roles/execution_environment.py: erased on the call with update_database, set on the response).
     if (out.trace !== null) this.ctx.updateDatabase('SANDBOX', [{ ...this.ctx.getDatabase('SANDBOX')[0], tool_trace: null }]);
@@ -227,7 +280,7 @@ class ToolSandboxEpisode implements Episode {
     let observation: Message;
     let error = false;
     if (action.type === 'tool_call') {
-      const out = this.execute('AGENT', action.call, this.tools().map((t) => t.function.name));
+      const out = this.execute('AGENT', action.call, this.agentToolNames());
       observation = { role: 'tool', tool_call_id: action.call.id, content: out.content };
       error = out.exception !== null;
     } else {
@@ -260,7 +313,7 @@ class ToolSandboxEpisode implements Episode {
       model: typeof llm.model === 'string' ? llm.model : await llm.model(),
       ...(llm.temperature !== undefined ? { temperature: llm.temperature } : {}),
       messages: this.userView(),
-      tools: USER_TOOLS.map(schemaOf) as OpenAI.Chat.ChatCompletionTool[],
+      tools: USER_TOOLS.map((t) => schemaOf(t)) as OpenAI.Chat.ChatCompletionTool[],
     }, signal ? { signal } : undefined);
     const msg = res.choices[0]?.message;
     if (!msg) throw new Error('user simulator returned no choices');
@@ -270,7 +323,7 @@ class ToolSandboxEpisode implements Episode {
       this.add({ sender: 'USER', recipient: 'AGENT', content });
       return { role: 'user', content };
     }
-    for (const c of calls) this.execute('USER', { id: c.id, type: 'function', function: { name: c.function.name, arguments: c.function.arguments } }, USER_TOOLS);
+    for (const c of calls) this.execute('USER', { id: c.id, type: 'function', function: { name: c.function.name, arguments: c.function.arguments } }, new Map(USER_TOOLS.map((t) => [t, t])));
     return { role: 'user', content: msg.content ?? '' };
   }
 

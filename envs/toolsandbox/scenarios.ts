@@ -82,6 +82,8 @@ export interface ToolSandboxScenario {
   categories: string[];
   maxMessages: number;
   toolAllowList: string[];
+  /** Tools removed even when allowed (get_available_tools filters both lists; a variant's distraction tools can name one). */
+  toolDenyList: string[];
   toolAugmentationList: string[];
   /** Uses a RapidAPI search tool, so it cannot run offline. */
   needsNetwork: boolean;
@@ -129,6 +131,7 @@ export function loadScenarios(pack: ScenarioPack = loadPack()): ToolSandboxScena
       categories: v.categories,
       maxMessages: s.max_messages,
       toolAllowList: v.tool_allow_list,
+      toolDenyList: s.tool_deny_list ?? [],
       toolAugmentationList: v.tool_augmentation_list,
       needsNetwork: s.needs_network,
       evaluation,
