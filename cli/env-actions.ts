@@ -78,7 +78,11 @@ export async function replayGold(name: string, opts: { task?: string; taskSet?: 
   }
   if (name === 'toolsandbox' || name.startsWith('toolsandbox-')) {
     const { replayToolSandboxGold } = await import('../envs/toolsandbox/gold-replay.js');
-    const category = name === 'toolsandbox' ? undefined : name.slice('toolsandbox-'.length).toUpperCase();
+    const rest = name === 'toolsandbox' ? undefined : name.slice('toolsandbox-'.length);
+    const { scenarioVariants, scenarioCategories } = await import('../envs/toolsandbox/environment.js');
+    if (rest !== undefined && scenarioVariants().includes(rest)) throw new CliError(`env: gold trajectories exist for the base scenarios only; replay 'toolsandbox' or 'toolsandbox-<category>', not the variant '${rest}'`);
+    if (rest !== undefined && !scenarioCategories().includes(rest)) throw new CliError(`env: unknown ToolSandbox category '${rest}' (known: ${scenarioCategories().join(', ')})`);
+    const category = rest?.toUpperCase();
     let lines;
     try {
       lines = replayToolSandboxGold(opts.task);
