@@ -47,6 +47,13 @@ export interface Played {
 export async function playPolicy(env: Environment, seed: number, policy: Policy, maxSteps = 60): Promise<Played> {
   const ep = await env.reset({ seed });
   const messages: Message[] = ep.initialMessages();
+  // Only the policy speaks as the assistant (the SDK opens with the goal and prefix tool calls):
+  // opening text in its role would be learnt as the policy's own (the trainer trains every assistant turn).
+  const spoken = messages.find((m) => m.role === 'assistant' && m.content);
+  if (spoken) {
+    await ep.close();
+    throw new Error(`seed ${seed}: the opening has an assistant turn with text ('${String(spoken.content).slice(0, 80)}'); only the policy speaks as the assistant`);
+  }
   const errors: string[] = [];
   let termination: Termination = 'max_steps';
   try {
