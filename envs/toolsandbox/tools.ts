@@ -15,6 +15,7 @@ import { pyFloatRepr, pyRepr, pyStrRepr } from '../tau2/python-format.js';
 import { NoMatchingRows, SCHEMAS, type Namespace, type Row, type SandboxContext } from './context.js';
 import { defaultProcess, extract, partialRatio } from './fuzz.js';
 import { usHolidays } from './holidays.js';
+import { geodesicKm } from './geodesic.js';
 import { NumberParseException, validatePhoneNumber } from './phonenumbers.js';
 
 /** A Python exception raised by a tool: its class name and str(). */
@@ -496,6 +497,13 @@ UTILITIES.search_holiday = {
   },
   repr: (r) => (r === null ? 'None' : pyFloatRepr(r as number)),
 };
+
+/** utilities.calculate_lat_lon_distance: the four range checks (latitudes first), then geopy's geodesic in km. */
+const LAT_LON: Param[] = ['latitude_0', 'longitude_0', 'latitude_1', 'longitude_1'].map(F);
+UTILITIES.calculate_lat_lon_distance = typed(LAT_LON, (a, fl) => {
+  checkRanges(LAT_LON, a, fl, ['latitude_0', 'latitude_1', 'longitude_0', 'longitude_1']);
+  return geodesicKm(num(a.latitude_0), num(a.longitude_0), num(a.latitude_1), num(a.longitude_1));
+}, floatRepr);
 
 const TOOLS: Record<string, ToolDef> = {
   set_low_battery_mode_status: {
