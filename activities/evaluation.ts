@@ -231,6 +231,7 @@ export function createEvaluationActivities(deps: EvaluationDeps = defaultDeps) {
               model: traj.model,
               temperature,
               trajectoryUri: trajRef.uri,
+              ...taskCategories(traj.rewardInfo.details),
             };
             // The episode record is written last: its presence is what marks the item finished.
             await store.put(runKeys.evaluationEpisode(runId, variant.name, task, trial), JSON.stringify(episode));
@@ -370,3 +371,9 @@ export function createEvaluationActivities(deps: EvaluationDeps = defaultDeps) {
 
 const defaults = createEvaluationActivities();
 export const { listEvaluationTasks, planEvaluation, evaluateVariant, evaluateRun } = defaults;
+
+/** The task's categories when the env's reward details name them (ToolSandbox's `categories`). */
+function taskCategories(details: Record<string, unknown> | undefined): { categories?: string[] } {
+  const c = details?.categories;
+  return Array.isArray(c) && c.length > 0 && c.every((x) => typeof x === 'string') ? { categories: c } : {};
+}

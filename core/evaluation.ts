@@ -41,6 +41,11 @@ export const EvalEpisodeSchema = z.object({
   temperature: z.number(),
   /** Full trajectory in the artifact store (URI), for reading why a task failed. */
   trajectoryUri: z.string().optional(),
+  /**
+   * The task's categories when the env names them in its reward details (ToolSandbox: single /
+   * multiple tool call, state dependency, …; a task may have several), for the per-category breakdown.
+   */
+  categories: z.array(z.string()).optional(),
 });
 export type EvalEpisode = z.infer<typeof EvalEpisodeSchema>;
 
@@ -84,6 +89,11 @@ export const EvaluationSummarySchema = z.object({
   temperature: z.number(),
   overall: PassStatsSchema,
   perDomain: z.array(PassStatsSchema.extend({ domain: z.string() })),
+  /**
+   * The same per task category (episodes whose env named categories; one episode counts in each of
+   * its categories); empty when no episode had any. ToolSandbox: mean similarity and perfect count.
+   */
+  perCategory: z.array(PassStatsSchema.extend({ category: z.string() })).default([]),
   /** Per-task outcomes, so deltas between variants can be paired on the same tasks. */
   perTask: z.array(TaskOutcomeSchema),
   terminations: z.record(z.string(), z.number().int().nonnegative()),
@@ -159,6 +169,9 @@ export function summarizeEvaluation(
     temperature,
     overall: passStats(episodes, trials),
     perDomain: domains.map((domain) => ({ domain, ...passStats(episodes.filter((e) => e.domain === domain), trials) })),
+    perCategory: [...new Set(episodes.flatMap((e) => e.categories ?? []))]
+      .sort()
+      .map((category) => ({ category, ...passStats(episodes.filter((e) => e.categories?.includes(category)), trials) })),
     perTask: taskOutcomes(episodes),
     terminations,
     usage: {

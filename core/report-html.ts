@@ -1,4 +1,4 @@
-import { formatInterval, formatMean, isSimilarityEnv, pct, type Report } from './report.js';
+import { categoryBreakdown, formatInterval, formatMean, isSimilarityEnv, pct, type Report } from './report.js';
 import { capabilityGapChart } from './svg/capability-gap.js';
 import { esc } from './svg/common.js';
 import { passRateChart } from './svg/pass-rates.js';
@@ -27,6 +27,15 @@ function deltaCell(d: Report['variants'][number]['deltaVsBase']): string {
   if (!d) return td('—', 'num muted');
   const cls = d.low !== null && d.low > 0 ? 'num pos' : d.high !== null && d.high < 0 ? 'num neg' : 'num';
   return td(esc(formatInterval(d, true)), cls);
+}
+
+/** ToolSandbox's per-category breakdown: per category and variant, mean similarity and perfect count. */
+function categorySection(r: Report): string {
+  const rows = categoryBreakdown(r.variants);
+  if (rows.length === 0) return '';
+  const header = ['category', ...r.variants.flatMap((v) => [`${v.name} mean similarity`, `${v.name} perfect`])];
+  const body = rows.map((row) => `<tr>${td(esc(row.category))}${row.cells.map((c) => td(esc(c.meanSimilarity), 'num') + td(esc(c.perfect), 'num')).join('')}</tr>`).join('');
+  return `<h3>Per category</h3><p class="muted">A scenario counts in each of its categories; perfect = similarity 1.0.</p><table><tr>${header.map(th).join('')}</tr>${body}</table>`;
 }
 
 function variantsSection(r: Report): string {
@@ -62,7 +71,7 @@ function variantsSection(r: Report): string {
     domains.length > 1 ? domainHead : ''
   }${th('pass^k')}</tr>${rows}</table>`;
   const chart = passRateChart(r.variants.map((v) => ({ name: v.name, estimate: v.passRate.estimate, low: v.passRate.low, high: v.passRate.high })));
-  return head + table + chart;
+  return head + table + (similarityEnv ? categorySection(r) : '') + chart;
 }
 
 const badge = (status: string) => `<span class="badge ${status === 'ok' ? 'ok' : status === 'failed' ? 'failed' : ''}">${esc(status)}</span>`;

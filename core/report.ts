@@ -25,6 +25,8 @@ export const VariantRowSchema = PassRowSchema.extend({
   capability: z.string().optional(),
   passHatK: z.array(z.object({ k: z.number().int().positive(), value: z.number() })),
   perDomain: z.array(PassRowSchema.extend({ domain: z.string() })),
+  /** Per task category (ToolSandbox's categories; a task counts in each of its own); deltaVsBase stays null. */
+  perCategory: z.array(PassRowSchema.extend({ category: z.string() })).default([]),
   usage: UsageSchema,
   summaryUri: z.string().optional(),
 });
@@ -162,6 +164,15 @@ function variantRow(summary: EvaluationSummary & { summaryUri?: string }, base: 
       deltaVsBase: delta(d.domain),
       meanReward: d.meanRewardInterval ?? null,
     })),
+    perCategory: summary.perCategory.map((c) => ({
+      category: c.category,
+      tasks: c.tasks,
+      episodes: c.episodes,
+      successes: c.successes,
+      passRate: c.passRate,
+      deltaVsBase: null,
+      meanReward: c.meanRewardInterval ?? null,
+    })),
     usage: summary.usage,
     summaryUri: summary.summaryUri,
   };
@@ -226,6 +237,7 @@ export function formatSummary(report: Report): string {
       // ToolSandbox reports as the paper's Table 3: mean similarity, and the perfect (= 1.0) rate, which is the pass rate.
       const rows = report.variants.map((v) => [v.name, v.kind, String(v.tasks), v.meanReward ? formatMean(v.meanReward) : '—', formatInterval(v.passRate), `${v.successes}/${v.episodes}`, v.deltaVsBase ? formatInterval(v.deltaVsBase, true) : '—']);
       lines.push(...table(['variant', 'kind', 'tasks', 'mean similarity', 'perfect rate', 'perfect', 'Δ perfect vs base'], rows));
+      lines.push(...categoryTable(report.variants));
     } else {
       const rows = report.variants.map((v) => [v.name, v.kind, String(v.tasks), formatInterval(v.passRate), v.deltaVsBase ? formatInterval(v.deltaVsBase, true) : '—']);
       lines.push(...table(['variant', 'kind', 'tasks', 'pass rate', 'Δ vs base'], rows));
@@ -247,6 +259,28 @@ export function formatSummary(report: Report): string {
   for (const n of report.notes) lines.push(`note: ${n}`);
   if (report.links.run) lines.push(`Temporal UI: ${report.links.run}`);
   return lines.join('\n');
+}
+
+/**
+ * ToolSandbox's per-category breakdown (the paper's Table 3 columns per scenario category): one row
+ * per category, per variant its mean similarity and perfect count of the category's episodes.
+ */
+export function categoryBreakdown(variants: readonly VariantRow[]): { category: string; cells: { meanSimilarity: string; perfect: string }[] }[] {
+  const categories = [...new Set(variants.flatMap((v) => v.perCategory.map((c) => c.category)))].sort();
+  return categories.map((category) => ({
+    category,
+    cells: variants.map((v) => {
+      const c = v.perCategory.find((x) => x.category === category);
+      return c ? { meanSimilarity: c.meanReward ? formatMean(c.meanReward) : '—', perfect: `${c.successes}/${c.episodes}` } : { meanSimilarity: '—', perfect: '—' };
+    }),
+  }));
+}
+
+function categoryTable(variants: readonly VariantRow[]): string[] {
+  const rows = categoryBreakdown(variants);
+  if (rows.length === 0) return [];
+  const header = ['category', ...variants.flatMap((v) => [`${v.name} mean similarity`, `${v.name} perfect`])];
+  return ['per category:', ...table(header, rows.map((r) => [r.category, ...r.cells.flatMap((c) => [c.meanSimilarity, c.perfect])]))];
 }
 
 function table(header: string[], rows: string[][]): string[] {

@@ -45,4 +45,7 @@ test('trace run on toolsandbox with the scripted LLM: rollouts, stage 1, base ev
   t.diagnostic(text);
   assert.match(text, /mean similarity\s+perfect rate\s+perfect/);
   assert.match(text, new RegExp(`base\\s+base\\s+3\\s+${base.meanReward!.estimate!.toFixed(3)}`));
+  // The per-category breakdown: every category of the evaluated scenarios, with its perfect count.
+  assert.ok(base.perCategory.length > 0 && base.perCategory.every((c) => c.episodes >= 1 && c.episodes <= 3), JSON.stringify(base.perCategory));
+  for (const c of base.perCategory) assert.match(text, new RegExp(`\\n${c.category}\\s+.*${c.successes}/${c.episodes}`));
 });
