@@ -13,7 +13,7 @@ import { ArtifactRefSchema } from '../core/artifact-ref.js';
 import { openStore, type ArtifactStore } from '../store/index.js';
 import { runKeys } from '../store/keys.js';
 import { serveEnvironment } from '../envs/protocol/server.js';
-import { startSandboxedEnv } from '../envs/sandbox/index.js';
+import { startGeneratedEnv } from './synthesis/candidate.js';
 import type { Environment } from '../envs/environment.js';
 import { HttpEnvironment } from '../envs/protocol/client.js';
 import { PROJECT_ROOT } from '../infra/temporal.js';
@@ -245,10 +245,13 @@ async function openEnvServer(input: TrainAdapterInput, store: ArtifactStore): Pr
   if (!input.environment && !input.envModule) {
     throw ApplicationFailure.nonRetryable('trainAdapter: one of environment, envModule or envUrl is required', 'InvalidInput');
   }
-  const allowWeakIsolation = input.config.synthesis.sandbox.allowWeakIsolation;
+  // Validation's per-process limits (episodesPerProcess above all: no process here serves more
+  // episodes than validation's did); budgetMs and cpuSeconds are totals over the env's life, which
+  // is longer here than in validation, so they keep the sandbox defaults (1 h busy, 600 s CPU).
+  const { budgetMs: _budget, cpuSeconds: _cpu, ...sandbox } = input.config.synthesis.sandbox;
   const env = input.environment
-    ? await startSandboxedEnv({ source: await store.getText(input.environment), allowWeakIsolation })
-    : await startSandboxedEnv({ modulePath: path.resolve(PROJECT_ROOT, input.envModule!), allowWeakIsolation });
+    ? await startGeneratedEnv({ source: await store.getText(input.environment) }, sandbox)
+    : await startGeneratedEnv({ modulePath: path.resolve(PROJECT_ROOT, input.envModule!) }, sandbox);
   try {
     const served = await serveEnvironment(env);
     return {

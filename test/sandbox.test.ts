@@ -136,7 +136,7 @@ test('sandbox: close stops the process and removes its directory', async () => {
   const ep = await env.reset({ taskId: 'attack' });
   const cwd = (await ep.step(ATTACK)).observation.content ?? '';
   assert.ok(cwd.length > 0);
-  const dir = (env as unknown as { dir: string }).dir;
+  const [dir] = env.processDirs();
   assert.ok(existsSync(dir));
   await env.close();
   assert.equal(existsSync(dir), false);

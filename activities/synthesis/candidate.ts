@@ -5,7 +5,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { transform } from 'esbuild';
 import type { Environment } from '../../envs/environment.js';
-import { isWeak, startSandboxedEnv, type SandboxLimits } from '../../envs/sandbox/index.js';
+import { isWeak, startSandboxedEnv, type SandboxedEnvironment, type SandboxLimits } from '../../envs/sandbox/index.js';
 
 /**
  * Turning generated source into a running Environment: static checks (syntax, allowed imports,
@@ -20,6 +20,8 @@ export interface LoadedEnv {
   close(): Promise<void>;
   /** Set when generated code runs without network and file-system isolation (allowed by config). */
   warning?: string;
+  /** Sends the next episode to a fresh sandbox process (validation calls it between checks). */
+  freshProcess?(): void;
 }
 
 /** The validation sandbox's settings: config `synthesis.sandbox`. */
@@ -93,15 +95,25 @@ export async function typeErrors(source: string, max = 5): Promise<string[]> {
   });
 }
 
+/**
+ * A generated (or reference) env module in the sandbox with config `synthesis.sandbox`: validation
+ * and training both start theirs here, so training's processes live no longer (episodesPerProcess)
+ * and get no more time or CPU than the ones validation judged.
+ */
+export function startGeneratedEnv(module: { source: string } | { modulePath: string }, sandbox: SandboxSettings = {}, signal?: AbortSignal): Promise<SandboxedEnvironment> {
+  const { allowWeakIsolation, ...limits } = sandbox;
+  return startSandboxedEnv({ ...module, limits, allowWeakIsolation, configPath: 'synthesis.sandbox', signal });
+}
+
 /** `signal` (validation's cancellation) kills the sandbox and fails its requests at once. */
 export async function loadCandidate(source: string, runner: Runner, sandbox: SandboxSettings = {}, signal?: AbortSignal): Promise<LoadedEnv> {
   if (runner === 'sandbox') {
-    const { allowWeakIsolation, ...limits } = sandbox;
-    const env = await startSandboxedEnv({ source, limits, allowWeakIsolation, configPath: 'synthesis.sandbox', signal });
-    if (!isWeak(env.isolation)) return { env, close: () => env.close() };
+    const env = await startGeneratedEnv({ source }, sandbox, signal);
+    const freshProcess = () => env.recycle();
+    if (!isWeak(env.isolation)) return { env, close: () => env.close(), freshProcess };
     const warning = `WARNING: generated code ran at sandbox isolation level '${env.isolation.level}' (${env.isolation.networkBlocked ? 'no file-system namespace' : 'NO network and NO file-system namespace'}), allowed by synthesis.sandbox.allowWeakIsolation`;
     console.warn(warning);
-    return { env, close: () => env.close(), warning };
+    return { env, close: () => env.close(), warning, freshProcess };
   }
   const mod = await import(pathToFileURL(await writeCandidate(source)).href);
   const env = mod.default as Environment | undefined;

@@ -370,6 +370,9 @@ export async function validateCandidate(input: ValidateInput): Promise<{ verdict
       }]);
     }
     for (const [check, run] of steps) {
+      // Each check starts in a fresh process, so calibration's processes hold only policy episodes,
+      // as training's do, and a module counting per process sees the same counts there as here.
+      compiled.loaded.freshProcess?.();
       const r = await run().catch((e: Error): CheckResult => ({ check, passed: false, reason: `the environment crashed: ${e.message.slice(0, 500)}`, metrics: {}, examples: [] }));
       checks.push(r);
       input.onProgress?.({ check, passed: r.passed });

@@ -3,6 +3,7 @@ import { createHmac } from 'node:crypto';
 import fs from 'node:fs';
 import inspector from 'node:inspector';
 import inspectorPromises from 'node:inspector/promises';
+import os from 'node:os';
 import { syncBuiltinESMExports } from 'node:module';
 import readline from 'node:readline';
 import v8 from 'node:v8';
@@ -10,7 +11,7 @@ import workerThreads from 'node:worker_threads';
 import type { Environment } from '../environment.js';
 import { createProtocolHandler } from '../protocol/handler.js';
 import type { ProtocolErrorType } from '../protocol/schemas.js';
-import { SESSION_KEY_BYTES } from './framing.js';
+import { FROZEN_EPOCH_MS, SESSION_KEY_BYTES } from './framing.js';
 
 /**
  * Runs inside the sandbox, bundled in front of the generated module. This file is evaluated before
@@ -62,6 +63,92 @@ function disableEscapeHatches(): void {
   for (const k of ['binding', '_linkedBinding', 'dlopen']) Object.defineProperty(process, k, { value: refused(`process.${k}`), configurable: false, writable: false });
 }
 
+const STAT_TIMES = ['atime', 'mtime', 'ctime', 'birthtime'] as const;
+
+/**
+ * Stops every clock the module can read, so that a module cannot behave differently once time has
+ * passed since validation (or at another hour): Date (now, `new Date()`, `Date()`), Intl's default
+ * date, performance.now/timeOrigin, process.hrtime/uptime, os.uptime and file timestamps all show
+ * FROZEN_EPOCH_MS (relative clocks 0). generate(seed) must depend on the seed alone anyway, and a
+ * date an env needs comes from its seed (envs/sdk/data.ts). Timers still run in real time; see the
+ * README's Known gaps.
+ */
+function freezeClocks(): void {
+  const at = FROZEN_EPOCH_MS;
+  const RealDate = Date;
+  RealDate.now = () => at;
+  const FrozenDate = new Proxy(RealDate, {
+    construct: (target, args, newTarget) => Reflect.construct(target, args.length ? args : [at], newTarget),
+    apply: () => new RealDate(at).toString(),
+  });
+  globalThis.Date = FrozenDate;
+  RealDate.prototype.constructor = FrozenDate; // else `new (new Date(0).constructor)()` reads the real clock
+  const format = Object.getOwnPropertyDescriptor(Intl.DateTimeFormat.prototype, 'format')!;
+  Object.defineProperty(Intl.DateTimeFormat.prototype, 'format', {
+    get(this: Intl.DateTimeFormat) {
+      const f = format.get!.call(this) as (d?: Date | number) => string;
+      return (d?: Date | number) => f(d ?? at);
+    },
+  });
+  const toParts = Intl.DateTimeFormat.prototype.formatToParts;
+  Intl.DateTimeFormat.prototype.formatToParts = function (this: Intl.DateTimeFormat, d?: Date | number) {
+    return toParts.call(this, d ?? at);
+  };
+  Object.defineProperty(performance, 'now', { value: () => 0 });
+  Object.defineProperty(performance, 'timeOrigin', { value: at });
+  Object.defineProperty(performance, 'toJSON', { value: () => ({ timeOrigin: at }) });
+  process.hrtime = Object.assign(() => [0, 0] as [number, number], { bigint: () => 0n });
+  process.uptime = () => 0;
+  os.uptime = () => 0;
+  // A file written now would carry the real time in its timestamps.
+  const frozen = <T>(s: T): T => {
+    if (s && typeof s === 'object' && 'mtimeMs' in s) {
+      const st = s as Record<string, unknown>;
+      const big = typeof st.mtimeMs === 'bigint';
+      for (const k of STAT_TIMES) {
+        Object.defineProperty(st, `${k}Ms`, { value: big ? BigInt(at) : at, enumerable: true });
+        if (big) Object.defineProperty(st, `${k}Ns`, { value: BigInt(at) * 1_000_000n, enumerable: true });
+        Object.defineProperty(st, k, { value: new RealDate(at), enumerable: true });
+      }
+    }
+    return s;
+  };
+  const wrapSync = (obj: Record<string, unknown>, k: string) => {
+    const f = obj[k] as (...a: unknown[]) => unknown;
+    obj[k] = (...a: unknown[]) => frozen(f(...a));
+  };
+  const wrapCallback = (obj: Record<string, unknown>, k: string) => {
+    const f = obj[k] as (...a: unknown[]) => unknown;
+    obj[k] = (...a: unknown[]) => {
+      const cb = a[a.length - 1];
+      if (typeof cb === 'function') a[a.length - 1] = (err: unknown, st: unknown) => cb(err, frozen(st));
+      return f(...a);
+    };
+  };
+  const wrapAsync = (obj: Record<string, unknown>, k: string) => {
+    const f = obj[k] as (this: unknown, ...a: unknown[]) => Promise<unknown>;
+    obj[k] = async function (this: unknown, ...a: unknown[]) {
+      return frozen(await f.apply(this, a));
+    };
+  };
+  const fsObj = fs as unknown as Record<string, unknown>;
+  for (const k of ['statSync', 'lstatSync', 'fstatSync']) wrapSync(fsObj, k);
+  for (const k of ['stat', 'lstat', 'fstat']) wrapCallback(fsObj, k);
+  const promises = fs.promises as unknown as Record<string, unknown>;
+  for (const k of ['stat', 'lstat']) wrapAsync(promises, k);
+  // FileHandle is not exported: its prototype's stat is wrapped when open() hands out the first one.
+  const open = fs.promises.open;
+  let handles = false;
+  promises.open = async (...a: Parameters<typeof open>) => {
+    const h = await open(...a);
+    if (!handles) {
+      handles = true;
+      wrapAsync(Object.getPrototypeOf(h) as Record<string, unknown>, 'stat');
+    }
+    return h;
+  };
+}
+
 /**
  * Descriptors the worker held without close-on-exec (named by it in --close-fds) come through
  * every exec; the permission model does not guard writes to an open fd, so they are closed before
@@ -93,7 +180,8 @@ const REQUIRED = ['tools', 'systemPrompt', 'listTasks', 'reset'] as const;
 
 export const runSandboxChild: (mod: unknown) => void = (() => {
   closeInheritedFds();
-  disableEscapeHatches();
+  freezeClocks();
+  disableEscapeHatches(); // after freezeClocks: its syncBuiltinESMExports carries the frozen fs/os functions to named imports
   const key = readSessionKey();
   const stringify = JSON.stringify;
   const hmac = createHmac;

@@ -7,3 +7,6 @@
 export const SESSION_KEY_BYTES = 32;
 /** Hex characters of a line's MAC. */
 export const MAC_HEX = 64;
+
+/** The one instant every clock inside the sandbox shows (2025-01-01T00:00:00Z; see child.ts freezeClocks). */
+export const FROZEN_EPOCH_MS = Date.UTC(2025, 0, 1);

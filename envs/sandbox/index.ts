@@ -4,9 +4,9 @@ import path from 'node:path';
 import { execa } from 'execa';
 import type { z } from 'zod';
 import { SandboxLimitsSchema, type SandboxLimits } from '../../core/sandbox.js';
-import type { Message } from '../../core/messages.js';
+import type { Message, ToolSchema } from '../../core/messages.js';
 import type { RewardInfo } from '../../core/trajectory.js';
-import type { AgentAction, Episode, RequestOptions, ResetRequest, StepResult } from '../environment.js';
+import type { AgentAction, EnvInfo, Environment, Episode, RequestOptions, ResetRequest, StepResult, TaskRef } from '../environment.js';
 import { EnvProtocolError, RemoteEnvironment } from '../protocol/client.js';
 import { inspectInstance } from '../sdk/define.js';
 import { describeZodError } from '../protocol/schemas.js';
@@ -40,6 +40,7 @@ export const DEFAULT_LIMITS: ResolvedLimits = {
   maxProcesses: 64,
   diskMb: 64,
   maxFiles: 4096,
+  episodesPerProcess: 32,
 };
 
 export interface SandboxOptions {
@@ -67,104 +68,21 @@ export interface SandboxOptions {
 /** Isolation without network and file-system namespaces: generated code could reach the host. */
 export const isWeak = (iso: SandboxIsolation) => !iso.networkBlocked || !iso.filesystemNamespace;
 
-/** An Environment running in an isolated child process; every failure is a SandboxError. */
-export class SandboxedEnvironment extends RemoteEnvironment {
-  private constructor(
-    private readonly proc: SandboxProcess,
+/** One sandbox process: its own bundle, scratch dir and module instance. */
+class SandboxGeneration extends RemoteEnvironment {
+  /** Episodes begun here (resets, forks); at `episodesPerProcess` the process takes no new ones. */
+  started = 0;
+  /** Episodes begun here and not yet closed (a reset in flight included). */
+  openEpisodes = 0;
+  retired = false;
+
+  constructor(
+    readonly proc: SandboxProcess,
     described: Awaited<ReturnType<typeof RemoteEnvironment.describe>>,
-    readonly isolation: SandboxIsolation,
-    private readonly dir: string,
+    readonly dir: string,
     private readonly unlisten: () => void,
   ) {
     super(proc, described, 'sandbox');
-  }
-
-  /** @internal */
-  static async start(opts: SandboxOptions): Promise<SandboxedEnvironment> {
-    if ((opts.source === undefined) === (opts.modulePath === undefined)) {
-      throw new Error('startSandboxedEnv: give exactly one of source or modulePath');
-    }
-    const where = opts.configPath ?? 'limits';
-    const parsed = SandboxLimitsSchema.safeParse(opts.limits ?? {});
-    if (!parsed.success) throw new Error(describeZodError(parsed.error, `startSandboxedEnv: ${where}`));
-    const limits: ResolvedLimits = { ...DEFAULT_LIMITS, ...parsed.data };
-    const named = (k: keyof ResolvedLimits) => `${where}.${k} = ${limits[k]}`;
-    const isolation = opts.isolation ? await isolationIfAvailable(opts.isolation) : await sandboxIsolation();
-    if (!isolation) throw new Error(`startSandboxedEnv: isolation '${opts.isolation}' does not work on this machine`);
-    if (isWeak(isolation) && !opts.allowWeakIsolation) {
-      throw new SandboxError('isolation', `isolation level '${isolation.level}' lacks ${isolation.networkBlocked ? 'a file-system namespace' : 'network and file-system namespaces'}, so generated code could reach the host; install bubblewrap, or allow it explicitly (config synthesis.sandbox.allowWeakIsolation: true; option allowWeakIsolation)`);
-    }
-    const uid = isolation.dedicatedUid ? allocateUid() : undefined;
-    const { root, runDir } = await makeSandboxDir(uid);
-    try {
-      const bundle = path.join(runDir, 'env.mjs');
-      try {
-        await bundleEnvModule(opts.source !== undefined ? { source: opts.source } : { modulePath: opts.modulePath! }, bundle);
-      } catch (err) {
-        if (err instanceof BundleError) throw new SandboxError('compile', err.message);
-        throw err;
-      }
-      await chmod(bundle, 0o444);
-      const cmd = sandboxCommand(isolation.level, { runDir, entry: 'env.mjs', limits, uid, prlimit: isolation.rlimits, fileCountLimit: isolation.fileCountLimit, closeFds: inheritableFds() });
-      const child = execa(cmd.file, cmd.args, {
-        cwd: runDir,
-        env: {},
-        extendEnv: false,
-        uid: cmd.uid,
-        gid: cmd.gid,
-        stdin: 'pipe',
-        stdout: 'pipe',
-        stderr: 'pipe',
-        buffer: false,
-        reject: false,
-        cleanup: true,
-      });
-      const proc = new SandboxProcess(child, limits, randomBytes(SESSION_KEY_BYTES), named);
-      const onAbort = () => proc.cancel(`cancelled by the caller (${String(opts.signal?.reason?.message ?? opts.signal?.reason ?? 'aborted')}); process killed`);
-      if (opts.signal?.aborted) onAbort();
-      opts.signal?.addEventListener('abort', onAbort, { once: true });
-      const unlisten = () => opts.signal?.removeEventListener('abort', onAbort);
-      let described;
-      try {
-        described = await RemoteEnvironment.describe({ request: (m, p, b) => proc.request(m, p, b, { limit: 'startMs' }) }, 'sandbox');
-      } catch (err) {
-        unlisten();
-        await proc.close(0);
-        throw err instanceof SandboxError ? err : new SandboxError('protocol', (err as Error).message);
-      }
-      return new SandboxedEnvironment(proc, described, isolation, root, unlisten);
-    } catch (err) {
-      await rm(root, { recursive: true, force: true });
-      throw err;
-    }
-  }
-
-  /** Fingerprint of each seed's first instance (its opening messages and inspection view). */
-  private readonly instances = new Map<number, string>();
-
-  /**
-   * Every reset of a seed re-checks that seed's instance against its first one, so a module whose
-   * instances drift after validation (on the n-th call, with the clock) is stopped wherever it runs
-   * — training and evaluation included.
-   */
-  override async reset(req: ResetRequest, opts?: RequestOptions): Promise<Episode> {
-    const ep = await super.reset(req, opts);
-    if (!('seed' in req)) return ep;
-    // Modules not built with the SDK's defineEnvironment cannot be inspected; their opening messages still count.
-    const view = await inspectInstance(this, req.seed).catch((err: unknown) => (this.proc.dead ? Promise.reject(err) : null));
-    const hash = createHash('sha256').update(JSON.stringify([ep.initialMessages(), view])).digest('hex').slice(0, 16);
-    const first = this.instances.get(req.seed);
-    if (first === undefined) this.instances.set(req.seed, hash);
-    else if (first !== hash) {
-      await ep.close();
-      throw new SandboxError('nondeterministic', `seed ${req.seed} gave a different instance than on its first reset (fingerprint ${hash}, first ${first}); generate(seed) must depend on the seed alone`);
-    }
-    return ep;
-  }
-
-  /** The tail (4 KiB) of what the module logged; console output goes here, never to the protocol. */
-  logs(): string {
-    return this.proc.logs;
   }
 
   /** After the process has stopped, its episodes are gone: closing them succeeds. */
@@ -190,11 +108,271 @@ export class SandboxedEnvironment extends RemoteEnvironment {
     return out;
   }
 
-  /** Stops the process and deletes its sandbox dir; the env is unusable afterwards. */
-  async close(): Promise<void> {
+  /** Stops the process and deletes its dir; returns the CPU seconds it used. */
+  async shutdown(): Promise<number> {
     this.unlisten();
+    const cpu = this.proc.cpuSeconds();
     await this.proc.close();
     await rm(this.dir, { recursive: true, force: true });
+    return cpu;
+  }
+}
+
+type StartContext = { opts: SandboxOptions; limits: ResolvedLimits; isolation: SandboxIsolation; named: (k: keyof ResolvedLimits) => string };
+
+/** Bundles the module and starts one sandbox process; `spent` is what earlier processes used of the totals. */
+async function startGeneration(ctx: StartContext, spent: { busyMs: number; cpuSeconds: number }): Promise<SandboxGeneration> {
+  const { opts, limits, isolation, named } = ctx;
+  const uid = isolation.dedicatedUid ? allocateUid() : undefined;
+  const { root, runDir } = await makeSandboxDir(uid);
+  try {
+    const bundle = path.join(runDir, 'env.mjs');
+    try {
+      await bundleEnvModule(opts.source !== undefined ? { source: opts.source } : { modulePath: opts.modulePath! }, bundle);
+    } catch (err) {
+      if (err instanceof BundleError) throw new SandboxError('compile', err.message);
+      throw err;
+    }
+    await chmod(bundle, 0o444);
+    // RLIMIT_CPU is per process: a successor gets what is left, so cpuSeconds bounds the env's whole life.
+    const cpuLeft = Math.max(1, Math.ceil(limits.cpuSeconds - spent.cpuSeconds));
+    const cmd = sandboxCommand(isolation.level, { runDir, entry: 'env.mjs', limits: { ...limits, cpuSeconds: cpuLeft }, uid, prlimit: isolation.rlimits, fileCountLimit: isolation.fileCountLimit, closeFds: inheritableFds() });
+    const child = execa(cmd.file, cmd.args, {
+      cwd: runDir,
+      env: {},
+      extendEnv: false,
+      uid: cmd.uid,
+      gid: cmd.gid,
+      stdin: 'pipe',
+      stdout: 'pipe',
+      stderr: 'pipe',
+      buffer: false,
+      reject: false,
+      cleanup: true,
+    });
+    const proc = new SandboxProcess(child, limits, randomBytes(SESSION_KEY_BYTES), named, spent.busyMs);
+    const onAbort = () => proc.cancel(`cancelled by the caller (${String(opts.signal?.reason?.message ?? opts.signal?.reason ?? 'aborted')}); process killed`);
+    if (opts.signal?.aborted) onAbort();
+    opts.signal?.addEventListener('abort', onAbort, { once: true });
+    const unlisten = () => opts.signal?.removeEventListener('abort', onAbort);
+    let described;
+    try {
+      described = await RemoteEnvironment.describe({ request: (m, p, b) => proc.request(m, p, b, { limit: 'startMs' }) }, 'sandbox');
+    } catch (err) {
+      unlisten();
+      await proc.close(0);
+      throw err instanceof SandboxError ? err : new SandboxError('protocol', (err as Error).message);
+    }
+    return new SandboxGeneration(proc, described, root, unlisten);
+  } catch (err) {
+    await rm(root, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+/**
+ * An Environment running in isolated child processes; every failure is a SandboxError.
+ *
+ * A process serves at most `episodesPerProcess` episodes; the next reset goes to a fresh process
+ * (started as the old one retires, which finishes its open episodes and is then closed). Validation
+ * and training run with the same limits, so no process in training lives longer, counted in
+ * episodes, than the processes validation watched: a module that keeps count in memory or in scratch
+ * files (a "sleeper" turning dishonest after validation) cannot count past what was validated.
+ */
+export class SandboxedEnvironment implements Environment {
+  readonly info: EnvInfo;
+  private active: Promise<SandboxGeneration>;
+  private activeGen: SandboxGeneration;
+  private readonly live = new Set<SandboxGeneration>();
+  /** Busy time and CPU of the processes already closed (the limits are totals over all of them). */
+  private readonly spent = { busyMs: 0, cpuSeconds: 0 };
+  private closing?: Promise<void>;
+  /** Sandbox processes started so far. */
+  processesStarted = 1;
+
+  private constructor(
+    first: SandboxGeneration,
+    private readonly ctx: StartContext,
+  ) {
+    this.info = first.info;
+    this.activeGen = first;
+    this.active = Promise.resolve(first);
+    this.live.add(first);
+  }
+
+  get isolation(): SandboxIsolation {
+    return this.ctx.isolation;
+  }
+
+  /** @internal */
+  static async start(opts: SandboxOptions): Promise<SandboxedEnvironment> {
+    if ((opts.source === undefined) === (opts.modulePath === undefined)) {
+      throw new Error('startSandboxedEnv: give exactly one of source or modulePath');
+    }
+    const where = opts.configPath ?? 'limits';
+    const parsed = SandboxLimitsSchema.safeParse(opts.limits ?? {});
+    if (!parsed.success) throw new Error(describeZodError(parsed.error, `startSandboxedEnv: ${where}`));
+    const limits: ResolvedLimits = { ...DEFAULT_LIMITS, ...parsed.data };
+    const named = (k: keyof ResolvedLimits) => `${where}.${k} = ${limits[k]}`;
+    const isolation = opts.isolation ? await isolationIfAvailable(opts.isolation) : await sandboxIsolation();
+    if (!isolation) throw new Error(`startSandboxedEnv: isolation '${opts.isolation}' does not work on this machine`);
+    if (isWeak(isolation) && !opts.allowWeakIsolation) {
+      throw new SandboxError('isolation', `isolation level '${isolation.level}' lacks ${isolation.networkBlocked ? 'a file-system namespace' : 'network and file-system namespaces'}, so generated code could reach the host; install bubblewrap, or allow it explicitly (config synthesis.sandbox.allowWeakIsolation: true; option allowWeakIsolation)`);
+    }
+    const ctx = { opts, limits, isolation, named };
+    return new SandboxedEnvironment(await startGeneration(ctx, { busyMs: 0, cpuSeconds: 0 }), ctx);
+  }
+
+  tools(): ToolSchema[] {
+    return this.activeGen.tools();
+  }
+
+  systemPrompt(): string {
+    return this.activeGen.systemPrompt();
+  }
+
+  async listTasks(): Promise<TaskRef[]> {
+    return (await this.current()).listTasks();
+  }
+
+  /** Fingerprint of each seed's first instance (its opening messages and inspection view), over every process. */
+  private readonly instances = new Map<number, string>();
+
+  /**
+   * Every reset of a seed re-checks that seed's instance against its first one, in whichever process
+   * it ran, so a module whose instances drift after validation (on the n-th call, with the clock, per
+   * process) is stopped wherever it runs — training and evaluation included.
+   */
+  async reset(req: ResetRequest, opts?: RequestOptions): Promise<Episode> {
+    const gen = await this.current();
+    gen.openEpisodes++;
+    if (++gen.started >= this.ctx.limits.episodesPerProcess) this.retire(gen);
+    let ep: Episode | undefined;
+    try {
+      ep = await gen.reset(req, opts);
+      if ('seed' in req) {
+        // Modules not built with the SDK's defineEnvironment cannot be inspected; their opening messages still count.
+        const view = await inspectInstance(gen, req.seed).catch((err: unknown) => (gen.proc.dead ? Promise.reject(err) : null));
+        const hash = createHash('sha256').update(JSON.stringify([ep.initialMessages(), view])).digest('hex').slice(0, 16);
+        const first = this.instances.get(req.seed);
+        if (first === undefined) this.instances.set(req.seed, hash);
+        else if (first !== hash) {
+          throw new SandboxError('nondeterministic', `seed ${req.seed} gave a different instance than on its first reset (fingerprint ${hash}, first ${first}); generate(seed) must depend on the seed alone`);
+        }
+      }
+      return this.tracked(gen, ep);
+    } catch (err) {
+      await ep?.close().catch(() => {});
+      this.release(gen);
+      throw err;
+    }
+  }
+
+  /** Starts the next episode in a fresh process (validation calls it between checks); no-op on an unused one. */
+  recycle(): void {
+    if (this.activeGen.started > 0) this.retire(this.activeGen);
+  }
+
+  /** The process new episodes go to; a fatal failure of any process fails the env, as one process would. */
+  private current(): Promise<SandboxGeneration> {
+    if (this.closing) return Promise.reject(new SandboxError('closed', 'the sandboxed environment was closed'));
+    for (const g of this.live) {
+      const dead = g.proc.dead;
+      if (dead && dead.reason !== 'closed') return Promise.reject(dead);
+    }
+    return this.active;
+  }
+
+  private retire(gen: SandboxGeneration) {
+    if (gen.retired) return;
+    gen.retired = true;
+    if (this.activeGen === gen) {
+      // Started now, so it is usually up by the time the old process's last episodes are done.
+      this.active = this.successor();
+      this.active.catch(() => {}); // reported by the reset that awaits it
+    }
+    if (gen.openEpisodes === 0) void this.shutdown(gen);
+  }
+
+  private async successor(): Promise<SandboxGeneration> {
+    const busyMs = this.spent.busyMs + [...this.live].reduce((t, g) => t + g.proc.ownBusyMs, 0);
+    const cpuSeconds = this.spent.cpuSeconds + [...this.live].reduce((t, g) => t + g.proc.cpuSeconds(), 0);
+    const gen = await startGeneration(this.ctx, { busyMs, cpuSeconds });
+    this.processesStarted++;
+    if (this.closing) {
+      await gen.shutdown();
+      throw new SandboxError('closed', 'the sandboxed environment was closed');
+    }
+    this.live.add(gen);
+    this.activeGen = gen;
+    const was = JSON.stringify([this.info, this.tools(), this.systemPrompt()]);
+    if (JSON.stringify([gen.info, gen.tools(), gen.systemPrompt()]) !== was) {
+      await this.shutdown(gen);
+      throw new SandboxError('nondeterministic', 'a fresh sandbox process of the module described a different environment (info, tools or system prompt) than the first one; they must not depend on the clock or on chance');
+    }
+    return gen;
+  }
+
+  private release(gen: SandboxGeneration) {
+    if (--gen.openEpisodes === 0 && gen.retired) void this.shutdown(gen);
+  }
+
+  private async shutdown(gen: SandboxGeneration): Promise<void> {
+    if (!this.live.delete(gen)) return;
+    this.spent.busyMs += gen.proc.ownBusyMs;
+    this.spent.cpuSeconds += await gen.shutdown().catch(() => 0);
+  }
+
+  /** Wraps an episode of `gen` so that its close (and forks, which stay in its process) are counted. */
+  private tracked(gen: SandboxGeneration, ep: Episode): Episode {
+    let closed = false;
+    const out: Episode = {
+      id: ep.id,
+      taskId: ep.taskId,
+      initialMessages: () => ep.initialMessages(),
+      step: (action, o) => ep.step(action, o),
+      evaluate: (messages, termination, o) => ep.evaluate(messages, termination, o),
+      fork: async () => {
+        gen.openEpisodes++;
+        gen.started++;
+        try {
+          return this.tracked(gen, await ep.fork());
+        } catch (err) {
+          this.release(gen);
+          throw err;
+        }
+      },
+      close: async () => {
+        if (closed) return;
+        closed = true;
+        try {
+          await ep.close();
+        } finally {
+          this.release(gen);
+        }
+      },
+    };
+    if (ep.tools) out.tools = () => ep.tools!();
+    return out;
+  }
+
+  /** The tail (4 KiB) of what the module logged (its newest process); console output goes here, never to the protocol. */
+  logs(): string {
+    return this.activeGen.proc.logs;
+  }
+
+  /** @internal The host dirs of the processes alive now (tests check that close removes them). */
+  processDirs(): string[] {
+    return [...this.live].map((g) => g.dir);
+  }
+
+  /** Stops every process and deletes their sandbox dirs; the env is unusable afterwards. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      await this.active.catch(() => {});
+      await Promise.all([...this.live].map((g) => this.shutdown(g)));
+    })();
+    return this.closing;
   }
 }
 

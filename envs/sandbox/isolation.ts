@@ -57,6 +57,11 @@ export interface ResolvedLimits {
   diskMb: number;
   /** Files (inodes) the bwrap scratch tmpfs may hold. */
   maxFiles: number;
+  /**
+   * Episodes (resets and forks) one process serves; the next starts in a fresh process, so module
+   * state (memory, scratch files) never counts past what validation's processes saw.
+   */
+  episodesPerProcess: number;
 }
 
 export interface SandboxCommand {
@@ -246,7 +251,7 @@ async function probe(level: IsolationLevel, prlimit: boolean, fileCountLimit: bo
   try {
     await writeFile(path.join(runDir, 'probe.mjs'), "process.stdout.write('sandbox-ok')");
     await chmod(path.join(runDir, 'probe.mjs'), 0o644);
-    const limits: ResolvedLimits = { wallMs: 0, startMs: 0, budgetMs: 0, memoryMb: 256, outputBytes: 0, cpuSeconds: 10, maxProcesses: 64, diskMb: 1, maxFiles: 16 };
+    const limits: ResolvedLimits = { wallMs: 0, startMs: 0, budgetMs: 0, memoryMb: 256, outputBytes: 0, cpuSeconds: 10, maxProcesses: 64, diskMb: 1, maxFiles: 16, episodesPerProcess: 1 };
     const cmd = sandboxCommand(level, { runDir, entry: 'probe.mjs', limits, uid, prlimit, fileCountLimit });
     const r = await execa(cmd.file, cmd.args, { reject: false, timeout: 15_000, env: {}, extendEnv: false, cwd: runDir, uid: cmd.uid, gid: cmd.gid });
     return r.exitCode === 0 && r.stdout === 'sandbox-ok';

@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import type { ResultPromise } from 'execa';
 import type { ProtocolResponse } from '../protocol/handler.js';
@@ -100,7 +101,10 @@ export class SandboxProcess implements ProtocolTransport {
     private readonly limits: ResolvedLimits,
     private readonly key: Buffer,
     private readonly named: LimitNamer,
+    /** Busy time earlier processes of the same env already used: `budgetMs` is a total over them all. */
+    private readonly spentMs = 0,
   ) {
+    this.busyMs = spentMs;
     child.stdout!.setEncoding('utf8');
     child.stdout!.on('data', (chunk: string) => this.onStdout(chunk));
     child.stderr!.on('data', (chunk: Buffer) => this.onStderr(chunk));
@@ -119,6 +123,34 @@ export class SandboxProcess implements ProtocolTransport {
 
   get dead(): SandboxError | undefined {
     return this.failure;
+  }
+
+  /** Busy time this process's requests have taken so far (earlier processes' `spentMs` not included). */
+  get ownBusyMs(): number {
+    return this.busyMs - this.spentMs + (this.pending.size ? performance.now() - this.busySince : 0);
+  }
+
+  /**
+   * CPU seconds the process tree has used so far (user + system, from /proc; 0 where /proc cannot
+   * say), so that a successor process gets only what is left of `cpuSeconds`.
+   */
+  cpuSeconds(): number {
+    let ticks = 0;
+    const todo = this.child.pid === undefined ? [] : [this.child.pid];
+    while (todo.length) {
+      const pid = todo.pop()!;
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        ticks += Number(fields[11]) + Number(fields[12]); // utime, stime: fields 14 and 15 of proc(5)
+        for (const task of readdirSync(`/proc/${pid}/task`)) {
+          todo.push(...readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').split(' ').filter(Boolean).map(Number));
+        }
+      } catch {
+        // gone meanwhile, or /proc hides it
+      }
+    }
+    return ticks / 100; // USER_HZ is 100 on Linux
   }
 
   /**

@@ -1,0 +1,122 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseConfig } from '../core/config.js';
+import { startGeneratedEnv } from '../activities/synthesis/candidate.js';
+import { validateCandidate } from '../activities/synthesis/validate.js';
+import type { SandboxedEnvironment } from '../envs/sandbox/index.js';
+import { FROZEN_EPOCH_MS } from '../envs/sandbox/framing.js';
+import { GOOD_MANIFEST, GOOD_SOURCE } from './fixtures/synthesis/scripts.js';
+
+/**
+ * Sleeper verifiers (issue 13, red-team rerun 2): honest for the first K evaluations a process
+ * makes, then 1 for everything. With K past what validation evaluates (checks 1–5 make ~280
+ * evaluations; all of them ran in one process before episodesPerProcess), the module passed
+ * validation and then rewarded a policy that stops at once. Now every process serves at most
+ * synthesis.sandbox.episodesPerProcess episodes (32), in validation and training alike, so the
+ * count restarts in each fresh process and scratch dir.
+ */
+const config = parseConfig({ env: { name: 'toy-orders' }, synthesis: { typecheck: false } });
+const K = 400;
+
+const HONEST = `weighted({
+      lookup: [0.3, calledWith(calls, 'list_orders', { customer_id: instance.expect.customer_id })],
+      communicate: [0.7, communicated(messages, [instance.expect.total]).ok],
+    })`;
+
+function withEvaluate(body: string): string {
+  const start = GOOD_SOURCE.indexOf('  evaluate: ({ calls, messages, instance }) =>');
+  assert.ok(start > 0 && GOOD_SOURCE.includes(HONEST), 'good-env.ts changed: update this test');
+  return `${GOOD_SOURCE.slice(0, start)}  evaluate: ({ calls, messages, instance }) => { ${body} },\n});\n`;
+}
+
+const SLEEPERS = {
+  // A count in module memory.
+  memory: withEvaluate(`const g = globalThis as any; g.evals = (g.evals ?? 0) + 1; return g.evals > ${K} ? weighted({ anything: [1, true] }) : ${HONEST};`),
+  // A count in a scratch file (the sandbox's cwd is its writable scratch dir).
+  'scratch file': withEvaluate(
+    `const fs = (process as any).getBuiltinModule('node:fs'); let n = 0; try { n = Number(fs.readFileSync('evals.txt', 'utf8')); } catch {} fs.writeFileSync('evals.txt', String(n + 1)); return n + 1 > ${K} ? weighted({ anything: [1, true] }) : ${HONEST};`,
+  ),
+};
+
+/** Rewards of `n` episodes whose policy stops at once (it earns 0 from an honest verifier). */
+async function stopAtOnce(env: SandboxedEnvironment, n: number): Promise<number[]> {
+  const rewards: number[] = [];
+  for (let seed = 0; seed < n; seed++) {
+    const ep = await env.reset({ seed });
+    rewards.push((await ep.evaluate(ep.initialMessages(), 'agent_stop')).reward);
+    await ep.close();
+  }
+  return rewards;
+}
+
+for (const [name, source] of Object.entries(SLEEPERS)) {
+  test(`sleeper: a verifier counting evaluations in ${name} passes validation but never turns in training`, async () => {
+    const { verdict } = await validateCandidate({ source, manifest: GOOD_MANIFEST, config });
+    assert.equal(verdict.failedCheck, 'calibration', verdict.reason); // checks 1–5 passed; no base policy given
+    // Training starts its env as validation does (startGeneratedEnv with synthesis.sandbox).
+    const env = await startGeneratedEnv({ source }, config.synthesis.sandbox);
+    try {
+      const rewards = await stopAtOnce(env, K + 20);
+      assert.deepEqual(rewards.filter((r) => r > 0), [], 'a stop-at-once policy earned reward');
+      // A process retires at its 32nd episode and its successor starts then: 420 episodes, 14 processes.
+      assert.equal(env.processesStarted, Math.floor((K + 20) / 32) + 1);
+    } finally {
+      await env.close();
+    }
+    // The sleeper is live: in one long-lived process (as before) it turns after K evaluations.
+    const single = await startGeneratedEnv({ source }, { ...config.synthesis.sandbox, episodesPerProcess: 100_000 });
+    try {
+      const rewards = await stopAtOnce(single, K + 20);
+      assert.deepEqual([rewards.slice(0, K).filter((r) => r > 0).length, rewards.slice(K).filter((r) => r === 1).length], [0, 20]);
+    } finally {
+      await single.close();
+    }
+  });
+}
+
+test('sleeper: a module cannot see time pass; every clock it can read is frozen', async () => {
+  // Reads each clock at import and in a tool; evaluate turns once any of them has moved.
+  const readings = `(() => { const fs = (process as any).getBuiltinModule('node:fs'); const os = (process as any).getBuiltinModule('node:os');
+    fs.writeFileSync('stamp', String(Math.random()));
+    return JSON.stringify([Date.now(), new Date().getTime(), Date(), new (new Date(0).constructor as any)().getTime(), new Intl.DateTimeFormat('en', { timeStyle: 'full', timeZone: 'UTC' }).format(),
+      performance.now(), performance.timeOrigin, String(process.hrtime.bigint()), process.hrtime(), process.uptime(), os.uptime(),
+      fs.statSync('stamp').mtimeMs, fs.statSync('stamp').mtime.getTime(), String(fs.statSync('stamp', { bigint: true }).mtimeNs)]); })()`;
+  const source = withEvaluate(`const g = globalThis as any; g.first ??= ${readings}; return ${readings} !== g.first ? weighted({ anything: [1, true] }) : ${HONEST};`);
+  const env = await startGeneratedEnv({ source }, config.synthesis.sandbox);
+  try {
+    const [first] = await stopAtOnce(env, 1);
+    await sleep(50); // every real clock moves by ≥ 50 ms
+    const ep = await env.reset({ seed: 1 });
+    assert.equal((await ep.evaluate(ep.initialMessages(), 'agent_stop')).reward, 0, 'the module saw its clocks move');
+    await ep.close();
+    assert.equal(first, 0);
+  } finally {
+    await env.close();
+  }
+  // The clock shows the fixed instant, as a date an env would print it.
+  const dated = withEvaluate(`throw new Error('now=' + new Date().toISOString() + ' ' + Date.now());`);
+  const e2 = await startGeneratedEnv({ source: dated }, config.synthesis.sandbox);
+  try {
+    const ep = await e2.reset({ seed: 0 });
+    await assert.rejects(ep.evaluate(ep.initialMessages(), 'agent_stop'), new RegExp(`now=${new Date(FROZEN_EPOCH_MS).toISOString()} ${FROZEN_EPOCH_MS}`));
+  } finally {
+    await e2.close();
+  }
+});
+
+test('sleeper: the instance re-check spans processes, and a process with open episodes finishes them after it retires', async () => {
+  const env = await startGeneratedEnv({ source: GOOD_SOURCE }, { ...config.synthesis.sandbox, episodesPerProcess: 2 });
+  try {
+    const a = await env.reset({ seed: 7 });
+    const b = await env.reset({ seed: 8 }); // the first process's last episode: it retires
+    const c = await env.reset({ seed: 7 }); // in the second process, checked against the first's instance
+    assert.equal(env.processesStarted, 2);
+    assert.deepEqual(c.initialMessages(), a.initialMessages());
+    for (const ep of [a, b, c]) assert.equal((await ep.evaluate(ep.initialMessages(), 'agent_stop')).reward, 0);
+    await Promise.all([a.close(), b.close(), c.close()]);
+    assert.equal(env.processDirs().length, 1, 'the retired process is closed once its episodes are');
+  } finally {
+    await env.close();
+  }
+});
