@@ -120,3 +120,16 @@ test('sleeper: the instance re-check spans processes, and a process with open ep
     await env.close();
   }
 });
+
+test('sleeper: a fresh process must describe the same environment as the first', async () => {
+  // A system prompt drawn at import differs in every process.
+  const source = GOOD_SOURCE.replace('export default defineEnvironment<State, Inst>({', 'const base = defineEnvironment<State, Inst>({') + '\nconst prompt = `Be helpful. ${Math.random()}`;\nexport default { ...base, systemPrompt: () => prompt };\n';
+  assert.notEqual(source, GOOD_SOURCE, 'good-env.ts changed: update this test');
+  const env = await startGeneratedEnv({ source }, { ...config.synthesis.sandbox, episodesPerProcess: 1 });
+  try {
+    await (await env.reset({ seed: 1 })).close(); // the first process retires here
+    await assert.rejects(env.reset({ seed: 2 }), (e: Error) => e.name === 'SandboxError' && /sandbox nondeterministic: a fresh sandbox process of the module described a different environment/.test(e.message));
+  } finally {
+    await env.close();
+  }
+});

@@ -118,6 +118,8 @@ class SandboxGeneration extends RemoteEnvironment {
   }
 }
 
+const describe = (g: SandboxGeneration) => JSON.stringify([g.info, g.tools(), g.systemPrompt()]);
+
 type StartContext = { opts: SandboxOptions; limits: ResolvedLimits; isolation: SandboxIsolation; named: (k: keyof ResolvedLimits) => string };
 
 /** Bundles the module and starts one sandbox process; `spent` is what earlier processes used of the totals. */
@@ -189,12 +191,15 @@ export class SandboxedEnvironment implements Environment {
   private closing?: Promise<void>;
   /** Sandbox processes started so far. */
   processesStarted = 1;
+  /** What the first process described (info, tools, system prompt); every later one must match. */
+  private readonly description: string;
 
   private constructor(
     first: SandboxGeneration,
     private readonly ctx: StartContext,
   ) {
     this.info = first.info;
+    this.description = describe(first);
     this.activeGen = first;
     this.active = Promise.resolve(first);
     this.live.add(first);
@@ -303,13 +308,12 @@ export class SandboxedEnvironment implements Environment {
       await gen.shutdown();
       throw new SandboxError('closed', 'the sandboxed environment was closed');
     }
+    if (describe(gen) !== this.description) {
+      await gen.shutdown();
+      throw new SandboxError('nondeterministic', 'a fresh sandbox process of the module described a different environment (info, tools or system prompt) than the first one; they must not depend on chance');
+    }
     this.live.add(gen);
     this.activeGen = gen;
-    const was = JSON.stringify([this.info, this.tools(), this.systemPrompt()]);
-    if (JSON.stringify([gen.info, gen.tools(), gen.systemPrompt()]) !== was) {
-      await this.shutdown(gen);
-      throw new SandboxError('nondeterministic', 'a fresh sandbox process of the module described a different environment (info, tools or system prompt) than the first one; they must not depend on the clock or on chance');
-    }
     return gen;
   }
 
