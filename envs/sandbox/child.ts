@@ -134,6 +134,13 @@ function freezeClocks(): void {
   const fsObj = fs as unknown as Record<string, unknown>;
   for (const k of ['statSync', 'lstatSync', 'fstatSync']) wrapSync(fsObj, k);
   for (const k of ['stat', 'lstat', 'fstat']) wrapCallback(fsObj, k);
+  const watchFile = fs.watchFile;
+  // Its listener gets the file's Stats before and after a change.
+  fsObj.watchFile = (...a: unknown[]) => {
+    const cb = a[a.length - 1];
+    if (typeof cb === 'function') a[a.length - 1] = (curr: unknown, prev: unknown) => cb(frozen(curr), frozen(prev));
+    return (watchFile as (...x: unknown[]) => unknown)(...a);
+  };
   const promises = fs.promises as unknown as Record<string, unknown>;
   for (const k of ['stat', 'lstat']) wrapAsync(promises, k);
   // FileHandle is not exported: its prototype's stat is wrapped when open() hands out the first one.
