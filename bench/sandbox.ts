@@ -94,9 +94,14 @@ async function main() {
   const boxed = await startSandboxedEnv({ modulePath: MODULE });
   const sandboxed = await throughput(boxed);
   await boxed.close();
+  // The default restarts the process every episodesPerProcess (32) episodes; one process for comparison.
+  const single = await startSandboxedEnv({ modulePath: MODULE, limits: { episodesPerProcess: 1_000_000 } });
+  const oneProcess = await throughput(single);
+  await single.close();
   console.log(`in-process: ${inProc.stepsPerSec.toFixed(0)} steps/s, ${inProc.episodesPerSec.toFixed(0)} episodes/s (${inProc.steps} steps)`);
   console.log(`over HTTP (loopback, serveEnvironment + HttpEnvironment): ${overHttp.stepsPerSec.toFixed(0)} steps/s (${(inProc.stepsPerSec / overHttp.stepsPerSec).toFixed(1)}x slower)`);
   console.log(`sandbox [${iso.level}]: ${sandboxed.stepsPerSec.toFixed(0)} steps/s, ${sandboxed.episodesPerSec.toFixed(0)} episodes/s`);
+  console.log(`  ${boxed.processesStarted} processes (episodesPerProcess 32); in one process: ${oneProcess.stepsPerSec.toFixed(0)} steps/s, ${oneProcess.episodesPerSec.toFixed(0)} episodes/s`);
   console.log(`ratio in-process / sandbox: ${(inProc.stepsPerSec / sandboxed.stepsPerSec).toFixed(1)}x steps/s`);
   console.log(`per step through the sandbox: ${(1000 / sandboxed.stepsPerSec).toFixed(3)} ms`);
 }
