@@ -59,8 +59,8 @@ for (const [name, source] of Object.entries(SLEEPERS)) {
     try {
       const rewards = await stopAtOnce(env, K + 20);
       assert.deepEqual(rewards.filter((r) => r > 0), [], 'a stop-at-once policy earned reward');
-      // A process retires at its 32nd episode and its successor starts then: 420 episodes, 14 processes.
-      assert.equal(env.processesStarted, Math.floor((K + 20) / 32) + 1);
+      // A process retires at its 32nd episode; the 33rd starts the next: 420 episodes, 14 processes.
+      assert.equal(env.processesStarted, Math.ceil((K + 20) / 32));
     } finally {
       await env.close();
     }
@@ -141,6 +141,24 @@ test('sleeper: a fresh process must describe the same environment as the first',
   try {
     await (await env.reset({ seed: 1 })).close(); // the first process retires here
     await assert.rejects(env.reset({ seed: 2 }), (e: Error) => e.name === 'SandboxError' && /sandbox nondeterministic: a fresh sandbox process of the module described a different environment/.test(e.message));
+  } finally {
+    await env.close();
+  }
+});
+
+test('sleeper: a process idle for idleRetireMs takes no new episodes, and a successor starts only when a reset needs it', async () => {
+  const env = await startGeneratedEnv({ source: GOOD_SOURCE }, { ...config.synthesis.sandbox, episodesPerProcess: 2, idleRetireMs: 50 });
+  try {
+    await (await env.reset({ seed: 1 })).close();
+    await (await env.reset({ seed: 2 })).close(); // retires the first process
+    await sleep(200);
+    assert.equal(env.processesStarted, 1, 'no process starts before a reset needs one');
+    await (await env.reset({ seed: 3 })).close();
+    assert.equal(env.processesStarted, 2);
+    await sleep(200); // idle past idleRetireMs: the second process retires
+    const ep = await env.reset({ seed: 4 });
+    assert.equal(env.processesStarted, 3);
+    await ep.close();
   } finally {
     await env.close();
   }

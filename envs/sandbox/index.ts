@@ -41,6 +41,7 @@ export const DEFAULT_LIMITS: ResolvedLimits = {
   diskMb: 64,
   maxFiles: 4096,
   episodesPerProcess: 32,
+  idleRetireMs: 5_000,
 };
 
 export interface SandboxOptions {
@@ -75,6 +76,7 @@ class SandboxGeneration extends RemoteEnvironment {
   /** Episodes begun here and not yet closed (a reset in flight included). */
   openEpisodes = 0;
   retired = false;
+  idleTimer?: NodeJS.Timeout;
 
   constructor(
     readonly proc: SandboxProcess,
@@ -110,6 +112,7 @@ class SandboxGeneration extends RemoteEnvironment {
 
   /** Stops the process and deletes its dir; returns the CPU seconds it used. */
   async shutdown(): Promise<number> {
+    clearTimeout(this.idleTimer);
     this.unlisten();
     const cpu = this.proc.cpuSeconds();
     await this.proc.close();
@@ -176,14 +179,16 @@ async function startGeneration(ctx: StartContext, spent: { busyMs: number; cpuSe
  * An Environment running in isolated child processes; every failure is a SandboxError.
  *
  * A process serves at most `episodesPerProcess` episodes; the next reset goes to a fresh process
- * (started as the old one retires, which finishes its open episodes and is then closed). Validation
+ * (started by that reset; the old one finishes its open episodes and is then closed), and so does
+ * the next reset after a process was idle for `idleRetireMs`. Validation
  * and training run with the same limits, so no process in training lives longer, counted in
  * episodes, than the processes validation watched: a module that keeps count in memory or in scratch
  * files (a "sleeper" turning dishonest after validation) cannot count past what was validated.
  */
 export class SandboxedEnvironment implements Environment {
   readonly info: EnvInfo;
-  private active: Promise<SandboxGeneration>;
+  /** The process new episodes go to; started lazily, by the first reset that needs it. */
+  private active?: Promise<SandboxGeneration>;
   private activeGen: SandboxGeneration;
   private readonly live = new Set<SandboxGeneration>();
   /** Busy time and CPU of the processes already closed (the limits are totals over all of them). */
@@ -250,6 +255,7 @@ export class SandboxedEnvironment implements Environment {
    */
   async reset(req: ResetRequest, opts?: RequestOptions): Promise<Episode> {
     const gen = await this.current();
+    clearTimeout(gen.idleTimer);
     gen.openEpisodes++;
     if (++gen.started >= this.ctx.limits.episodesPerProcess) this.retire(gen);
     let ep: Episode | undefined;
@@ -285,17 +291,16 @@ export class SandboxedEnvironment implements Environment {
       const dead = g.proc.dead;
       if (dead && dead.reason !== 'closed') return Promise.reject(dead);
     }
+    this.active ??= this.successor();
     return this.active;
   }
 
   private retire(gen: SandboxGeneration) {
     if (gen.retired) return;
     gen.retired = true;
-    if (this.activeGen === gen) {
-      // Started now, so it is usually up by the time the old process's last episodes are done.
-      this.active = this.successor();
-      this.active.catch(() => {}); // reported by the reset that awaits it
-    }
+    // The successor starts with the reset that needs it, not now: a process started early would
+    // sit idle (e.g. through a trainer's gradient step) and a module could tell its age from timers.
+    if (this.activeGen === gen) this.active = undefined;
     if (gen.openEpisodes === 0) void this.shutdown(gen);
   }
 
@@ -318,7 +323,9 @@ export class SandboxedEnvironment implements Environment {
   }
 
   private release(gen: SandboxGeneration) {
-    if (--gen.openEpisodes === 0 && gen.retired) void this.shutdown(gen);
+    if (--gen.openEpisodes > 0) return;
+    if (gen.retired) void this.shutdown(gen);
+    else gen.idleTimer = setTimeout(() => gen.openEpisodes === 0 && this.retire(gen), this.ctx.limits.idleRetireMs).unref();
   }
 
   private async shutdown(gen: SandboxGeneration): Promise<void> {
@@ -373,7 +380,7 @@ export class SandboxedEnvironment implements Environment {
   /** Stops every process and deletes their sandbox dirs; the env is unusable afterwards. */
   close(): Promise<void> {
     this.closing ??= (async () => {
-      await this.active.catch(() => {});
+      await this.active?.catch(() => {});
       await Promise.all([...this.live].map((g) => this.shutdown(g)));
     })();
     return this.closing;

@@ -62,6 +62,8 @@ export interface ResolvedLimits {
    * state (memory, scratch files) never counts past what validation's processes saw.
    */
   episodesPerProcess: number;
+  /** A process idle this long (no open episode) retires, so idle time does not age the module. */
+  idleRetireMs: number;
 }
 
 export interface SandboxCommand {
@@ -251,7 +253,7 @@ async function probe(level: IsolationLevel, prlimit: boolean, fileCountLimit: bo
   try {
     await writeFile(path.join(runDir, 'probe.mjs'), "process.stdout.write('sandbox-ok')");
     await chmod(path.join(runDir, 'probe.mjs'), 0o644);
-    const limits: ResolvedLimits = { wallMs: 0, startMs: 0, budgetMs: 0, memoryMb: 256, outputBytes: 0, cpuSeconds: 10, maxProcesses: 64, diskMb: 1, maxFiles: 16, episodesPerProcess: 1 };
+    const limits: ResolvedLimits = { wallMs: 0, startMs: 0, budgetMs: 0, memoryMb: 256, outputBytes: 0, cpuSeconds: 10, maxProcesses: 64, diskMb: 1, maxFiles: 16, episodesPerProcess: 1, idleRetireMs: 1 };
     const cmd = sandboxCommand(level, { runDir, entry: 'probe.mjs', limits, uid, prlimit, fileCountLimit });
     const r = await execa(cmd.file, cmd.args, { reject: false, timeout: 15_000, env: {}, extendEnv: false, cwd: runDir, uid: cmd.uid, gid: cmd.gid });
     return r.exitCode === 0 && r.stdout === 'sandbox-ok';
