@@ -208,6 +208,9 @@ export class SandboxedEnvironment implements Environment {
     this.activeGen = first;
     this.active = Promise.resolve(first);
     this.live.add(first);
+    // The first process starts before any reset (to describe the env) and may wait long for one
+    // (a trainer loading its model): idle time there must not age it either.
+    this.idleRetire(first);
   }
 
   get isolation(): SandboxIsolation {
@@ -325,7 +328,11 @@ export class SandboxedEnvironment implements Environment {
   private release(gen: SandboxGeneration) {
     if (--gen.openEpisodes > 0) return;
     if (gen.retired) void this.shutdown(gen);
-    else gen.idleTimer = setTimeout(() => gen.openEpisodes === 0 && this.retire(gen), this.ctx.limits.idleRetireMs).unref();
+    else this.idleRetire(gen);
+  }
+
+  private idleRetire(gen: SandboxGeneration) {
+    gen.idleTimer = setTimeout(() => gen.openEpisodes === 0 && this.retire(gen), this.ctx.limits.idleRetireMs).unref();
   }
 
   private async shutdown(gen: SandboxGeneration): Promise<void> {
