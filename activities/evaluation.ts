@@ -32,7 +32,10 @@ import type { FitGateResult } from './training.js';
 export interface EvaluationDeps {
   openStore(config: Config['store']): ArtifactStore | Promise<ArtifactStore>;
   openEnvironment(envConfig: Config['env'], deps: OpenDeps): Promise<Environment>;
-  startPolicyServer(config: Config, variant: { name: string; adapterUri?: string; gateUri?: string }): Promise<PolicyServer>;
+  startPolicyServer(
+    config: Config,
+    variant: { name: string; adapterUri?: string; gateUri?: string },
+  ): Promise<PolicyServer>;
   createLlm: LlmFactory;
 }
 
@@ -120,7 +123,9 @@ export function createEvaluationActivities(deps: EvaluationDeps = defaultDeps) {
    * capped by evaluation.maxTasks (default env.maxTasks) in a stable id order. A seeded generator
    * env is evaluated on seeds disjoint from the rollout seeds.
    */
-  async function listEvaluationTasks(input: { config: Config }): Promise<{ split: string; tasks: EvalTask[]; note?: string }> {
+  async function listEvaluationTasks(input: {
+    config: Config;
+  }): Promise<{ split: string; tasks: EvalTask[]; note?: string }> {
     const { config } = input;
     const cap = config.evaluation.maxTasks ?? config.env.maxTasks;
     const env = await deps.openEnvironment(config.env, { config, llm: envLlm(config, deps.createLlm) });
@@ -128,17 +133,28 @@ export function createEvaluationActivities(deps: EvaluationDeps = defaultDeps) {
       const all = await env.listTasks();
       if (all.length === 0) {
         const n = cap ?? 8;
-        return { split: 'held-out seeds', tasks: Array.from({ length: n }, (_, i) => ({ seed: EVALUATION_SEED_OFFSET + i })) };
+        return {
+          split: 'held-out seeds',
+          tasks: Array.from({ length: n }, (_, i) => ({ seed: EVALUATION_SEED_OFFSET + i })),
+        };
       }
       const split = config.env.testSplit;
       if (!all.some((t) => t.split !== undefined)) {
-        throw new InvalidInput(`env.testSplit: ${config.env.name} has no task splits, so no task is held out from rollouts; evaluation refuses to score on training tasks`);
+        throw new InvalidInput(
+          `env.testSplit: ${config.env.name} has no task splits, so no task is held out from rollouts; evaluation refuses to score on training tasks`,
+        );
       }
       const test = all.filter((t) => t.split === split).sort((a, b) => compareIds(a.id, b.id));
-      if (test.length === 0) throw new InvalidInput(`env.testSplit: no tasks in split '${split}' of ${config.env.name}`);
-      if (split === config.env.trainSplit) throw new InvalidInput(`env.testSplit: equals env.trainSplit ('${split}'); evaluation must use held-out tasks`);
+      if (test.length === 0)
+        throw new InvalidInput(`env.testSplit: no tasks in split '${split}' of ${config.env.name}`);
+      if (split === config.env.trainSplit)
+        throw new InvalidInput(`env.testSplit: equals env.trainSplit ('${split}'); evaluation must use held-out tasks`);
       const tasks = test.slice(0, cap ?? test.length).map((t) => ({ taskId: t.id }));
-      return { split, tasks, ...(tasks.length < test.length ? { note: `${tasks.length} of ${test.length} held-out tasks (capped)` } : {}) };
+      return {
+        split,
+        tasks,
+        ...(tasks.length < test.length ? { note: `${tasks.length} of ${test.length} held-out tasks (capped)` } : {}),
+      };
     } finally {
       await env.close?.();
     }
@@ -154,18 +170,38 @@ export function createEvaluationActivities(deps: EvaluationDeps = defaultDeps) {
     }
     const test = new Set(all.filter((t) => t.split === config.env.testSplit).map((t) => t.id));
     const bad = tasks.find((t) => t.taskId === undefined || !test.has(t.taskId));
-    if (bad) throw new InvalidInput(`tasks: ${taskLabel(bad)} is not in the test split '${config.env.testSplit}' of ${config.env.name}`);
+    if (bad)
+      throw new InvalidInput(
+        `tasks: ${taskLabel(bad)} is not in the test split '${config.env.testSplit}' of ${config.env.name}`,
+      );
   }
 
   async function loadEpisodes(store: ArtifactStore, runId: string, variant: string): Promise<EvalEpisode[]> {
     const out: EvalEpisode[] = [];
-    for (const k of await store.list(runKeys.evaluationEpisodes(runId, variant))) out.push(EvalEpisodeSchema.parse(await store.getJson(k)));
+    for (const k of await store.list(runKeys.evaluationEpisodes(runId, variant)))
+      out.push(EvalEpisodeSchema.parse(await store.getJson(k)));
     return out;
   }
 
-  async function writeSummary(store: ArtifactStore, config: Config, runId: string, variant: VariantSpec, split: string, episodes: EvalEpisode[]) {
-    const summary = summarizeEvaluation(variant, split, config.evaluation.trials, config.evaluation.temperature, episodes);
-    const ref = await store.put(runKeys.evaluationSummary(runId, variant.name), JSON.stringify(EvaluationSummarySchema.parse(summary), null, 2));
+  async function writeSummary(
+    store: ArtifactStore,
+    config: Config,
+    runId: string,
+    variant: VariantSpec,
+    split: string,
+    episodes: EvalEpisode[],
+  ) {
+    const summary = summarizeEvaluation(
+      variant,
+      split,
+      config.evaluation.trials,
+      config.evaluation.temperature,
+      episodes,
+    );
+    const ref = await store.put(
+      runKeys.evaluationSummary(runId, variant.name),
+      JSON.stringify(EvaluationSummarySchema.parse(summary), null, 2),
+    );
     return { ref, summary };
   }
 
@@ -183,13 +219,15 @@ export function createEvaluationActivities(deps: EvaluationDeps = defaultDeps) {
   }): Promise<VariantResult> {
     const { config, runId, tasks } = input;
     const parsed = VariantSpecSchema.safeParse(input.variant);
-    if (!parsed.success) throw new InvalidInput(`variant.${parsed.error.issues[0].path.join('.')}: ${parsed.error.issues[0].message}`);
+    if (!parsed.success)
+      throw new InvalidInput(`variant.${parsed.error.issues[0].path.join('.')}: ${parsed.error.issues[0].message}`);
     const variant = parsed.data;
     const store = await deps.openStore(config.store);
     const { trials, temperature } = config.evaluation;
     const items = tasks.flatMap((task) => Array.from({ length: trials }, (_, trial) => ({ task, trial })));
     const pending: typeof items = [];
-    for (const it of items) if (!(await store.stat(runKeys.evaluationEpisode(runId, variant.name, it.task, it.trial)))) pending.push(it);
+    for (const it of items)
+      if (!(await store.stat(runKeys.evaluationEpisode(runId, variant.name, it.task, it.trial)))) pending.push(it);
     let done = items.length - pending.length;
     heartbeat({ variant: variant.name, done, total: items.length });
     const infraErrors: string[] = [];
@@ -213,10 +251,15 @@ export function createEvaluationActivities(deps: EvaluationDeps = defaultDeps) {
             const { task, trial } = pending[j];
             if (traj.termination === 'error') {
               // An infrastructure failure says nothing about the agent: not stored, so a retry redoes it.
-              infraErrors.push(`${taskLabel(task)} t${trial}: ${String(traj.rewardInfo.details?.runnerNote ?? traj.rewardInfo.details?.evaluateError ?? 'error')}`);
+              infraErrors.push(
+                `${taskLabel(task)} t${trial}: ${String(traj.rewardInfo.details?.runnerNote ?? traj.rewardInfo.details?.evaluateError ?? 'error')}`,
+              );
               return;
             }
-            const trajRef = await store.put(runKeys.evaluationTrajectory(runId, variant.name, task, trial), JSON.stringify(traj));
+            const trajRef = await store.put(
+              runKeys.evaluationTrajectory(runId, variant.name, task, trial),
+              JSON.stringify(traj),
+            );
             const episode: EvalEpisode = {
               variant: variant.name,
               domain: traj.env,
@@ -243,22 +286,44 @@ export function createEvaluationActivities(deps: EvaluationDeps = defaultDeps) {
         await base.close?.();
       }
       if (infraErrors.length) {
-        throw new Error(`${infraErrors.length} evaluation episode(s) of ${variant.name} ended by infrastructure errors (finished ones are kept): ${infraErrors[0]}`);
+        throw new Error(
+          `${infraErrors.length} evaluation episode(s) of ${variant.name} ended by infrastructure errors (finished ones are kept): ${infraErrors[0]}`,
+        );
       }
     }
     const split = input.split ?? config.env.testSplit;
-    const { ref, summary } = await writeSummary(store, config, runId, variant, split, await loadEpisodes(store, runId, variant.name));
-    return { name: variant.name, kind: variant.kind, ref, passRate: summary.overall.passRate.estimate, n: summary.overall.episodes };
+    const { ref, summary } = await writeSummary(
+      store,
+      config,
+      runId,
+      variant,
+      split,
+      await loadEpisodes(store, runId, variant.name),
+    );
+    return {
+      name: variant.name,
+      kind: variant.kind,
+      ref,
+      passRate: summary.overall.passRate.estimate,
+      n: summary.overall.episodes,
+    };
   }
 
   /** The variants this run evaluates, with the reason for each one it cannot. */
-  async function planVariants(config: Config, runId: string, store: ArtifactStore): Promise<{ variants: VariantSpec[]; notes: string[] }> {
+  async function planVariants(
+    config: Config,
+    runId: string,
+    store: ArtifactStore,
+  ): Promise<{ variants: VariantSpec[]; notes: string[] }> {
     // A configured base variant (e.g. the base served by the same backend as the TRACE agent, for a
     // like-for-like comparison) replaces the default one on the policy endpoint; the prompt-only
     // baseline runs on the base's endpoint.
     const configured = config.evaluation.variants;
     const bases = configured.filter((v) => v.kind === 'base');
-    if (bases.length > 1) throw new InvalidInput(`evaluation.variants: more than one base variant (${bases.map((b) => b.name).join(', ')})`);
+    if (bases.length > 1)
+      throw new InvalidInput(
+        `evaluation.variants: more than one base variant (${bases.map((b) => b.name).join(', ')})`,
+      );
     const base: VariantSpec = bases[0] ?? { name: 'base', kind: 'base' };
     const variants: VariantSpec[] = [base];
     const notes: string[] = [];
@@ -269,14 +334,23 @@ export function createEvaluationActivities(deps: EvaluationDeps = defaultDeps) {
       const requested = config.analysis.requestedCapabilities.filter((r) => !selected.some((s) => s.name === r.name));
       const described = [...selected, ...requested];
       if (described.length > 0) {
-        variants.push({ ...base, name: 'prompt_only', kind: 'prompt_only', systemPromptSuffix: promptOnlySuffix(described) });
-        if (requested.length) notes.push(`prompt-only baseline describes the capabilities requested by config: ${requested.map((r) => r.name).join(', ')}`);
+        variants.push({
+          ...base,
+          name: 'prompt_only',
+          kind: 'prompt_only',
+          systemPromptSuffix: promptOnlySuffix(described),
+        });
+        if (requested.length)
+          notes.push(
+            `prompt-only baseline describes the capabilities requested by config: ${requested.map((r) => r.name).join(', ')}`,
+          );
       } else {
         notes.push('prompt-only baseline not evaluated: no capability was selected or requested');
       }
     }
     for (const v of configured.filter((x) => x.kind !== 'base')) {
-      if (variants.some((x) => x.name === v.name)) throw new InvalidInput(`evaluation.variants: duplicate variant name '${v.name}'`);
+      if (variants.some((x) => x.name === v.name))
+        throw new InvalidInput(`evaluation.variants: duplicate variant name '${v.name}'`);
       variants.push(v);
     }
     return { variants, notes };
@@ -295,7 +369,13 @@ export function createEvaluationActivities(deps: EvaluationDeps = defaultDeps) {
       listed = await listEvaluationTasks({ config });
     } catch (e) {
       if (e instanceof InvalidInput) {
-        return { split: config.env.testSplit, tasks: [], variants: [], notes: [`evaluation skipped: ${e.message}`], unserved: { adapters: [], notes: [] } };
+        return {
+          split: config.env.testSplit,
+          tasks: [],
+          variants: [],
+          notes: [`evaluation skipped: ${e.message}`],
+          unserved: { adapters: [], notes: [] },
+        };
       }
       throw e;
     }
@@ -305,12 +385,18 @@ export function createEvaluationActivities(deps: EvaluationDeps = defaultDeps) {
     const unserved: EvaluationPlan['unserved'] = { adapters: [], notes: [] };
     if (input.gate && !variants.some((v) => v.kind === 'trace')) {
       unserved.gateUri = input.gate.gateUri;
-      unserved.notes.push('TRACE agent (base + gate) not evaluated: no serving endpoint for it is configured (evaluation.variants)');
+      unserved.notes.push(
+        'TRACE agent (base + gate) not evaluated: no serving endpoint for it is configured (evaluation.variants)',
+      );
     }
-    const trained = (input.capabilities ?? []).flatMap((c) => (c.adapter ? [{ capability: c.name, uri: c.adapter.uri }] : []));
+    const trained = (input.capabilities ?? []).flatMap((c) =>
+      c.adapter ? [{ capability: c.name, uri: c.adapter.uri }] : [],
+    );
     if (config.evaluation.singleAdapters && trained.length > 0 && !variants.some((v) => v.kind === 'adapter')) {
       unserved.adapters = trained;
-      unserved.notes.push(`single adapters (${trained.map((c) => c.capability).join(', ')}) not evaluated: no serving endpoint for them is configured`);
+      unserved.notes.push(
+        `single adapters (${trained.map((c) => c.capability).join(', ')}) not evaluated: no serving endpoint for them is configured`,
+      );
     }
     return { split, tasks, variants, notes, unserved };
   }
@@ -330,7 +416,12 @@ export function createEvaluationActivities(deps: EvaluationDeps = defaultDeps) {
         ...plan.variants,
         ...(unserved.gateUri ? [{ name: 'trace', kind: 'trace' as const, gateUri: unserved.gateUri }] : []),
         // The adapter ref names a file of the PEFT directory; the server loads the directory.
-        ...unserved.adapters.map((a) => ({ name: `adapter-${a.capability}`, kind: 'adapter' as const, capability: a.capability, adapterUri: a.uri.slice(0, a.uri.lastIndexOf('/')) })),
+        ...unserved.adapters.map((a) => ({
+          name: `adapter-${a.capability}`,
+          kind: 'adapter' as const,
+          capability: a.capability,
+          adapterUri: a.uri.slice(0, a.uri.lastIndexOf('/')),
+        })),
       ];
       const needsServer = (v: VariantSpec) => !v.baseURL && (v.gateUri !== undefined || v.adapterUri !== undefined);
       let notes = [...plan.notes, ...unserved.notes];
@@ -341,22 +432,32 @@ export function createEvaluationActivities(deps: EvaluationDeps = defaultDeps) {
           // Loading a model can outlast a heartbeat timeout: keep the activity alive meanwhile.
           const keepalive = setInterval(() => heartbeat({ starting: v.name }), 2_000);
           try {
-            const s = await deps.startPolicyServer(config, { name: v.name, adapterUri: v.adapterUri, gateUri: v.gateUri });
+            const s = await deps.startPolicyServer(config, {
+              name: v.name,
+              adapterUri: v.adapterUri,
+              gateUri: v.gateUri,
+            });
             servers.push(s);
             return { baseURL: s.baseURL, model: s.model };
           } finally {
             clearInterval(keepalive);
           }
         };
-        const base = variants.some((v) => v.kind === 'base' && !v.baseURL) ? await serve({ name: 'base', kind: 'base' }) : undefined;
+        const base = variants.some((v) => v.kind === 'base' && !v.baseURL)
+          ? await serve({ name: 'base', kind: 'base' })
+          : undefined;
         const served: VariantSpec[] = [];
         for (const v of variants) {
           if (needsServer(v)) served.push({ ...v, ...(await serve(v)) });
-          else if (base && !v.baseURL && (v.kind === 'base' || v.kind === 'prompt_only')) served.push({ ...v, ...base });
+          else if (base && !v.baseURL && (v.kind === 'base' || v.kind === 'prompt_only'))
+            served.push({ ...v, ...base });
           else served.push(v);
         }
         variants = served;
-        notes = [...plan.notes, 'trained agents and the base served by python -m trace_trainer serve (one backend for every variant)'];
+        notes = [
+          ...plan.notes,
+          'trained agents and the base served by python -m trace_trainer serve (one backend for every variant)',
+        ];
       }
       const results: VariantResult[] = [];
       for (const variant of variants) results.push(await evaluateVariant({ config, runId, variant, tasks, split }));

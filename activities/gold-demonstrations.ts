@@ -16,7 +16,11 @@ export interface GoldDemonstrations {
   rejected: { seed: number; reason: string }[];
 }
 
-export async function goldDemonstrations(env: Environment, seeds: readonly number[], model: string): Promise<GoldDemonstrations> {
+export async function goldDemonstrations(
+  env: Environment,
+  seeds: readonly number[],
+  model: string,
+): Promise<GoldDemonstrations> {
   const out: GoldDemonstrations = { trajectories: [], rejected: [] };
   const systemPrompt = env.systemPrompt();
   for (const seed of seeds) {
@@ -24,7 +28,10 @@ export async function goldDemonstrations(env: Environment, seeds: readonly numbe
     const view = await inspectInstance(env, seed);
     const played = await playPolicy(env, seed, goldPolicy(view.gold));
     if (!played.success) {
-      out.rejected.push({ seed, reason: played.errors[0] ?? `reward ${played.reward}, termination ${played.termination}` });
+      out.rejected.push({
+        seed,
+        reason: played.errors[0] ?? `reward ${played.reward}, termination ${played.termination}`,
+      });
       continue;
     }
     const steps = played.messages.filter((m) => m.role === 'assistant').length;

@@ -29,7 +29,6 @@ const defaultDeps: ReportDeps = {
   now: () => new Date(),
 };
 
-
 /**
  * What the pipeline knows when it reports (a subset of its PipelineResult). Parts written by other
  * stages are read leniently: a missing or unfamiliar part becomes a note, never a failed report.
@@ -40,7 +39,11 @@ const RunResultSchema = z.object({
   summary: z.string().optional(),
   env: z.string().optional(),
   rollouts: z
-    .object({ refs: z.array(ArtifactRefSchema).default([]), trajectories: z.number().default(0), successes: z.number().default(0) })
+    .object({
+      refs: z.array(ArtifactRefSchema).default([]),
+      trajectories: z.number().default(0),
+      successes: z.number().default(0),
+    })
     .partial()
     .optional(),
   analysis: z
@@ -52,7 +55,21 @@ const RunResultSchema = z.object({
     .partial()
     .optional(),
   gateError: z.string().optional(),
-  capabilities: z.array(z.object({ name: z.string(), status: z.string(), detail: z.string().optional(), requestedByConfig: z.boolean().optional(), environment: ArtifactRefSchema.optional(), validation: z.unknown().optional(), adapter: ArtifactRefSchema.optional(), training: z.unknown().optional(), reusedFrom: z.object({ environment: z.string().optional(), adapter: z.string().optional() }).optional() })).default([]),
+  capabilities: z
+    .array(
+      z.object({
+        name: z.string(),
+        status: z.string(),
+        detail: z.string().optional(),
+        requestedByConfig: z.boolean().optional(),
+        environment: ArtifactRefSchema.optional(),
+        validation: z.unknown().optional(),
+        adapter: ArtifactRefSchema.optional(),
+        training: z.unknown().optional(),
+        reusedFrom: z.object({ environment: z.string().optional(), adapter: z.string().optional() }).optional(),
+      }),
+    )
+    .default([]),
   gate: z.unknown().optional(),
   evaluation: z.unknown().optional(),
   notConfigured: z.array(z.string()).default([]),
@@ -85,7 +102,17 @@ const CurvePointInputSchema = z
     informativeShare: p.informativeShare ?? p.informative_share,
   }));
 const CurveSchema = z.array(CurvePointInputSchema).transform((ps) =>
-  ps.flatMap((p) => (p.meanReward === undefined ? [] : [{ iteration: p.iteration, meanReward: p.meanReward, ...(p.informativeShare !== undefined ? { informativeShare: p.informativeShare } : {}) }])),
+  ps.flatMap((p) =>
+    p.meanReward === undefined
+      ? []
+      : [
+          {
+            iteration: p.iteration,
+            meanReward: p.meanReward,
+            ...(p.informativeShare !== undefined ? { informativeShare: p.informativeShare } : {}),
+          },
+        ],
+  ),
 );
 const TrainingSchema = z.object({
   /** trainAdapter reports the curve as mean reward per iteration (numbers), with informativeShare alongside. */
@@ -99,9 +126,16 @@ const TrainingSchema = z.object({
   device: z.string().optional(),
   durationSeconds: z.number().optional(),
 });
-const ValidationSchema = z.object({ attempts: z.number().int().nonnegative().optional(), status: z.string().optional(), reference: z.string().optional(), lastFailure: z.string().optional() });
+const ValidationSchema = z.object({
+  attempts: z.number().int().nonnegative().optional(),
+  status: z.string().optional(),
+  reference: z.string().optional(),
+  lastFailure: z.string().optional(),
+});
 const GateSchema = z.object({
-  routing: z.union([z.array(z.object({ capability: z.string(), share: z.number() })), z.record(z.string(), z.number())]).optional(),
+  routing: z
+    .union([z.array(z.object({ capability: z.string(), share: z.number() })), z.record(z.string(), z.number())])
+    .optional(),
   examples: z.object({ policy: z.number(), gold: z.number() }).optional(),
   peakRssMb: z.number().optional(),
 });
@@ -123,15 +157,22 @@ function synthesisOf(c: z.infer<typeof RunResultSchema>['capabilities'][number])
       ? {}
       : attempts === 0
         ? { message: `reference env ${v.reference} used directly (synthesis.maxAttempts: 0, no generator attempt)` }
-        : { message: `reference env ${v.reference} used after ${attempts} failed attempt(s): ${v.lastFailure ?? 'no reason recorded'}` };
-  if (c.reusedFrom?.environment) return { status: 'ok', attempts: 0, message: `environment reused from run ${c.reusedFrom.environment}` };
+        : {
+            message: `reference env ${v.reference} used after ${attempts} failed attempt(s): ${v.lastFailure ?? 'no reason recorded'}`,
+          };
+  if (c.reusedFrom?.environment)
+    return { status: 'ok', attempts: 0, message: `environment reused from run ${c.reusedFrom.environment}` };
   if (c.status === 'not_configured') return { status: 'not_run', attempts: 0 };
-  if (c.environment || c.status === 'trained' || c.status === 'training') return { status: 'ok', attempts, ...fallback };
-  if (c.status === 'failed' && /synthes|validat/i.test(c.detail ?? '')) return { status: 'failed', attempts, message: c.detail };
+  if (c.environment || c.status === 'trained' || c.status === 'training')
+    return { status: 'ok', attempts, ...fallback };
+  if (c.status === 'failed' && /synthes|validat/i.test(c.detail ?? ''))
+    return { status: 'failed', attempts, message: c.detail };
   return { status: 'not_run', attempts };
 }
 
-function curvePoints(t: z.infer<typeof TrainingSchema> | undefined): { iteration: number; meanReward: number; informativeShare?: number }[] {
+function curvePoints(
+  t: z.infer<typeof TrainingSchema> | undefined,
+): { iteration: number; meanReward: number; informativeShare?: number }[] {
   const c = t?.curve;
   if (c && c.length > 0 && typeof c[0] === 'number') {
     return (c as number[]).map((meanReward, i) => ({
@@ -143,17 +184,32 @@ function curvePoints(t: z.infer<typeof TrainingSchema> | undefined): { iteration
   return (c as { iteration: number; meanReward: number }[] | undefined) ?? t?.metrics ?? t?.history ?? [];
 }
 
-function trainingOf(c: z.infer<typeof RunResultSchema>['capabilities'][number]): NonNullable<CapabilityRowInput['training']> {
+function trainingOf(
+  c: z.infer<typeof RunResultSchema>['capabilities'][number],
+): NonNullable<CapabilityRowInput['training']> {
   const t = TrainingSchema.safeParse(c.training ?? {}).data;
   const curve = curvePoints(t);
   const heldout = t?.heldoutCurve ?? [];
-  if (c.adapter) return { status: 'ok', curve, heldout, adapterUri: c.adapter.uri, ...(c.reusedFrom?.adapter ? { message: `adapter continued from run ${c.reusedFrom.adapter}` } : {}) };
-  if (c.status === 'failed' && /train/i.test(c.detail ?? '')) return { status: 'failed', curve, heldout, message: c.detail };
+  if (c.adapter)
+    return {
+      status: 'ok',
+      curve,
+      heldout,
+      adapterUri: c.adapter.uri,
+      ...(c.reusedFrom?.adapter ? { message: `adapter continued from run ${c.reusedFrom.adapter}` } : {}),
+    };
+  if (c.status === 'failed' && /train/i.test(c.detail ?? ''))
+    return { status: 'failed', curve, heldout, message: c.detail };
   return { status: 'not_run', curve, heldout };
 }
 
 export function createReportActivities(deps: ReportDeps = defaultDeps) {
-  async function gather(store: ArtifactStore, config: Config, run: z.infer<typeof RunResultSchema>, pipelineWorkflowId?: string): Promise<ReportInputs> {
+  async function gather(
+    store: ArtifactStore,
+    config: Config,
+    run: z.infer<typeof RunResultSchema>,
+    pipelineWorkflowId?: string,
+  ): Promise<ReportInputs> {
     const notes: string[] = [];
     if (run.summary) notes.push(run.summary);
     if (run.gateError) notes.push(`the gate could not be fitted: ${run.gateError}`);
@@ -163,7 +219,10 @@ export function createReportActivities(deps: ReportDeps = defaultDeps) {
     if (run.analysis?.selection) {
       const parsed = Stage1ResultSchema.safeParse(await store.getJson(run.analysis.selection));
       if (parsed.success) stage1 = parsed.data;
-      else notes.push(`capability analysis at ${run.analysis.selection.uri} could not be read: ${parsed.error.issues[0].message}`);
+      else
+        notes.push(
+          `capability analysis at ${run.analysis.selection.uri} could not be read: ${parsed.error.issues[0].message}`,
+        );
     }
 
     const byName = new Map(run.capabilities.map((c) => [c.name, c]));
@@ -184,8 +243,12 @@ export function createReportActivities(deps: ReportDeps = defaultDeps) {
       };
     });
     // Capabilities the config requested: no stage-1 statistics of their own, never marked selected.
-    const requestedCaps = run.capabilities.filter((c) => c.requestedByConfig && !capabilities.some((r) => r.name === c.name));
-    const requestedDescription = new Map((config.analysis?.requestedCapabilities ?? []).map((c) => [c.name, c.description]));
+    const requestedCaps = run.capabilities.filter(
+      (c) => c.requestedByConfig && !capabilities.some((r) => r.name === c.name),
+    );
+    const requestedDescription = new Map(
+      (config.analysis?.requestedCapabilities ?? []).map((c) => [c.name, c.description]),
+    );
     for (const c of requestedCaps) {
       capabilities.push({
         name: c.name,
@@ -200,7 +263,9 @@ export function createReportActivities(deps: ReportDeps = defaultDeps) {
         synthesis: synthesisOf(c),
         training: trainingOf(c),
       });
-      notes.push(`capability ${c.name} was trained because analysis.requestedCapabilities names it; stage 1 did not select it`);
+      notes.push(
+        `capability ${c.name} was trained because analysis.requestedCapabilities names it; stage 1 did not select it`,
+      );
     }
 
     const evaluations: NonNullable<ReportInputs['evaluations']> = [];
@@ -218,13 +283,19 @@ export function createReportActivities(deps: ReportDeps = defaultDeps) {
 
     const gateInfo = GateSchema.safeParse(run.gate ?? {}).data;
     const gateParsed = gateInfo?.routing;
-    const routing = Array.isArray(gateParsed) ? gateParsed : Object.entries(gateParsed ?? {}).map(([capability, share]) => ({ capability, share }));
+    const routing = Array.isArray(gateParsed)
+      ? gateParsed
+      : Object.entries(gateParsed ?? {}).map(([capability, share]) => ({ capability, share }));
     if (run.gate !== undefined && routing.length === 0) notes.push('the gate did not report routing shares');
     // Gold demonstrations are a departure from the paper (policy successes only): always said.
     if (gateInfo?.examples?.gold) {
-      notes.push(`the gate was fitted on ${gateInfo.examples.policy} successful policy trajectories and ${gateInfo.examples.gold} gold demonstrations (gate.goldDemonstrations: reference solutions replayed through each capability env)`);
+      notes.push(
+        `the gate was fitted on ${gateInfo.examples.policy} successful policy trajectories and ${gateInfo.examples.gold} gold demonstrations (gate.goldDemonstrations: reference solutions replayed through each capability env)`,
+      );
     } else if (gateInfo?.examples) {
-      notes.push(`the gate was fitted on ${gateInfo.examples.policy} successful policy trajectories only (gold-free, as in the paper)`);
+      notes.push(
+        `the gate was fitted on ${gateInfo.examples.policy} successful policy trajectories only (gold-free, as in the paper)`,
+      );
     }
     const constrained = config.training.constrainedDecoding;
     if (constrained !== false && run.capabilities.some((c) => c.adapter)) {
@@ -239,22 +310,45 @@ export function createReportActivities(deps: ReportDeps = defaultDeps) {
       for (const line of (await store.getText(ref)).split('\n')) {
         if (!line.trim()) continue;
         const u = (JSON.parse(line) as { usage?: typeof rolloutUsage }).usage;
-        if (u) rolloutUsage = { calls: rolloutUsage.calls + u.calls, promptTokens: rolloutUsage.promptTokens + u.promptTokens, completionTokens: rolloutUsage.completionTokens + u.completionTokens };
+        if (u)
+          rolloutUsage = {
+            calls: rolloutUsage.calls + u.calls,
+            promptTokens: rolloutUsage.promptTokens + u.promptTokens,
+            completionTokens: rolloutUsage.completionTokens + u.completionTokens,
+          };
       }
     }
     let analystUsage = { calls: 0, promptTokens: 0, completionTokens: 0 };
     for (const ref of run.analysis?.labels ?? []) {
       const p = PassLabelsSchema.safeParse(await store.getJson(ref));
-      if (p.success) analystUsage = { calls: analystUsage.calls + p.data.usage.calls, promptTokens: analystUsage.promptTokens + p.data.usage.promptTokens, completionTokens: analystUsage.completionTokens + p.data.usage.completionTokens };
+      if (p.success)
+        analystUsage = {
+          calls: analystUsage.calls + p.data.usage.calls,
+          promptTokens: analystUsage.promptTokens + p.data.usage.promptTokens,
+          completionTokens: analystUsage.completionTokens + p.data.usage.completionTokens,
+        };
     }
     const evalUsage = evaluations.reduce(
-      (u, e) => ({ calls: u.calls + e.usage.calls, promptTokens: u.promptTokens + e.usage.promptTokens, completionTokens: u.completionTokens + e.usage.completionTokens }),
+      (u, e) => ({
+        calls: u.calls + e.usage.calls,
+        promptTokens: u.promptTokens + e.usage.promptTokens,
+        completionTokens: u.completionTokens + e.usage.completionTokens,
+      }),
       { calls: 0, promptTokens: 0, completionTokens: 0 },
     );
     // Adapter training and gate fitting both count as training seconds.
-    const trainings = [...run.capabilities.map((c) => c.training), run.gate].map((t) => TrainingSchema.safeParse(t ?? {}).data ?? {});
+    const trainings = [...run.capabilities.map((c) => c.training), run.gate].map(
+      (t) => TrainingSchema.safeParse(t ?? {}).data ?? {},
+    );
     const seconds = (kind: 'gpu' | 'cpu') =>
-      trainings.reduce((s, t) => s + (kind === 'gpu' ? (t.gpuSeconds ?? (t.device?.startsWith('cuda') ? t.durationSeconds ?? 0 : 0)) : (t.cpuSeconds ?? (t.device === 'cpu' ? t.durationSeconds ?? 0 : 0))), 0);
+      trainings.reduce(
+        (s, t) =>
+          s +
+          (kind === 'gpu'
+            ? (t.gpuSeconds ?? (t.device?.startsWith('cuda') ? (t.durationSeconds ?? 0) : 0))
+            : (t.cpuSeconds ?? (t.device === 'cpu' ? (t.durationSeconds ?? 0) : 0))),
+        0,
+      );
 
     const settings = temporalSettings();
     const workflowId = pipelineWorkflowId ?? activityWorkflowId(run.runId);
@@ -276,7 +370,10 @@ export function createReportActivities(deps: ReportDeps = defaultDeps) {
           }
         : null,
       capabilities,
-      gate: run.gate !== undefined ? { routing, ...(gateInfo?.peakRssMb !== undefined ? { peakRssMb: gateInfo.peakRssMb } : {}) } : null,
+      gate:
+        run.gate !== undefined
+          ? { routing, ...(gateInfo?.peakRssMb !== undefined ? { peakRssMb: gateInfo.peakRssMb } : {}) }
+          : null,
       cost: {
         llm: [
           { role: 'policy (rollouts)', ...rolloutUsage },
@@ -291,7 +388,10 @@ export function createReportActivities(deps: ReportDeps = defaultDeps) {
       links: {
         ui: settings.uiBase,
         run: workflowUiLink(settings, workflowId),
-        children: run.capabilities.map((c) => ({ label: `capability ${c.name} (${c.status})`, url: workflowUiLink(settings, `${workflowId}/capability/${c.name}`) })),
+        children: run.capabilities.map((c) => ({
+          label: `capability ${c.name} (${c.status})`,
+          url: workflowUiLink(settings, `${workflowId}/capability/${c.name}`),
+        })),
       },
       promotion: run.promotion ?? null,
     };

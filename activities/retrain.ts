@@ -1,5 +1,12 @@
 import type { Config } from '../core/config.js';
-import { emptyLineage, LineageRecordSchema, LineageSchema, recordOutcome, type Lineage, type LineageRecord } from '../core/promotion.js';
+import {
+  emptyLineage,
+  LineageRecordSchema,
+  LineageSchema,
+  recordOutcome,
+  type Lineage,
+  type LineageRecord,
+} from '../core/promotion.js';
 import { RunArtifactsSchema, type RunArtifacts } from '../core/schedule.js';
 import type { ArtifactStore } from '../store/artifact-store.js';
 import { openStore } from '../store/index.js';
@@ -22,7 +29,6 @@ const defaultDeps: RetrainDeps = {
 const StateSchema = z.object({ lineage: LineageSchema, latest: RunArtifactsSchema.optional() });
 type State = z.infer<typeof StateSchema>;
 
-
 export function createRetrainActivities(deps: RetrainDeps = defaultDeps) {
   async function readState(store: ArtifactStore, config: Config): Promise<State> {
     const ref = await store.stat(lineageKey(config.name));
@@ -40,7 +46,11 @@ export function createRetrainActivities(deps: RetrainDeps = defaultDeps) {
    * its environments, so the new run can validate them under its own config before reusing them
    * (idempotent: what the new run already has is kept).
    */
-  async function seedRetrainRun(input: { config: Config; runId: string; previous: RunArtifacts }): Promise<{ reusedDictionary: boolean; from: string }> {
+  async function seedRetrainRun(input: {
+    config: Config;
+    runId: string;
+    previous: RunArtifacts;
+  }): Promise<{ reusedDictionary: boolean; from: string }> {
     const store = await deps.openStore(input.config.store);
     const { previous, runId } = input;
     for (const c of previous.capabilities) {
@@ -50,12 +60,17 @@ export function createRetrainActivities(deps: RetrainDeps = defaultDeps) {
       if (!(await store.stat(to)) && (await store.stat(from))) await store.put(to, await store.get(from));
     }
     if (!previous.dictionary) return { reusedDictionary: false, from: previous.runId };
-    if (!(await store.stat(runKeys.dictionary(runId)))) await store.put(runKeys.dictionary(runId), await store.get(previous.dictionary));
+    if (!(await store.stat(runKeys.dictionary(runId))))
+      await store.put(runKeys.dictionary(runId), await store.get(previous.dictionary));
     return { reusedDictionary: true, from: previous.runId };
   }
 
   /** Appends the run's outcome to the lineage (once per run) and remembers its artifacts. */
-  async function recordRetrainOutcome(input: { config: Config; record: LineageRecord; artifacts: RunArtifacts }): Promise<Lineage> {
+  async function recordRetrainOutcome(input: {
+    config: Config;
+    record: LineageRecord;
+    artifacts: RunArtifacts;
+  }): Promise<Lineage> {
     const store = await deps.openStore(input.config.store);
     const state = await readState(store, input.config);
     const lineage = recordOutcome(state.lineage, LineageRecordSchema.parse(input.record));

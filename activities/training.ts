@@ -56,7 +56,15 @@ const DoneAdapterSchema = z.object({
   checkpoint_uri: z.string(),
   iterations: z.number().int(),
   metrics: z.array(
-    z.object({ mean_reward: z.number(), informative_share: z.number(), tokens_per_s: z.number(), heldout_reward_before: z.number().optional(), heldout_reward: z.number().optional() }).passthrough(),
+    z
+      .object({
+        mean_reward: z.number(),
+        informative_share: z.number(),
+        tokens_per_s: z.number(),
+        heldout_reward_before: z.number().optional(),
+        heldout_reward: z.number().optional(),
+      })
+      .passthrough(),
   ),
   peak_rss_mb: z.number().optional(),
 });
@@ -133,7 +141,9 @@ export interface FitGateResult {
 
 function heldoutCurve(metrics: z.infer<typeof DoneAdapterSchema>['metrics']): TrainAdapterResult['heldoutCurve'] {
   const before = metrics[0]?.heldout_reward_before;
-  const after = metrics.flatMap((m, i) => (m.heldout_reward === undefined ? [] : [{ iteration: i + 1, meanReward: m.heldout_reward }]));
+  const after = metrics.flatMap((m, i) =>
+    m.heldout_reward === undefined ? [] : [{ iteration: i + 1, meanReward: m.heldout_reward }],
+  );
   return before === undefined ? after : [{ iteration: 0, meanReward: before }, ...after];
 }
 
@@ -155,7 +165,9 @@ async function train(input: TrainAdapterInput, deps: TrainingDeps): Promise<Trai
   const prefixKey = runKeys.adapter(runId, capability.name);
   const prefixUri = store.uri(prefixKey);
   const latestKey = `${prefixKey}/checkpoints/latest.json`;
-  const resume = await resumePoint(async () => ((await store.stat(latestKey)) ? LatestCheckpointSchema.parse(await store.getJson(latestKey)).uri : undefined));
+  const resume = await resumePoint(async () =>
+    (await store.stat(latestKey)) ? LatestCheckpointSchema.parse(await store.getJson(latestKey)).uri : undefined,
+  );
   const env = await openEnvServer(input, store);
   try {
     const trainerConfig = grpoTrainerConfig(config, {
@@ -166,7 +178,10 @@ async function train(input: TrainAdapterInput, deps: TrainingDeps): Promise<Trai
     });
     const run = await runTrainer(config, 'grpo', trainerConfig, resume ? ['--resume', resume] : []);
     const d = DoneAdapterSchema.parse(run.done);
-    const gold = config.stages.gate && config.gate.goldDemonstrations > 0 ? await storeGoldDemonstrations(config, store, prefixKey, env.env) : undefined;
+    const gold =
+      config.stages.gate && config.gate.goldDemonstrations > 0
+        ? await storeGoldDemonstrations(config, store, prefixKey, env.env)
+        : undefined;
     return {
       adapter: d.adapter,
       adapterUri: d.adapter_uri,
@@ -190,7 +205,8 @@ async function train(input: TrainAdapterInput, deps: TrainingDeps): Promise<Trai
 
 async function fit(input: FitGateInput, deps: TrainingDeps): Promise<FitGateResult> {
   const { config, runId } = input;
-  if (input.adapters.length === 0) throw ApplicationFailure.nonRetryable('fitGate: no adapters to combine', 'InvalidInput');
+  if (input.adapters.length === 0)
+    throw ApplicationFailure.nonRetryable('fitGate: no adapters to combine', 'InvalidInput');
   const store = deps.openStore(config.store);
   const gateConfig = gateTrainerConfig(config, {
     ...trainerPaths,
@@ -221,7 +237,10 @@ async function storeGoldDemonstrations(config: Config, store: ArtifactStore, pre
   const seeds = Array.from({ length: config.gate.goldDemonstrations }, (_, i) => i);
   const gold = await goldDemonstrations(env, seeds, 'gold-solution');
   if (gold.trajectories.length > 0) {
-    await store.put(`${prefixKey}/trajectories/gold-demonstrations.jsonl`, gold.trajectories.map((t) => JSON.stringify(t)).join('\n') + '\n');
+    await store.put(
+      `${prefixKey}/trajectories/gold-demonstrations.jsonl`,
+      gold.trajectories.map((t) => JSON.stringify(t)).join('\n') + '\n',
+    );
   }
   return { stored: gold.trajectories.length, rejected: gold.rejected };
 }
@@ -237,13 +256,19 @@ async function resumePoint(latestInPrefix: () => Promise<string | undefined>): P
   return HeartbeatSchema.safeParse(activityContext()?.info.heartbeatDetails).data?.checkpointUri;
 }
 
-async function openEnvServer(input: TrainAdapterInput, store: ArtifactStore): Promise<{ url: string; env: Environment; close(): Promise<void> }> {
+async function openEnvServer(
+  input: TrainAdapterInput,
+  store: ArtifactStore,
+): Promise<{ url: string; env: Environment; close(): Promise<void> }> {
   if (input.envUrl) {
     const remote = await HttpEnvironment.connect(input.envUrl);
     return { url: input.envUrl, env: remote, close: () => remote.close() };
   }
   if (!input.environment && !input.envModule) {
-    throw ApplicationFailure.nonRetryable('trainAdapter: one of environment, envModule or envUrl is required', 'InvalidInput');
+    throw ApplicationFailure.nonRetryable(
+      'trainAdapter: one of environment, envModule or envUrl is required',
+      'InvalidInput',
+    );
   }
   // Validation's per-process limits (episodesPerProcess above all: no process here serves more
   // episodes than validation's did); budgetMs and cpuSeconds are totals over the env's life, which
@@ -299,19 +324,23 @@ async function runTrainer(
   const configPath = path.join(dir, `${command}.json`);
   await writeFile(configPath, JSON.stringify(trainerConfig, null, 2));
   const gpu = freeGpus.shift();
-  const child = execa(path.resolve(PROJECT_ROOT, config.training.python), ['-m', 'trace_trainer', command, '--config', configPath, ...extraArgs], {
-    cwd: PROJECT_ROOT,
-    env: {
-      PYTHONPATH: path.join(PROJECT_ROOT, 'trainer'),
-      PYTHONUNBUFFERED: '1',
-      TRACE_EXIT_WITH_PARENT: '1',
-      ...(gpu !== undefined ? { CUDA_VISIBLE_DEVICES: gpu } : {}),
+  const child = execa(
+    path.resolve(PROJECT_ROOT, config.training.python),
+    ['-m', 'trace_trainer', command, '--config', configPath, ...extraArgs],
+    {
+      cwd: PROJECT_ROOT,
+      env: {
+        PYTHONPATH: path.join(PROJECT_ROOT, 'trainer'),
+        PYTHONUNBUFFERED: '1',
+        TRACE_EXIT_WITH_PARENT: '1',
+        ...(gpu !== undefined ? { CUDA_VISIBLE_DEVICES: gpu } : {}),
+      },
+      detached: true, // its own process group: cancellation kills the trainer and everything it started
+      stdin: 'ignore',
+      buffer: false,
+      reject: false,
     },
-    detached: true, // its own process group: cancellation kills the trainer and everything it started
-    stdin: 'ignore',
-    buffer: false,
-    reject: false,
-  });
+  );
   const pid = child.pid;
   const stderrTail: string[] = [];
   child.stderr?.on('data', (chunk: Buffer) => {
@@ -338,7 +367,8 @@ async function runTrainer(
     killTimer = setTimeout(() => killGroup('SIGKILL'), KILL_GRACE_MS);
   };
   ctx?.cancellationSignal.addEventListener('abort', onAbort);
-  const keepalive = ctx && setInterval(() => ctx.heartbeat({ ...lastDetails, trainerSeconds: seconds() }), KEEPALIVE_MS);
+  const keepalive =
+    ctx && setInterval(() => ctx.heartbeat({ ...lastDetails, trainerSeconds: seconds() }), KEEPALIVE_MS);
   try {
     const lines = readline.createInterface({ input: child.stdout! });
     for await (const line of lines) {
@@ -389,7 +419,9 @@ export function trainerFailure(e: Pick<TrainerEvent, 'type' | 'message'>): Appli
   const [kind, ...rest] = (e.type ?? 'retryable:TrainerError').split(':');
   const name = rest.join(':') || 'TrainerError';
   const message = e.message ?? name;
-  return kind === 'fatal' ? ApplicationFailure.nonRetryable(message, name) : ApplicationFailure.retryable(message, name);
+  return kind === 'fatal'
+    ? ApplicationFailure.nonRetryable(message, name)
+    : ApplicationFailure.retryable(message, name);
 }
 
 export const { trainAdapter, fitGate } = createTrainingActivities();

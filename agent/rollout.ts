@@ -45,7 +45,9 @@ class EpisodeTimeout extends Error {
 
 function toParam(m: Message): ChatCompletionMessageParam {
   if (m.role === 'assistant') {
-    return m.tool_calls?.length ? { role: 'assistant', content: m.content, tool_calls: m.tool_calls } : { role: 'assistant', content: m.content ?? '' };
+    return m.tool_calls?.length
+      ? { role: 'assistant', content: m.content, tool_calls: m.tool_calls }
+      : { role: 'assistant', content: m.content ?? '' };
   }
   return m as ChatCompletionMessageParam;
 }
@@ -90,7 +92,9 @@ async function episodeLoop(p: EpisodeParams, cancel: AbortSignal | undefined): P
 
   let episode: Episode;
   try {
-    episode = await bounded(p.env.reset(p.taskId !== undefined ? { taskId: p.taskId } : { seed: p.seed ?? 0 }, { signal }));
+    episode = await bounded(
+      p.env.reset(p.taskId !== undefined ? { taskId: p.taskId } : { seed: p.seed ?? 0 }, { signal }),
+    );
   } catch (e) {
     unbind();
     throw e;
@@ -125,7 +129,15 @@ async function episodeLoop(p: EpisodeParams, cancel: AbortSignal | undefined): P
       model = res.model || model;
       const reply = res.choices[0]?.message;
       const calls: ToolCall[] = (reply?.tool_calls ?? []).flatMap((c) =>
-        c.type === 'function' ? [{ id: c.id, type: 'function' as const, function: { name: c.function.name, arguments: c.function.arguments } }] : [],
+        c.type === 'function'
+          ? [
+              {
+                id: c.id,
+                type: 'function' as const,
+                function: { name: c.function.name, arguments: c.function.arguments },
+              },
+            ]
+          : [],
       );
       const content = reply?.content ?? null;
       if (calls.length) {

@@ -51,8 +51,16 @@ for (let i = 0; i < RUNS; i++) for (const [name, args, env] of variants) samples
 rmSync(dir, { recursive: true, force: true });
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-const med = (name: string) => ({ wall: median(samples.get(name)!.map((s) => s.wall)), cpu: median(samples.get(name)!.map((s) => s.cpu)) });
-console.log(`${RUNS} runs each, interleaved; load average ${os.loadavg().map((l) => l.toFixed(2)).join(' ')} on ${os.cpus().length} cores`);
+const med = (name: string) => ({
+  wall: median(samples.get(name)!.map((s) => s.wall)),
+  cpu: median(samples.get(name)!.map((s) => s.cpu)),
+});
+console.log(
+  `${RUNS} runs each, interleaved; load average ${os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')} on ${os.cpus().length} cores`,
+);
 console.log('variant                          wall median   cpu median');
 for (const [name] of variants) {
   const m = med(name);

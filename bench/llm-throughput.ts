@@ -44,7 +44,9 @@ const ask = async (i: number) => {
 };
 
 await ask(-1);
-console.log(`model ${model} at ${baseURL}; ${requests} requests per level, max_tokens ${maxTokens}, server sequences ${server ? values.parallel : 'unknown'}`);
+console.log(
+  `model ${model} at ${baseURL}; ${requests} requests per level, max_tokens ${maxTokens}, server sequences ${server ? values.parallel : 'unknown'}`,
+);
 console.log('concurrency  req/s   tok/s   req/s ratio  tok/s ratio  tok/cpu-s');
 let base: { rps: number; tps: number } | undefined;
 for (const concurrency of [1, 2, 4, 8]) {

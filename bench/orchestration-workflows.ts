@@ -9,6 +9,10 @@ interface TrivialActivities {
 const { trivial } = proxyActivities<TrivialActivities>(shortActivity());
 
 export async function trivialFanOut(n: number, concurrency: number): Promise<number> {
-  const settled = await settlePool(Array.from({ length: n }, (_, i) => i), concurrency, (i) => trivial(i));
+  const settled = await settlePool(
+    Array.from({ length: n }, (_, i) => i),
+    concurrency,
+    (i) => trivial(i),
+  );
   return settled.filter((s) => s.status === 'fulfilled').length;
 }

@@ -39,16 +39,29 @@ function demoActivityCount(): { activities: number; note: string } {
   const tasks = c.env.maxTasks ?? 6; // toy-orders has 6 train tasks
   const batches = chunk(Array.from({ length: tasks * c.rollouts.trialsPerTask }), c.rollouts.batchSize).length;
   const activities = 2 + batches + 1 + c.analysis.passes + 1 + (c.stages.evaluation ? 1 : 0) + 1;
-  return { activities, note: `2 setup + ${batches} rollout batches + discovery + ${c.analysis.passes} labeling passes + selection + evaluation + report` };
+  return {
+    activities,
+    note: `2 setup + ${batches} rollout batches + discovery + ${c.analysis.passes} labeling passes + selection + evaluation + report`,
+  };
 }
 
 Runtime.install({ logger: new DefaultLogger('WARN') });
-const server = await startTemporalDevServer({ port: 0, uiPort: false, dbFile: path.join(HERE, '..', '.trace', 'bench-temporal.db') });
+const server = await startTemporalDevServer({
+  port: 0,
+  uiPort: false,
+  dbFile: path.join(HERE, '..', '.trace', 'bench-temporal.db'),
+});
 try {
   const inSeq = await timeIt(async () => {
     for (let i = 0; i < N; i++) await trivial(i);
   });
-  const inPar = await timeIt(() => settlePool(Array.from({ length: N }, (_, i) => i), CONCURRENCY, trivial));
+  const inPar = await timeIt(() =>
+    settlePool(
+      Array.from({ length: N }, (_, i) => i),
+      CONCURRENCY,
+      trivial,
+    ),
+  );
 
   const connection = await NativeConnection.connect({ address: server.address });
   const worker = await Worker.create({
@@ -59,7 +72,11 @@ try {
   });
   const client = new Client({ connection: await Connection.connect({ address: server.address }) });
   const run = (n: number, c: number) =>
-    client.workflow.execute('trivialFanOut', { taskQueue: 'bench-orchestration', workflowId: `bench-${n}-${c}-${Date.now()}`, args: [n, c] });
+    client.workflow.execute('trivialFanOut', {
+      taskQueue: 'bench-orchestration',
+      workflowId: `bench-${n}-${c}-${Date.now()}`,
+      args: [n, c],
+    });
   const results = await worker.runUntil(async () => {
     await run(10, CONCURRENCY); // warm-up: workflow cache, connections
     const seq = await timeIt(() => run(N, 1));
@@ -72,15 +89,27 @@ try {
   const per = (ms: number) => ms / N;
   const overheadSeq = per(results.seq) - per(inSeq);
   const overheadPar = per(results.par) - per(inPar);
-  console.log(`orchestration overhead, N = ${N} trivial activities, fan-out width ${CONCURRENCY}, server ${server.address}`);
-  console.log(`  in-process  sequential ${per(inSeq).toFixed(4)} ms/call   width ${CONCURRENCY} ${per(inPar).toFixed(4)} ms/call`);
-  console.log(`  Temporal    sequential ${per(results.seq).toFixed(2)} ms/activity   width ${CONCURRENCY} ${per(results.par).toFixed(2)} ms/activity`);
-  console.log(`  overhead    sequential ${overheadSeq.toFixed(2)} ms/activity   width ${CONCURRENCY} ${overheadPar.toFixed(2)} ms/activity`);
+  console.log(
+    `orchestration overhead, N = ${N} trivial activities, fan-out width ${CONCURRENCY}, server ${server.address}`,
+  );
+  console.log(
+    `  in-process  sequential ${per(inSeq).toFixed(4)} ms/call   width ${CONCURRENCY} ${per(inPar).toFixed(4)} ms/call`,
+  );
+  console.log(
+    `  Temporal    sequential ${per(results.seq).toFixed(2)} ms/activity   width ${CONCURRENCY} ${per(results.par).toFixed(2)} ms/activity`,
+  );
+  console.log(
+    `  overhead    sequential ${overheadSeq.toFixed(2)} ms/activity   width ${CONCURRENCY} ${overheadPar.toFixed(2)} ms/activity`,
+  );
   const demo = demoActivityCount();
   const demoOverheadMs = demo.activities * overheadSeq;
-  console.log(`  a demo run schedules ${demo.activities} activities (${demo.note}) → ≈ ${demoOverheadMs.toFixed(0)} ms of orchestration`);
+  console.log(
+    `  a demo run schedules ${demo.activities} activities (${demo.note}) → ≈ ${demoOverheadMs.toFixed(0)} ms of orchestration`,
+  );
   if (Number.isFinite(DEMO_SECONDS)) {
-    console.log(`  overhead share of a ${DEMO_SECONDS} s demo run: ${((100 * demoOverheadMs) / (DEMO_SECONDS * 1000)).toFixed(3)}% (goal < 2%)`);
+    console.log(
+      `  overhead share of a ${DEMO_SECONDS} s demo run: ${((100 * demoOverheadMs) / (DEMO_SECONDS * 1000)).toFixed(3)}% (goal < 2%)`,
+    );
   } else {
     console.log('  pass --demo-seconds <measured demo wall time> for the overhead share of a demo run');
   }

@@ -62,7 +62,9 @@ async function main() {
   await bundleEnvModule({ source: `${source}\n// 0\n` }, path.join(dir, 'hit.mjs'));
   const hit = performance.now() - t;
   await rm(dir, { recursive: true, force: true });
-  console.log(`bundle (esbuild, module + SDK + runner + zod): median ${ms(median(bundleTimes))}; cached (inputs re-hashed) ${ms(hit)}`);
+  console.log(
+    `bundle (esbuild, module + SDK + runner + zod): median ${ms(median(bundleTimes))}; cached (inputs re-hashed) ${ms(hit)}`,
+  );
 
   for (const level of ISOLATION_LEVELS) {
     if (!(await isolationIfAvailable(level))) {
@@ -74,17 +76,27 @@ async function main() {
     for (let i = 0; i < 5; i++) {
       t = performance.now();
       // A distinct source each time: start-up including a fresh bundle.
-      const env = await startSandboxedEnv({ source: `${source}\n// ${level} ${i}\n`, isolation: level, allowWeakIsolation: true });
+      const env = await startSandboxedEnv({
+        source: `${source}\n// ${level} ${i}\n`,
+        isolation: level,
+        allowWeakIsolation: true,
+      });
       starts.push(performance.now() - t);
       t = performance.now();
       await env.close();
       closes.push(performance.now() - t);
     }
     t = performance.now();
-    const again = await startSandboxedEnv({ source: `${source}\n// ${level} 0\n`, isolation: level, allowWeakIsolation: true });
+    const again = await startSandboxedEnv({
+      source: `${source}\n// ${level} 0\n`,
+      isolation: level,
+      allowWeakIsolation: true,
+    });
     const cachedStart = performance.now() - t;
     await again.close();
-    console.log(`start-up [${level}]: median ${ms(median(starts))} (fresh bundle), ${ms(cachedStart)} (cached bundle), close ${ms(median(closes))}`);
+    console.log(
+      `start-up [${level}]: median ${ms(median(starts))} (fresh bundle), ${ms(cachedStart)} (cached bundle), close ${ms(median(closes))}`,
+    );
   }
 
   const inProc = await throughput(sdkEnv);
@@ -98,10 +110,18 @@ async function main() {
   const single = await startSandboxedEnv({ modulePath: MODULE, limits: { episodesPerProcess: 1_000_000 } });
   const oneProcess = await throughput(single);
   await single.close();
-  console.log(`in-process: ${inProc.stepsPerSec.toFixed(0)} steps/s, ${inProc.episodesPerSec.toFixed(0)} episodes/s (${inProc.steps} steps)`);
-  console.log(`over HTTP (loopback, serveEnvironment + HttpEnvironment): ${overHttp.stepsPerSec.toFixed(0)} steps/s (${(inProc.stepsPerSec / overHttp.stepsPerSec).toFixed(1)}x slower)`);
-  console.log(`sandbox [${iso.level}]: ${sandboxed.stepsPerSec.toFixed(0)} steps/s, ${sandboxed.episodesPerSec.toFixed(0)} episodes/s`);
-  console.log(`  ${boxed.processesStarted} processes (episodesPerProcess 32); in one process: ${oneProcess.stepsPerSec.toFixed(0)} steps/s, ${oneProcess.episodesPerSec.toFixed(0)} episodes/s`);
+  console.log(
+    `in-process: ${inProc.stepsPerSec.toFixed(0)} steps/s, ${inProc.episodesPerSec.toFixed(0)} episodes/s (${inProc.steps} steps)`,
+  );
+  console.log(
+    `over HTTP (loopback, serveEnvironment + HttpEnvironment): ${overHttp.stepsPerSec.toFixed(0)} steps/s (${(inProc.stepsPerSec / overHttp.stepsPerSec).toFixed(1)}x slower)`,
+  );
+  console.log(
+    `sandbox [${iso.level}]: ${sandboxed.stepsPerSec.toFixed(0)} steps/s, ${sandboxed.episodesPerSec.toFixed(0)} episodes/s`,
+  );
+  console.log(
+    `  ${boxed.processesStarted} processes (episodesPerProcess 32); in one process: ${oneProcess.stepsPerSec.toFixed(0)} steps/s, ${oneProcess.episodesPerSec.toFixed(0)} episodes/s`,
+  );
   console.log(`ratio in-process / sandbox: ${(inProc.stepsPerSec / sandboxed.stepsPerSec).toFixed(1)}x steps/s`);
   console.log(`per step through the sandbox: ${(1000 / sandboxed.stepsPerSec).toFixed(3)} ms`);
 }

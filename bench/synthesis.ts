@@ -47,9 +47,16 @@ async function main() {
     });
     for (const typecheck of [true, true, false]) {
       const t = performance.now();
-      const { verdict } = await validateCandidate({ source: GOOD_SOURCE, manifest: GOOD_MANIFEST, config: { ...config, synthesis: { ...config.synthesis, typecheck } }, policy: createLlm(config, 'policy') });
+      const { verdict } = await validateCandidate({
+        source: GOOD_SOURCE,
+        manifest: GOOD_MANIFEST,
+        config: { ...config, synthesis: { ...config.synthesis, typecheck } },
+        policy: createLlm(config, 'policy'),
+      });
       const checks = verdict.checks.map((g) => `${g.check} ${g.passed ? 'ok' : 'FAIL'}`).join(', ');
-      console.log(`validation of one candidate (sandbox, typecheck ${typecheck}): ${(performance.now() - t).toFixed(0)} ms [${checks}]`);
+      console.log(
+        `validation of one candidate (sandbox, typecheck ${typecheck}): ${(performance.now() - t).toFixed(0)} ms [${checks}]`,
+      );
     }
   } finally {
     await llm.close();
@@ -63,7 +70,9 @@ async function main() {
   console.log(`sandbox start (bundle + spawn + describe): ${(performance.now() - t).toFixed(0)} ms`);
   try {
     const sb = await goldThroughput(sandboxed.env);
-    console.log(`${cap} gold episodes, ${EPISODES}: in-process ${inProc.stepsPerSec.toFixed(0)} steps/s, sandboxed ${sb.stepsPerSec.toFixed(0)} steps/s; ratio in-process/sandboxed = ${(inProc.stepsPerSec / sb.stepsPerSec).toFixed(1)}×`);
+    console.log(
+      `${cap} gold episodes, ${EPISODES}: in-process ${inProc.stepsPerSec.toFixed(0)} steps/s, sandboxed ${sb.stepsPerSec.toFixed(0)} steps/s; ratio in-process/sandboxed = ${(inProc.stepsPerSec / sb.stepsPerSec).toFixed(1)}×`,
+    );
   } finally {
     await sandboxed.close();
   }

@@ -30,7 +30,12 @@ function timeEach(n: number, fn: () => void): number {
 
 const t0 = performance.now();
 for (const d of DOMAINS) Tau2State.initial(getDomain(d));
-console.log(`load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')} on ${os.cpus().length} CPUs`);
+console.log(
+  `load average ${os
+    .loadavg()
+    .map((x) => x.toFixed(1))
+    .join(' ')} on ${os.cpus().length} CPUs`,
+);
 console.log(`cold load (parse airline 7 MB + retail DBs once per process): ${fmt(ms(t0), 1)} ms`);
 
 let calls = 0;
@@ -54,7 +59,13 @@ for (const d of DOMAINS) {
       toolMs += ms(t);
       calls++;
       if (state.isMutating(a.requestor, a.name)) w++;
-      messages.push({ role: 'assistant', content: null, tool_calls: [{ id: `c${i}`, type: 'function', function: { name: a.name, arguments: JSON.stringify(a.arguments) } }] });
+      messages.push({
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: `c${i}`, type: 'function', function: { name: a.name, arguments: JSON.stringify(a.arguments) } },
+        ],
+      });
       messages.push({ role: 'tool', tool_call_id: `c${i}`, content: out.content });
     }
     writes += w;
@@ -65,9 +76,15 @@ for (const d of DOMAINS) {
   }
 }
 const replayMs = ms(tReplay);
-console.log(`gold replay: ${tasks} tasks, ${calls} tool calls (${writes} WRITE) in ${fmt(replayMs, 1)} ms total (${fmt(cpuMs(cReplay), 1)} ms CPU)`);
-console.log(`  tool execution: ${fmt(toolMs, 1)} ms → ${Math.round(calls / (toolMs / 1000))} tool calls/s (incl. output serialisation)`);
-console.log(`  end-to-end incl. reset + DB hash per task: ${Math.round(calls / (replayMs / 1000))} tool calls/s; hash ${fmt(hashMs / tasks, 2)} ms/task`);
+console.log(
+  `gold replay: ${tasks} tasks, ${calls} tool calls (${writes} WRITE) in ${fmt(replayMs, 1)} ms total (${fmt(cpuMs(cReplay), 1)} ms CPU)`,
+);
+console.log(
+  `  tool execution: ${fmt(toolMs, 1)} ms → ${Math.round(calls / (toolMs / 1000))} tool calls/s (incl. output serialisation)`,
+);
+console.log(
+  `  end-to-end incl. reset + DB hash per task: ${Math.round(calls / (replayMs / 1000))} tool calls/s; hash ${fmt(hashMs / tasks, 2)} ms/task`,
+);
 
 for (const d of DOMAINS) {
   const domain = getDomain(d);

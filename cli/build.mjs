@@ -92,7 +92,11 @@ const zodEnglishOnly = {
   setup(build) {
     build.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, (args) => {
       if (!/[\\/]node_modules[\\/]zod[\\/]/.test(args.importer)) return undefined;
-      return { path: 'zod-locales-en', namespace: 'zod-locales', pluginData: path.resolve(path.dirname(args.importer), '../locales/en.js') };
+      return {
+        path: 'zod-locales-en',
+        namespace: 'zod-locales',
+        pluginData: path.resolve(path.dirname(args.importer), '../locales/en.js'),
+      };
     });
     build.onLoad({ filter: /.*/, namespace: 'zod-locales' }, (args) => ({
       contents: `export { default as en } from ${JSON.stringify(args.pluginData)};`,
@@ -106,7 +110,9 @@ const zodEnglishOnly = {
 export async function buildCli() {
   const started = Date.now();
   const esbuild = await import('esbuild');
-  const tsconfigRaw = { compilerOptions: JSON.parse(readFileSync(path.join(ROOT, 'tsconfig.json'), 'utf8')).compilerOptions };
+  const tsconfigRaw = {
+    compilerOptions: JSON.parse(readFileSync(path.join(ROOT, 'tsconfig.json'), 'utf8')).compilerOptions,
+  };
   const result = await esbuild.build({
     absWorkingDir: ROOT,
     entryPoints: [path.join(ROOT, 'cli', 'main.ts')],
@@ -127,7 +133,9 @@ export async function buildCli() {
     logLevel: 'silent',
     tsconfigRaw,
     // commander is CommonJS and requires node builtins.
-    banner: { js: "import { createRequire as __traceRequire } from 'node:module'; const require = __traceRequire(import.meta.url);" },
+    banner: {
+      js: "import { createRequire as __traceRequire } from 'node:module'; const require = __traceRequire(import.meta.url);",
+    },
     plugins: [zodEnglishOnly, externalPackages, sourceUrls(esbuild, tsconfigRaw)],
   });
   mkdirSync(path.join(CLI_DIR, 'chunks'), { recursive: true });
@@ -138,13 +146,23 @@ export async function buildCli() {
   for (const f of written) renameSync(f + tmp, f);
   for (const name of readdirSync(path.join(CLI_DIR, 'chunks'))) {
     const file = path.join(CLI_DIR, 'chunks', name);
-    if (!written.includes(file) && Date.now() - statSync(file).mtimeMs > KEEP_OLD_CHUNKS_MS) rmSync(file, { force: true });
+    if (!written.includes(file) && Date.now() - statSync(file).mtimeMs > KEEP_OLD_CHUNKS_MS)
+      rmSync(file, { force: true });
   }
   const inputs = Object.fromEntries(
-    [...Object.keys(result.metafile.inputs).filter((rel) => !rel.includes('node_modules/') && !rel.startsWith('zod-locales:')), 'tsconfig.json', 'package.json', 'package-lock.json', 'cli/build.mjs'].map((rel) => [rel, stamp(path.join(ROOT, rel))]),
+    [
+      ...Object.keys(result.metafile.inputs).filter(
+        (rel) => !rel.includes('node_modules/') && !rel.startsWith('zod-locales:'),
+      ),
+      'tsconfig.json',
+      'package.json',
+      'package-lock.json',
+      'cli/build.mjs',
+    ].map((rel) => [rel, stamp(path.join(ROOT, rel))]),
   );
   // A source saved while esbuild read it may not be in this bundle: leave it stale for the next start.
-  if (Object.keys(inputs).some((rel) => statSync(path.join(ROOT, rel)).mtimeMs >= started)) return { inputs: Object.keys(inputs).length };
+  if (Object.keys(inputs).some((rel) => statSync(path.join(ROOT, rel)).mtimeMs >= started))
+    return { inputs: Object.keys(inputs).length };
   writeFileSync(MANIFEST + tmp, JSON.stringify({ root: ROOT, node: process.version, inputs }));
   renameSync(MANIFEST + tmp, MANIFEST);
   return { inputs: Object.keys(inputs).length };
@@ -153,5 +171,7 @@ export async function buildCli() {
 if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
   const t0 = performance.now();
   const { inputs } = await buildCli();
-  console.log(`[build] ${path.relative(ROOT, BUNDLE)} from ${inputs} sources in ${Math.round(performance.now() - t0)} ms`);
+  console.log(
+    `[build] ${path.relative(ROOT, BUNDLE)} from ${inputs} sources in ${Math.round(performance.now() - t0)} ms`,
+  );
 }

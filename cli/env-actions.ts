@@ -1,10 +1,22 @@
 import { parseConfig } from '../core/config.js';
 import type { AgentAction, Environment } from '../envs/environment.js';
-import { isReferenceCapability, loadReferenceEnv, REFERENCE_ENVS, type ReferenceCapability } from '../envs/reference/index.js';
+import {
+  isReferenceCapability,
+  loadReferenceEnv,
+  REFERENCE_ENVS,
+  type ReferenceCapability,
+} from '../envs/reference/index.js';
 import { knownEnvironments, openEnvironment } from '../envs/registry.js';
 import type { SyntheticEnvironment } from '../envs/sdk/index.js';
 import { DESK_TASKS, SHOWCASE_DESK } from '../envs/showcase/desk.js';
-import { createTau2Environment, getDomain, goldReplayLine, replayGoldAll, TAU2_DOMAINS, type TaskSet } from '../envs/tau2/index.js';
+import {
+  createTau2Environment,
+  getDomain,
+  goldReplayLine,
+  replayGoldAll,
+  TAU2_DOMAINS,
+  type TaskSet,
+} from '../envs/tau2/index.js';
 import { CliError } from './commands/common.js';
 import type { EnvCommandIo } from './env.js';
 
@@ -14,7 +26,9 @@ import type { EnvCommandIo } from './env.js';
 function tau2Domain(env: string) {
   const bare = env.replace(/^tau2-/, '');
   if (!(TAU2_DOMAINS as string[]).includes(bare)) {
-    throw new CliError(`env: '${env}' is not a built-in target environment (known: ${[...TAU2_DOMAINS.map((d) => `tau2-${d}`), ...builtInEnvironments()].join(', ')}; reference envs: trace env list)`);
+    throw new CliError(
+      `env: '${env}' is not a built-in target environment (known: ${[...TAU2_DOMAINS.map((d) => `tau2-${d}`), ...builtInEnvironments()].join(', ')}; reference envs: trace env list)`,
+    );
   }
   return getDomain(bare).name;
 }
@@ -38,7 +52,9 @@ export async function listEnvironments(io: EnvCommandIo): Promise<void> {
   io.out('\nreference capability environments (seeded; open by capability or name):\n');
   for (const cap of Object.keys(REFERENCE_ENVS) as ReferenceCapability[]) {
     const e = await loadReferenceEnv(cap);
-    io.out(`${cap}\t${e.metadata.name}\ttarget ${e.metadata.targetEnv}\t${e.tools().length} tools\t${e.metadata.description}\n`);
+    io.out(
+      `${cap}\t${e.metadata.name}\ttarget ${e.metadata.targetEnv}\t${e.tools().length} tools\t${e.metadata.description}\n`,
+    );
   }
 }
 
@@ -68,20 +84,29 @@ export async function showEnvironment(name: string, opts: { taskSet?: string }, 
   for (const t of e.tools()) io.out(`  ${(kinds.get(t.function.name) ?? '?').padEnd(8)}${t.function.name}\n`);
 }
 
-export async function replayGold(name: string, opts: { task?: string; taskSet?: string; seeds: string }, io: EnvCommandIo): Promise<void> {
+export async function replayGold(
+  name: string,
+  opts: { task?: string; taskSet?: string; seeds: string },
+  io: EnvCommandIo,
+): Promise<void> {
   const reference = await findReference(name);
   if (reference) {
     const n = Number(opts.seeds);
     if (!Number.isInteger(n) || n < 1) throw new CliError(`--seeds: expected a positive integer, got '${opts.seeds}'`);
-    for (let seed = 0; seed < n; seed++) io.out(`${JSON.stringify(await replay(reference, { seed }, reference.inspect(seed).gold))}\n`);
+    for (let seed = 0; seed < n; seed++)
+      io.out(`${JSON.stringify(await replay(reference, { seed }, reference.inspect(seed).gold))}\n`);
     return;
   }
   if (name === 'toolsandbox' || name.startsWith('toolsandbox-')) {
     const { replayToolSandboxGold } = await import('../envs/toolsandbox/gold-replay.js');
     const rest = name === 'toolsandbox' ? undefined : name.slice('toolsandbox-'.length);
     const { scenarioVariants, scenarioCategories } = await import('../envs/toolsandbox/environment.js');
-    if (rest !== undefined && scenarioVariants().includes(rest)) throw new CliError(`env: gold trajectories exist for the base scenarios only; replay 'toolsandbox' or 'toolsandbox-<category>', not the variant '${rest}'`);
-    if (rest !== undefined && !scenarioCategories().includes(rest)) throw new CliError(`env: unknown ToolSandbox category '${rest}' (known: ${scenarioCategories().join(', ')})`);
+    if (rest !== undefined && scenarioVariants().includes(rest))
+      throw new CliError(
+        `env: gold trajectories exist for the base scenarios only; replay 'toolsandbox' or 'toolsandbox-<category>', not the variant '${rest}'`,
+      );
+    if (rest !== undefined && !scenarioCategories().includes(rest))
+      throw new CliError(`env: unknown ToolSandbox category '${rest}' (known: ${scenarioCategories().join(', ')})`);
     const category = rest?.toUpperCase();
     let lines;
     try {
@@ -102,7 +127,10 @@ export async function replayGold(name: string, opts: { task?: string; taskSet?: 
   const d = tau2Domain(name);
   const taskSet = taskSetOption(opts.taskSet);
   // Checked here so that an unknown id is bad input (one line), not a failure inside the replay.
-  if (opts.task !== undefined && !(await createTau2Environment(d, { taskSet }).listTasks()).some((t) => t.id === opts.task)) {
+  if (
+    opts.task !== undefined &&
+    !(await createTau2Environment(d, { taskSet }).listTasks()).some((t) => t.id === opts.task)
+  ) {
     throw new CliError(`--task: task '${opts.task}' not found in tau2-${d} (${taskSet} tasks)`);
   }
   for (const r of replayGoldAll(d, taskSet, opts.task)) io.out(`${goldReplayLine(r)}\n`);
@@ -128,7 +156,8 @@ async function findReference(name: string): Promise<SyntheticEnvironment | undef
 
 function toolLines(e: Environment, io: EnvCommandIo): void {
   io.out('tools:\n');
-  for (const t of e.tools()) io.out(`  ${t.function.name}(${Object.keys((t.function.parameters.properties ?? {}) as object).join(', ')})\n`);
+  for (const t of e.tools())
+    io.out(`  ${t.function.name}(${Object.keys((t.function.parameters.properties ?? {}) as object).join(', ')})\n`);
 }
 
 async function showBuiltIn(e: Environment, io: EnvCommandIo): Promise<void> {
@@ -161,10 +190,15 @@ async function replay(env: Environment, start: { taskId: string } | { seed: numb
   let termination: 'agent_stop' | 'user_stop' | 'max_steps' = 'agent_stop';
   try {
     for (const a of actions) {
-      messages.push(a.type === 'tool_call' ? { role: 'assistant', content: null, tool_calls: [a.call] } : { role: 'assistant', content: a.content });
+      messages.push(
+        a.type === 'tool_call'
+          ? { role: 'assistant', content: null, tool_calls: [a.call] }
+          : { role: 'assistant', content: a.content },
+      );
       const r = await ep.step(a);
       messages.push(r.observation);
-      if (a.type === 'tool_call') calls.push({ name: a.call.function.name, error: r.error, output: r.observation.content ?? '' });
+      if (a.type === 'tool_call')
+        calls.push({ name: a.call.function.name, error: r.error, output: r.observation.content ?? '' });
       if (r.done) {
         termination = (r.termination ?? 'agent_stop') as typeof termination;
         break;

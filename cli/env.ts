@@ -16,7 +16,11 @@ const stdoutIo: EnvCommandIo = { out: (t) => process.stdout.write(t) };
 const actions = () => import('./env-actions.js');
 
 export function registerEnvCommands(program: Command, io: EnvCommandIo = stdoutIo): void {
-  const env = program.command('env').description('inspect target environments (tau2-bench, toy-orders, showcase-desk) and reference capability environments');
+  const env = program
+    .command('env')
+    .description(
+      'inspect target environments (tau2-bench, toy-orders, showcase-desk) and reference capability environments',
+    );
 
   env
     .command('list')
@@ -31,11 +35,15 @@ export function registerEnvCommands(program: Command, io: EnvCommandIo = stdoutI
 
   env
     .command('replay <env>')
-    .description("replay each task's gold actions on a fresh DB; print tool outputs and the tau2 DB hash (other envs: the reward)")
+    .description(
+      "replay each task's gold actions on a fresh DB; print tool outputs and the tau2 DB hash (other envs: the reward)",
+    )
     .requiredOption('--gold', 'replay the gold actions of the task file (the only mode)')
     .option('--task <id>', 'only this task')
     .option('--task-set <set>', "'current' or 'legacy' (v0.2.0) tasks", 'current')
     .option('--jsonl', 'one JSON line per task (the only output format)')
     .option('--seeds <n>', 'reference envs: replay seeds 0…n-1', '10')
-    .action(async (name: string, opts: { task?: string; taskSet?: string; seeds: string }) => (await actions()).replayGold(name, opts, io));
+    .action(async (name: string, opts: { task?: string; taskSet?: string; seeds: string }) =>
+      (await actions()).replayGold(name, opts, io),
+    );
 }

@@ -17,7 +17,9 @@ const Tau2ToolCall = z.object({
   requestor: z.enum(['user', 'assistant']).default('assistant'),
 });
 
-const Usage = z.object({ prompt_tokens: z.number().optional(), completion_tokens: z.number().optional() }).passthrough();
+const Usage = z
+  .object({ prompt_tokens: z.number().optional(), completion_tokens: z.number().optional() })
+  .passthrough();
 
 const Tau2ToolMessage = z.object({
   id: z.string().default(''),
@@ -30,7 +32,12 @@ const Tau2ToolMessage = z.object({
 const Tau2Message = z.union([
   z.object({ role: z.literal('system'), content: z.string().nullish() }),
   z.object({ role: z.literal('user'), content: z.string().nullish(), tool_calls: z.array(Tau2ToolCall).nullish() }),
-  z.object({ role: z.literal('assistant'), content: z.string().nullish(), tool_calls: z.array(Tau2ToolCall).nullish(), usage: Usage.nullish() }),
+  z.object({
+    role: z.literal('assistant'),
+    content: z.string().nullish(),
+    tool_calls: z.array(Tau2ToolCall).nullish(),
+    usage: Usage.nullish(),
+  }),
   z.object({ role: z.literal('tool'), tool_messages: z.array(Tau2ToolMessage) }),
   Tau2ToolMessage,
 ]);
@@ -41,7 +48,11 @@ const Tau2RewardInfo = z
     reward_breakdown: z.record(z.string(), z.number()).nullish(),
     db_check: z.object({ db_match: z.boolean(), db_reward: z.number() }).nullish(),
     communicate_checks: z.array(z.object({ info: z.string(), met: z.boolean() }).passthrough()).nullish(),
-    action_checks: z.array(z.object({ action: z.object({ name: z.string() }).passthrough(), action_match: z.boolean() }).passthrough()).nullish(),
+    action_checks: z
+      .array(
+        z.object({ action: z.object({ name: z.string() }).passthrough(), action_match: z.boolean() }).passthrough(),
+      )
+      .nullish(),
     nl_assertions: z.array(z.object({ nl_assertion: z.string(), met: z.boolean() }).passthrough()).nullish(),
     info: z.record(z.string(), z.unknown()).nullish(),
   })
@@ -66,8 +77,12 @@ const Tau2Simulation = z
     id: z.string(),
     task_id: z.union([z.string(), z.number()]).transform(String),
     duration: z.number().default(0),
-    termination_reason: z.string().refine((r) => r in TERMINATIONS, { message: `expected one of ${Object.keys(TERMINATIONS).join(', ')}` }),
-    reward_info: Tau2RewardInfo.nullish().refine((r) => r != null, { message: 'missing: this simulation was not evaluated (run tau2 evaluation first)' }),
+    termination_reason: z
+      .string()
+      .refine((r) => r in TERMINATIONS, { message: `expected one of ${Object.keys(TERMINATIONS).join(', ')}` }),
+    reward_info: Tau2RewardInfo.nullish().refine((r) => r != null, {
+      message: 'missing: this simulation was not evaluated (run tau2 evaluation first)',
+    }),
     messages: z.array(Tau2Message),
     trial: z.number().int().nullish(),
     seed: z.number().int().nullish(),
@@ -110,7 +125,8 @@ export function importTau2Results(jsonText: string, opts: ImportOptions = {}): T
     throw new Tau2ImportError(`tau2 results: not valid JSON (${(e as Error).message})`);
   }
   if (raw && typeof raw === 'object' && !('simulations' in raw) && 'messages' in raw) {
-    if (!opts.env) throw new Tau2ImportError('tau2 results: a single simulation has no info.environment_info; pass the env name');
+    if (!opts.env)
+      throw new Tau2ImportError('tau2 results: a single simulation has no info.environment_info; pass the env name');
     const sim = Tau2Simulation.safeParse(raw);
     if (!sim.success) fail(sim.error);
     return [convert(sim.data, opts.env, opts.model ?? 'unknown', undefined)];
@@ -147,9 +163,17 @@ function convert(s: Tau2Simulation, env: string, model: string, policy: string |
       case 'assistant': {
         const calls: ToolCall[] = (m.tool_calls ?? [])
           .filter((c) => c.requestor === 'assistant')
-          .map((c, k) => ({ id: c.id || `call_${i}_${k}`, type: 'function', function: { name: c.name, arguments: JSON.stringify(c.arguments) } }));
+          .map((c, k) => ({
+            id: c.id || `call_${i}_${k}`,
+            type: 'function',
+            function: { name: c.name, arguments: JSON.stringify(c.arguments) },
+          }));
         pendingIds.push(...calls.map((c) => c.id));
-        messages.push({ role: 'assistant', content: m.content ?? null, ...(calls.length ? { tool_calls: calls } : {}) });
+        messages.push({
+          role: 'assistant',
+          content: m.content ?? null,
+          ...(calls.length ? { tool_calls: calls } : {}),
+        });
         steps += Math.max(1, calls.length);
         // tau2's fixed greeting carries no usage: it was not an LLM call.
         if (m.usage) usage.calls++;

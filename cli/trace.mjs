@@ -11,7 +11,9 @@ async function compiled() {
     await buildCli();
     return true;
   } catch (err) {
-    console.error(`trace: the compiled CLI could not be built (${String(err.message ?? err).split('\n')[0]}); running the sources through tsx`);
+    console.error(
+      `trace: the compiled CLI could not be built (${String(err.message ?? err).split('\n')[0]}); running the sources through tsx`,
+    );
     return false;
   }
 }

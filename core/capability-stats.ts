@@ -20,8 +20,20 @@ export interface PassInput {
 /** Thresholds compare with a tolerance so 0.3 − 0.1 counts as ≥ 0.2. */
 const EPS = 1e-9;
 
-export function passStat(capability: string, pass: PassInput, outcomes: ReadonlyMap<string, boolean>, t: Thresholds): PassStat {
-  const c = { lackingSuccess: 0, applicableSuccess: 0, lackingFailure: 0, applicableFailure: 0, failures: 0, successes: 0 };
+export function passStat(
+  capability: string,
+  pass: PassInput,
+  outcomes: ReadonlyMap<string, boolean>,
+  t: Thresholds,
+): PassStat {
+  const c = {
+    lackingSuccess: 0,
+    applicableSuccess: 0,
+    lackingFailure: 0,
+    applicableFailure: 0,
+    failures: 0,
+    successes: 0,
+  };
   for (const item of pass.items) {
     const success = outcomes.get(item.trajectoryId);
     if (success === undefined) continue;
@@ -85,7 +97,9 @@ export function capabilityStats(
     const d = meanStd(perPass.flatMap((p) => (p.delta === null ? [] : [p.delta])));
     const cov = meanStd(perPass.flatMap((p) => (p.coverage === null ? [] : [p.coverage])));
     const reasons = perPass.map((p) => (p.reason ? p.reason.split('; ') : []));
-    const notes = [...new Set(reasons.flat())].map((r) => `${r} in ${reasons.filter((rs) => rs.includes(r)).length} of ${perPass.length} passes`);
+    const notes = [...new Set(reasons.flat())].map(
+      (r) => `${r} in ${reasons.filter((rs) => rs.includes(r)).length} of ${perPass.length} passes`,
+    );
     return {
       name: cap.name,
       passes: perPass,

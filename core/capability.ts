@@ -22,10 +22,16 @@ export type CapabilityToTrain = Capability & { requestedByConfig: boolean };
  * Stage 1's selection, then the config's requested capabilities it did not already select: a
  * requested capability never counts as selected, and one stage 1 also selected is trained once.
  */
-export function capabilitiesToTrain(selected: readonly Capability[], requested: readonly Capability[]): CapabilityToTrain[] {
+export function capabilitiesToTrain(
+  selected: readonly Capability[],
+  requested: readonly Capability[],
+): CapabilityToTrain[] {
   const names = new Set(selected.map((c) => c.name));
   const extra = requested.filter((c) => !names.has(c.name) && names.add(c.name));
-  return [...selected.map((c) => ({ ...c, requestedByConfig: false })), ...extra.map((c) => ({ ...c, requestedByConfig: true }))];
+  return [
+    ...selected.map((c) => ({ ...c, requestedByConfig: false })),
+    ...extra.map((c) => ({ ...c, requestedByConfig: true })),
+  ];
 }
 
 /** 'Verify Preconditions' → 'verify_preconditions': a spelling fix, not a judgement, so no re-ask for it. */
@@ -54,12 +60,21 @@ export function sentenceCount(text: string): number {
 export function discoveryOutputSchema(toolNames: readonly string[], opts: { sentences?: boolean } = {}) {
   const checkSentences = opts.sentences ?? true;
   const tools = [...toolNames].filter((t) => t.length >= 4).sort();
-  const named = z.object({ name: z.preprocess(snakeCase, CapabilitySchema.shape.name), description: CapabilitySchema.shape.description });
+  const named = z.object({
+    name: z.preprocess(snakeCase, CapabilitySchema.shape.name),
+    description: CapabilitySchema.shape.description,
+  });
   const capability = named.superRefine((c, ctx) => {
     const n = sentenceCount(c.description);
-    if (checkSentences && (n < 2 || n > 3)) ctx.addIssue({ code: 'custom', path: ['description'], message: `must be 2–3 sentences, got ${n}` });
+    if (checkSentences && (n < 2 || n > 3))
+      ctx.addIssue({ code: 'custom', path: ['description'], message: `must be 2–3 sentences, got ${n}` });
     const tool = tools.find((t) => c.name.includes(t));
-    if (tool) ctx.addIssue({ code: 'custom', path: ['name'], message: `names the tool '${tool}'; name the general skill instead` });
+    if (tool)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['name'],
+        message: `names the tool '${tool}'; name the general skill instead`,
+      });
   });
   return z.object({ capabilities: z.array(capability).min(1) });
 }

@@ -40,7 +40,8 @@ function renderMessage(m: Message, index: number, caps: Caps): string {
     case 'assistant': {
       const parts: string[] = [];
       if (m.content) parts.push(truncate(oneLine(m.content), caps.content));
-      for (const c of m.tool_calls ?? []) parts.push(`→ ${c.function.name}(${truncate(oneLine(c.function.arguments), caps.toolArgs)})`);
+      for (const c of m.tool_calls ?? [])
+        parts.push(`→ ${c.function.name}(${truncate(oneLine(c.function.arguments), caps.toolArgs)})`);
       return `[${index}] assistant: ${parts.join(' ') || '(empty)'}`;
     }
   }
@@ -78,7 +79,10 @@ export function compactTrajectory(t: Trajectory, budget: number): string {
 
   let caps = { ...START_CAPS };
   let lines = renderAll(msgs, caps);
-  while (!fits(lines) && (caps.content > MIN_CAPS.content || caps.toolOutput > MIN_CAPS.toolOutput || caps.toolArgs > MIN_CAPS.toolArgs)) {
+  while (
+    !fits(lines) &&
+    (caps.content > MIN_CAPS.content || caps.toolOutput > MIN_CAPS.toolOutput || caps.toolArgs > MIN_CAPS.toolArgs)
+  ) {
     caps = {
       content: Math.max(MIN_CAPS.content, Math.floor(caps.content / 2)),
       toolOutput: Math.max(MIN_CAPS.toolOutput, Math.floor(caps.toolOutput / 2)),

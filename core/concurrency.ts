@@ -21,7 +21,11 @@ export class Semaphore {
 }
 
 /** Maps `fn` over `items` with at most `limit` in flight; results keep the input order. */
-export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+export async function mapLimit<T, R>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T, index: number) => Promise<R>,
+): Promise<R[]> {
   const sem = new Semaphore(limit);
   return Promise.all(items.map((item, i) => sem.run(() => fn(item, i))));
 }

@@ -38,7 +38,10 @@ export const ConfigSchema = z
     name: z.string().min(1).default('trace-run'),
     env: z
       .object({
-        name: z.string().min(1).describe('target environment, e.g. tau2-airline, tau2-retail, tau2-mock, toy-calculator, or http:<url>'),
+        name: z
+          .string()
+          .min(1)
+          .describe('target environment, e.g. tau2-airline, tau2-retail, tau2-mock, toy-calculator, or http:<url>'),
         taskSet: z.enum(['current', 'legacy']).default('current'),
         trainSplit: z.string().default('train'),
         testSplit: z.string().default('test'),
@@ -81,13 +84,20 @@ export const ConfigSchema = z
         requestedCapabilities: z
           .array(CapabilitySchema.strict())
           .default([])
-          .describe('capabilities to synthesize and train in addition to those stage 1 selects (a known weakness, a previous dictionary)'),
+          .describe(
+            'capabilities to synthesize and train in addition to those stage 1 selects (a known weakness, a previous dictionary)',
+          ),
       })
       .strict()
       .prefault({}),
     evaluation: z
       .object({
-        trials: z.number().int().positive().default(1).describe('trials per held-out task; 1 with temperature 0 = greedy'),
+        trials: z
+          .number()
+          .int()
+          .positive()
+          .default(1)
+          .describe('trials per held-out task; 1 with temperature 0 = greedy'),
         temperature: z.number().min(0).max(2).default(0),
         maxTasks: z.number().int().positive().optional().describe('cap on held-out tasks; default env.maxTasks'),
         batchSize: z.number().int().positive().default(8).describe('tasks per evaluation activity'),
@@ -96,22 +106,47 @@ export const ConfigSchema = z
           .int()
           .positive()
           .optional()
-          .describe("episodes in flight per variant; default llm.policy.concurrency (the trainer's server decodes requests in flight together as one batch)"),
-        promptOnly: z.boolean().default(false).describe('also evaluate the base with the selected (and requested) capabilities described in its system prompt'),
+          .describe(
+            "episodes in flight per variant; default llm.policy.concurrency (the trainer's server decodes requests in flight together as one batch)",
+          ),
+        promptOnly: z
+          .boolean()
+          .default(false)
+          .describe(
+            'also evaluate the base with the selected (and requested) capabilities described in its system prompt',
+          ),
         singleAdapters: z.boolean().default(false).describe('also evaluate each capability adapter alone'),
-        variants: z.array(VariantSpecSchema).default([]).describe('extra variants to evaluate, e.g. a served TRACE agent'),
-        promotionMargin: z.number().min(0).max(1).default(0.02).describe('a retrained agent replaces the current one only if its pass rate is higher by this much'),
+        variants: z
+          .array(VariantSpecSchema)
+          .default([])
+          .describe('extra variants to evaluate, e.g. a served TRACE agent'),
+        promotionMargin: z
+          .number()
+          .min(0)
+          .max(1)
+          .default(0.02)
+          .describe('a retrained agent replaces the current one only if its pass rate is higher by this much'),
       })
       .strict()
       .prefault({}),
     synthesis: SynthesisConfigSchema.prefault({}),
     training: z
       .object({
-        model: z.string().default('.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf').describe('base policy for the trainer: HF id, local dir or GGUF file'),
+        model: z
+          .string()
+          .default('.cache/models/SmolLM2-135M-Instruct.Q4_1.gguf')
+          .describe('base policy for the trainer: HF id, local dir or GGUF file'),
         tokenizer: z.string().optional(),
-        python: z.string().default('.venv/bin/python').describe('interpreter with infra/requirements-trainer.txt installed'),
+        python: z
+          .string()
+          .default('.venv/bin/python')
+          .describe('interpreter with infra/requirements-trainer.txt installed'),
         lora: z
-          .object({ r: z.number().int().positive().default(16), alpha: z.number().positive().default(16), dropout: z.number().min(0).max(1).default(0) })
+          .object({
+            r: z.number().int().positive().default(16),
+            alpha: z.number().positive().default(16),
+            dropout: z.number().min(0).max(1).default(0),
+          })
           .strict()
           .prefault({}),
         rolloutsPerGroup: z.number().int().min(2).default(16).describe('K rollouts per seed'),
@@ -120,7 +155,12 @@ export const ConfigSchema = z
         lr: z.number().positive().default(1e-5),
         clipLow: z.number().min(0).default(0.2),
         clipHigh: z.number().min(0).default(0.28),
-        temperature: z.number().gt(0).max(2).default(1.0).describe('sampling temperature; the update scores softmax(logits / T), so it must be > 0'),
+        temperature: z
+          .number()
+          .gt(0)
+          .max(2)
+          .default(1.0)
+          .describe('sampling temperature; the update scores softmax(logits / T), so it must be > 0'),
         constrainedDecoding: z
           .union([z.boolean(), z.literal('auto')])
           .default('auto')
@@ -132,15 +172,29 @@ export const ConfigSchema = z
           .int()
           .min(0)
           .default(0)
-          .describe('seeds never trained on, scored before training and every heldoutEvery iterations (heldoutRollouts samples each): the held-out curve; 0 = off'),
-        heldoutEvery: z.number().int().positive().default(1).describe('iterations between held-out scores (the last iteration is always scored)'),
-        heldoutRollouts: z.number().int().positive().optional().describe('samples per held-out seed; default rolloutsPerGroup'),
+          .describe(
+            'seeds never trained on, scored before training and every heldoutEvery iterations (heldoutRollouts samples each): the held-out curve; 0 = off',
+          ),
+        heldoutEvery: z
+          .number()
+          .int()
+          .positive()
+          .default(1)
+          .describe('iterations between held-out scores (the last iteration is always scored)'),
+        heldoutRollouts: z
+          .number()
+          .int()
+          .positive()
+          .optional()
+          .describe('samples per held-out seed; default rolloutsPerGroup'),
         microBatchSize: z
           .number()
           .int()
           .positive()
           .default(8)
-          .describe('rollouts per forward/backward of the update: memory only, the gradients accumulate to the same update'),
+          .describe(
+            'rollouts per forward/backward of the update: memory only, the gradients accumulate to the same update',
+          ),
         maxNewTokens: z.number().int().positive().default(256),
         maxTurns: z.number().int().positive().default(8),
         checkpointEvery: z.number().int().positive().default(5),
@@ -151,12 +205,26 @@ export const ConfigSchema = z
           .int()
           .min(0)
           .default(0)
-          .describe('DAPO dynamic sampling: up to this many extra groups per iteration, from fresh seeds, replace zero-variance groups (0 = off, as the official code)'),
+          .describe(
+            'DAPO dynamic sampling: up to this many extra groups per iteration, from fresh seeds, replace zero-variance groups (0 = off, as the official code)',
+          ),
         policyServer: z
           .object({
-            baseURL: z.string().url().describe('vLLM with --enable-lora and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True, or `python -m trace_trainer serve --enable-lora`'),
-            loraDir: z.string().min(1).describe('where the trainer writes each adapter version; the server must be able to read it'),
-            serverLoraDir: z.string().min(1).optional().describe('loraDir as the server sees it, when mounted elsewhere there'),
+            baseURL: z
+              .string()
+              .url()
+              .describe(
+                'vLLM with --enable-lora and VLLM_ALLOW_RUNTIME_LORA_UPDATING=True, or `python -m trace_trainer serve --enable-lora`',
+              ),
+            loraDir: z
+              .string()
+              .min(1)
+              .describe('where the trainer writes each adapter version; the server must be able to read it'),
+            serverLoraDir: z
+              .string()
+              .min(1)
+              .optional()
+              .describe('loraDir as the server sees it, when mounted elsewhere there'),
             apiKeyEnv: z.string().optional().describe('name of the env var holding the server API key'),
             logprobs: z
               .enum(['raw', 'processed'])
@@ -167,7 +235,9 @@ export const ConfigSchema = z
           })
           .strict()
           .optional()
-          .describe('roll out through this OpenAI-compatible server (the adapter hot-loaded after every update) instead of in the trainer process'),
+          .describe(
+            'roll out through this OpenAI-compatible server (the adapter hot-loaded after every update) instead of in the trainer process',
+          ),
       })
       .strict()
       .prefault({}),
@@ -183,7 +253,7 @@ export const ConfigSchema = z
           .min(0)
           .default(0)
           .describe(
-            'per capability, gold solutions replayed through its env (verified by its verifier) added to the gate data; 0 = only the policy\'s successful trajectories, as in the paper',
+            "per capability, gold solutions replayed through its env (verified by its verifier) added to the gate data; 0 = only the policy's successful trajectories, as in the paper",
           ),
       })
       .strict()
@@ -201,7 +271,11 @@ export const ConfigSchema = z
   .strict()
   .superRefine((c, ctx) => {
     if (c.synthesis.maxAttempts === 0 && !c.synthesis.allowReferenceFallback) {
-      ctx.addIssue({ code: 'custom', path: ['synthesis', 'maxAttempts'], message: 'is 0 (no generator attempt): set synthesis.allowReferenceFallback so the reference library is used' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['synthesis', 'maxAttempts'],
+        message: 'is 0 (no generator attempt): set synthesis.allowReferenceFallback so the reference library is used',
+      });
     }
     if (c.analysis.minPassesSelected > c.analysis.passes) {
       ctx.addIssue({

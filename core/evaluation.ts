@@ -1,6 +1,13 @@
 import { z } from 'zod';
 import { TerminationSchema, UsageSchema } from './trajectory.js';
-import { bootstrapMeanInterval, newcombeDifference, passHatKForTask, tInterval, wilsonInterval, type Interval } from './stats.js';
+import {
+  bootstrapMeanInterval,
+  newcombeDifference,
+  passHatKForTask,
+  tInterval,
+  wilsonInterval,
+  type Interval,
+} from './stats.js';
 
 /**
  * Evaluation of agent variants on the target's held-out tasks: the per-episode record each
@@ -10,7 +17,9 @@ export const VariantKindSchema = z.enum(['base', 'trace', 'adapter', 'prompt_onl
 export type VariantKind = z.infer<typeof VariantKindSchema>;
 
 export const VariantSpecSchema = z.object({
-  name: z.string().regex(/^[A-Za-z0-9_.:-]+$/, 'variant name: letters, digits, _ . : - only (it is part of a store key)'),
+  name: z
+    .string()
+    .regex(/^[A-Za-z0-9_.:-]+$/, 'variant name: letters, digits, _ . : - only (it is part of a store key)'),
   kind: VariantKindSchema,
   /** OpenAI-compatible endpoint serving this variant; default: the policy role's endpoint. */
   baseURL: z.string().url().optional(),
@@ -110,7 +119,9 @@ function taskOutcomes(episodes: readonly EvalEpisode[]): TaskOutcome[] {
     if (e.success) t.successes += 1;
     byTask.set(key, t);
   }
-  return [...byTask.values()].sort((a, b) => (a.domain === b.domain ? compareIds(a.taskId, b.taskId) : a.domain < b.domain ? -1 : 1));
+  return [...byTask.values()].sort((a, b) =>
+    a.domain === b.domain ? compareIds(a.taskId, b.taskId) : a.domain < b.domain ? -1 : 1,
+  );
 }
 
 /** Numeric-aware id order ('2' before '10'), stable across runs. */
@@ -168,10 +179,20 @@ export function summarizeEvaluation(
     trials,
     temperature,
     overall: passStats(episodes, trials),
-    perDomain: domains.map((domain) => ({ domain, ...passStats(episodes.filter((e) => e.domain === domain), trials) })),
-    perCategory: [...new Set(episodes.flatMap((e) => e.categories ?? []))]
-      .sort()
-      .map((category) => ({ category, ...passStats(episodes.filter((e) => e.categories?.includes(category)), trials) })),
+    perDomain: domains.map((domain) => ({
+      domain,
+      ...passStats(
+        episodes.filter((e) => e.domain === domain),
+        trials,
+      ),
+    })),
+    perCategory: [...new Set(episodes.flatMap((e) => e.categories ?? []))].sort().map((category) => ({
+      category,
+      ...passStats(
+        episodes.filter((e) => e.categories?.includes(category)),
+        trials,
+      ),
+    })),
     perTask: taskOutcomes(episodes),
     terminations,
     usage: {
@@ -187,8 +208,14 @@ export function summarizeEvaluation(
  * over tasks of per-task success-rate differences, seeded); Newcombe's unpaired interval when they
  * share no task.
  */
-export function passRateDelta(variant: readonly TaskOutcome[], reference: readonly TaskOutcome[], domain?: string, seed = 1): Interval {
-  const pick = (xs: readonly TaskOutcome[]) => xs.filter((o) => o.trials > 0 && (domain === undefined || o.domain === domain));
+export function passRateDelta(
+  variant: readonly TaskOutcome[],
+  reference: readonly TaskOutcome[],
+  domain?: string,
+  seed = 1,
+): Interval {
+  const pick = (xs: readonly TaskOutcome[]) =>
+    xs.filter((o) => o.trials > 0 && (domain === undefined || o.domain === domain));
   const v = pick(variant);
   const r = new Map(pick(reference).map((o) => [`${o.domain}\u0000${o.taskId}`, o]));
   const diffs: number[] = [];
@@ -199,7 +226,12 @@ export function passRateDelta(variant: readonly TaskOutcome[], reference: readon
   if (diffs.length > 0) return bootstrapMeanInterval(diffs, { seed });
   const sum = (xs: TaskOutcome[], f: (o: TaskOutcome) => number) => xs.reduce((s, o) => s + f(o), 0);
   const refs = [...r.values()];
-  return newcombeDifference(sum(v, (o) => o.successes), sum(v, (o) => o.trials), sum(refs, (o) => o.successes), sum(refs, (o) => o.trials));
+  return newcombeDifference(
+    sum(v, (o) => o.successes),
+    sum(v, (o) => o.trials),
+    sum(refs, (o) => o.successes),
+    sum(refs, (o) => o.trials),
+  );
 }
 
 /**

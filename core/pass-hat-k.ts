@@ -11,7 +11,10 @@ export function binomial(n: number, k: number): number {
 }
 
 /** pass^k over tasks given each task's trial successes; tasks with fewer than k trials are rejected. */
-export function passHatK(successesByTask: ReadonlyMap<string, readonly boolean[]> | Record<string, readonly boolean[]>, k: number): number {
+export function passHatK(
+  successesByTask: ReadonlyMap<string, readonly boolean[]> | Record<string, readonly boolean[]>,
+  k: number,
+): number {
   if (!Number.isInteger(k) || k < 1) throw new Error(`k: must be a positive integer, got ${k}`);
   const entries = successesByTask instanceof Map ? [...successesByTask.entries()] : Object.entries(successesByTask);
   if (!entries.length) throw new Error('passHatK: no tasks');

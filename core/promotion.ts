@@ -60,8 +60,10 @@ export function decidePromotion(
   }
   if (policy.requireSignificant) {
     const low = deltaInterval?.low;
-    if (low === null || low === undefined) return { promote: false, delta, reason: 'significance required but the delta has no interval' };
-    if (low <= 0) return { promote: false, delta, reason: `delta ${pct(delta)} not significant (95% CI low ${pct(low)})` };
+    if (low === null || low === undefined)
+      return { promote: false, delta, reason: 'significance required but the delta has no interval' };
+    if (low <= 0)
+      return { promote: false, delta, reason: `delta ${pct(delta)} not significant (95% CI low ${pct(low)})` };
   }
   return { promote: true, delta, reason: `delta ${pct(delta)} ≥ margin ${pct(policy.margin)}` };
 }

@@ -34,7 +34,12 @@ function categorySection(r: Report): string {
   const rows = categoryBreakdown(r.variants);
   if (rows.length === 0) return '';
   const header = ['category', ...r.variants.flatMap((v) => [`${v.name} mean similarity`, `${v.name} perfect`])];
-  const body = rows.map((row) => `<tr>${td(esc(row.category))}${row.cells.map((c) => td(esc(c.meanSimilarity), 'num') + td(esc(c.perfect), 'num')).join('')}</tr>`).join('');
+  const body = rows
+    .map(
+      (row) =>
+        `<tr>${td(esc(row.category))}${row.cells.map((c) => td(esc(c.meanSimilarity), 'num') + td(esc(c.perfect), 'num')).join('')}</tr>`,
+    )
+    .join('');
   return `<h3>Per category</h3><p class="muted">A scenario counts in each of its categories; perfect = similarity 1.0.</p><table><tr>${header.map(th).join('')}</tr>${body}</table>`;
 }
 
@@ -52,7 +57,9 @@ function variantsSection(r: Report): string {
       const perDomain = domains
         .map((d) => {
           const row = v.perDomain.find((x) => x.domain === d);
-          return row ? td(esc(formatInterval(row.passRate)), 'num') + deltaCell(row.deltaVsBase) : td('—', 'muted') + td('—', 'muted');
+          return row
+            ? td(esc(formatInterval(row.passRate)), 'num') + deltaCell(row.deltaVsBase)
+            : td('—', 'muted') + td('—', 'muted');
         })
         .join('');
       const passK = v.passHatK.map((p) => `k=${p.k}: ${pct(p.value)}`).join(', ');
@@ -70,11 +77,19 @@ function variantsSection(r: Report): string {
   const table = `<table><tr>${header.map(th).join('')}${
     domains.length > 1 ? domainHead : ''
   }${th('pass^k')}</tr>${rows}</table>`;
-  const chart = passRateChart(r.variants.map((v) => ({ name: v.name, estimate: v.passRate.estimate, low: v.passRate.low, high: v.passRate.high })));
+  const chart = passRateChart(
+    r.variants.map((v) => ({
+      name: v.name,
+      estimate: v.passRate.estimate,
+      low: v.passRate.low,
+      high: v.passRate.high,
+    })),
+  );
   return head + table + (similarityEnv ? categorySection(r) : '') + chart;
 }
 
-const badge = (status: string) => `<span class="badge ${status === 'ok' ? 'ok' : status === 'failed' ? 'failed' : ''}">${esc(status)}</span>`;
+const badge = (status: string) =>
+  `<span class="badge ${status === 'ok' ? 'ok' : status === 'failed' ? 'failed' : ''}">${esc(status)}</span>`;
 const fix = (x: number | null, d = 2) => (x === null ? '—' : x.toFixed(d));
 
 function capabilitiesSection(r: Report): string {
@@ -89,7 +104,9 @@ function capabilitiesSection(r: Report): string {
       const first = c.training.curve[0];
       const h = c.training.heldout;
       const held = h.length > 1 ? `; held-out ${h[0].meanReward.toFixed(2)} → ${h.at(-1)!.meanReward.toFixed(2)}` : '';
-      const curve = last ? `${first.meanReward.toFixed(2)} → ${last.meanReward.toFixed(2)} (${c.training.curve.length} iters)${held}` : '—';
+      const curve = last
+        ? `${first.meanReward.toFixed(2)} → ${last.meanReward.toFixed(2)} (${c.training.curve.length} iters)${held}`
+        : '—';
       return `<tr>${td(`<b>${esc(c.name)}</b><br><span class="muted">${esc(c.description)}</span>`)}${td(
         `${fix(c.meanDelta)} ± ${fix(c.stdDelta)}`,
         'num',
@@ -102,7 +119,10 @@ function capabilitiesSection(r: Report): string {
     })
     .join('');
   const table = `<table><tr>${['capability', 'mean Δ ± std', 'mean Cov ± std', 'selected in', 'selected', 'synthesized env', 'adapter training (reward)', 'gate share'].map(th).join('')}</tr>${rows}</table>`;
-  const gap = capabilityGapChart(r.capabilities, { delta: a?.deltaThreshold ?? 0.2, coverage: a?.coverageThreshold ?? 0.1 });
+  const gap = capabilityGapChart(r.capabilities, {
+    delta: a?.deltaThreshold ?? 0.2,
+    coverage: a?.coverageThreshold ?? 0.1,
+  });
   return intro + table + gap;
 }
 
@@ -114,7 +134,12 @@ function trainingSection(r: Report): string {
     ]),
   );
   const gate = routingShareChart(r.gate?.routing ?? []);
-  const gateNote = [r.gate?.note, r.gate?.peakRssMb !== undefined ? `Peak memory of the gate fit: ${(r.gate.peakRssMb / 1024).toFixed(2)} GiB.` : undefined]
+  const gateNote = [
+    r.gate?.note,
+    r.gate?.peakRssMb !== undefined
+      ? `Peak memory of the gate fit: ${(r.gate.peakRssMb / 1024).toFixed(2)} GiB.`
+      : undefined,
+  ]
     .filter((n) => n)
     .map((n) => `<p class="muted">${esc(n!)}</p>`)
     .join('');
@@ -125,7 +150,10 @@ function costSection(r: Report): string {
   const c = r.cost;
   const llm = c.llm.length
     ? `<table><tr>${['role', 'calls', 'prompt tokens', 'completion tokens'].map(th).join('')}</tr>${c.llm
-        .map((u) => `<tr>${td(esc(u.role))}${td(String(u.calls), 'num')}${td(String(u.promptTokens), 'num')}${td(String(u.completionTokens), 'num')}</tr>`)
+        .map(
+          (u) =>
+            `<tr>${td(esc(u.role))}${td(String(u.calls), 'num')}${td(String(u.promptTokens), 'num')}${td(String(u.completionTokens), 'num')}</tr>`,
+        )
         .join('')}</table>`
     : '<p class="muted">No LLM usage recorded.</p>';
   return `${llm}<table><tr>${th('rollouts')}${th('evaluation episodes')}${th('GPU training seconds')}${th('CPU training seconds')}</tr><tr>${td(String(c.rollouts), 'num')}${td(
@@ -138,7 +166,9 @@ function linksSection(r: Report): string {
   const items = [
     ...(r.links.run ? [{ label: `pipeline workflow ${r.runId}`, url: r.links.run }] : []),
     ...r.links.children,
-    ...r.variants.filter((v) => v.summaryUri).map((v) => ({ label: `evaluation results: ${v.name}`, url: v.summaryUri! })),
+    ...r.variants
+      .filter((v) => v.summaryUri)
+      .map((v) => ({ label: `evaluation results: ${v.name}`, url: v.summaryUri! })),
   ];
   if (items.length === 0) return '<p class="muted">No links recorded.</p>';
   return `<ul>${items.map((l) => `<li><a href="${esc(l.url)}">${esc(l.label)}</a></li>`).join('')}</ul>`;

@@ -140,7 +140,10 @@ export const ReportInputsSchema = z.object({
 });
 export type ReportInputs = z.input<typeof ReportInputsSchema>;
 
-function variantRow(summary: EvaluationSummary & { summaryUri?: string }, base: EvaluationSummary | undefined): VariantRow {
+function variantRow(
+  summary: EvaluationSummary & { summaryUri?: string },
+  base: EvaluationSummary | undefined,
+): VariantRow {
   const isBase = base !== undefined && summary.variant.name === base.variant.name;
   const delta = (domain?: string) => (base && !isBase ? passRateDelta(summary.perTask, base.perTask, domain) : null);
   return {
@@ -185,8 +188,13 @@ export function assembleReport(raw: ReportInputs): Report {
   const notes = [...inputs.notes];
   if (inputs.evaluations.length > 0 && !base) notes.push('no base variant was evaluated: deltas are not available');
   const first = inputs.evaluations[0];
-  const mismatch = inputs.evaluations.find((e) => e.split !== first.split || e.trials !== first.trials || e.temperature !== first.temperature);
-  if (mismatch) notes.push(`variant ${mismatch.variant.name} was evaluated with different split/trials/temperature than ${first.variant.name}`);
+  const mismatch = inputs.evaluations.find(
+    (e) => e.split !== first.split || e.trials !== first.trials || e.temperature !== first.temperature,
+  );
+  if (mismatch)
+    notes.push(
+      `variant ${mismatch.variant.name} was evaluated with different split/trials/temperature than ${first.variant.name}`,
+    );
   const routing = new Map(inputs.gate?.routing.map((r) => [r.capability, r.share]) ?? []);
   return ReportSchema.parse({
     schemaVersion: 1,
@@ -198,7 +206,10 @@ export function assembleReport(raw: ReportInputs): Report {
     evaluation: first ? { split: first.split, trials: first.trials, temperature: first.temperature } : null,
     variants: inputs.evaluations.map((e) => variantRow(e, base)),
     analysis: inputs.analysis,
-    capabilities: inputs.capabilities.map((c) => ({ ...c, routingShare: c.routingShare ?? routing.get(c.name) ?? null })),
+    capabilities: inputs.capabilities.map((c) => ({
+      ...c,
+      routingShare: c.routingShare ?? routing.get(c.name) ?? null,
+    })),
     gate: inputs.gate,
     cost: inputs.cost,
     links: inputs.links,
@@ -206,7 +217,8 @@ export function assembleReport(raw: ReportInputs): Report {
   });
 }
 
-export const pct = (x: number | null | undefined, digits = 1) => (x === null || x === undefined ? '—' : `${(x * 100).toFixed(digits)}%`);
+export const pct = (x: number | null | undefined, digits = 1) =>
+  x === null || x === undefined ? '—' : `${(x * 100).toFixed(digits)}%`;
 export const signedPp = (x: number | null | undefined) =>
   x === null || x === undefined ? '—' : `${x >= 0 ? '+' : '−'}${Math.abs(x * 100).toFixed(1)} pp`;
 
@@ -224,7 +236,9 @@ export const isSimilarityEnv = (env: string): boolean => env === 'toolsandbox' |
 /** "0.560 [0.490, 0.630]" — a mean on [0, 1] as a plain number. */
 export function formatMean(i: z.infer<typeof IntervalSchema>): string {
   if (i.estimate === null) return '—';
-  return i.low === null || i.high === null ? i.estimate.toFixed(3) : `${i.estimate.toFixed(3)} [${i.low.toFixed(3)}, ${i.high.toFixed(3)}]`;
+  return i.low === null || i.high === null
+    ? i.estimate.toFixed(3)
+    : `${i.estimate.toFixed(3)} [${i.low.toFixed(3)}, ${i.high.toFixed(3)}]`;
 }
 
 /** The terminal summary `trace report` prints: plain text, one table, the notes. */
@@ -235,11 +249,27 @@ export function formatSummary(report: Report): string {
     lines.push(`held-out split '${e.split}', ${e.trials} trial(s) per task at temperature ${e.temperature}; 95% CIs`);
     if (isSimilarityEnv(report.env)) {
       // ToolSandbox reports as the paper's Table 3: mean similarity, and the perfect (= 1.0) rate, which is the pass rate.
-      const rows = report.variants.map((v) => [v.name, v.kind, String(v.tasks), v.meanReward ? formatMean(v.meanReward) : '—', formatInterval(v.passRate), `${v.successes}/${v.episodes}`, v.deltaVsBase ? formatInterval(v.deltaVsBase, true) : '—']);
-      lines.push(...table(['variant', 'kind', 'tasks', 'mean similarity', 'perfect rate', 'perfect', 'Δ perfect vs base'], rows));
+      const rows = report.variants.map((v) => [
+        v.name,
+        v.kind,
+        String(v.tasks),
+        v.meanReward ? formatMean(v.meanReward) : '—',
+        formatInterval(v.passRate),
+        `${v.successes}/${v.episodes}`,
+        v.deltaVsBase ? formatInterval(v.deltaVsBase, true) : '—',
+      ]);
+      lines.push(
+        ...table(['variant', 'kind', 'tasks', 'mean similarity', 'perfect rate', 'perfect', 'Δ perfect vs base'], rows),
+      );
       lines.push(...categoryTable(report.variants));
     } else {
-      const rows = report.variants.map((v) => [v.name, v.kind, String(v.tasks), formatInterval(v.passRate), v.deltaVsBase ? formatInterval(v.deltaVsBase, true) : '—']);
+      const rows = report.variants.map((v) => [
+        v.name,
+        v.kind,
+        String(v.tasks),
+        formatInterval(v.passRate),
+        v.deltaVsBase ? formatInterval(v.deltaVsBase, true) : '—',
+      ]);
       lines.push(...table(['variant', 'kind', 'tasks', 'pass rate', 'Δ vs base'], rows));
     }
   } else {
@@ -255,7 +285,8 @@ export function formatSummary(report: Report): string {
       );
     }
   }
-  if (report.promotion) lines.push(`promotion: ${report.promotion.promote ? 'PROMOTED' : 'not promoted'} — ${report.promotion.reason}`);
+  if (report.promotion)
+    lines.push(`promotion: ${report.promotion.promote ? 'PROMOTED' : 'not promoted'} — ${report.promotion.reason}`);
   for (const n of report.notes) lines.push(`note: ${n}`);
   if (report.links.run) lines.push(`Temporal UI: ${report.links.run}`);
   return lines.join('\n');
@@ -265,13 +296,17 @@ export function formatSummary(report: Report): string {
  * ToolSandbox's per-category breakdown (the paper's Table 3 columns per scenario category): one row
  * per category, per variant its mean similarity and perfect count of the category's episodes.
  */
-export function categoryBreakdown(variants: readonly VariantRow[]): { category: string; cells: { meanSimilarity: string; perfect: string }[] }[] {
+export function categoryBreakdown(
+  variants: readonly VariantRow[],
+): { category: string; cells: { meanSimilarity: string; perfect: string }[] }[] {
   const categories = [...new Set(variants.flatMap((v) => v.perCategory.map((c) => c.category)))].sort();
   return categories.map((category) => ({
     category,
     cells: variants.map((v) => {
       const c = v.perCategory.find((x) => x.category === category);
-      return c ? { meanSimilarity: c.meanReward ? formatMean(c.meanReward) : '—', perfect: `${c.successes}/${c.episodes}` } : { meanSimilarity: '—', perfect: '—' };
+      return c
+        ? { meanSimilarity: c.meanReward ? formatMean(c.meanReward) : '—', perfect: `${c.successes}/${c.episodes}` }
+        : { meanSimilarity: '—', perfect: '—' };
     }),
   }));
 }
@@ -280,11 +315,21 @@ function categoryTable(variants: readonly VariantRow[]): string[] {
   const rows = categoryBreakdown(variants);
   if (rows.length === 0) return [];
   const header = ['category', ...variants.flatMap((v) => [`${v.name} mean similarity`, `${v.name} perfect`])];
-  return ['per category:', ...table(header, rows.map((r) => [r.category, ...r.cells.flatMap((c) => [c.meanSimilarity, c.perfect])]))];
+  return [
+    'per category:',
+    ...table(
+      header,
+      rows.map((r) => [r.category, ...r.cells.flatMap((c) => [c.meanSimilarity, c.perfect])]),
+    ),
+  ];
 }
 
 function table(header: string[], rows: string[][]): string[] {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-  const fmt = (r: string[]) => r.map((c, i) => c.padEnd(widths[i])).join('  ').trimEnd();
+  const fmt = (r: string[]) =>
+    r
+      .map((c, i) => c.padEnd(widths[i]))
+      .join('  ')
+      .trimEnd();
   return [fmt(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(fmt)];
 }

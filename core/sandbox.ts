@@ -16,7 +16,9 @@ export const SandboxLimitsSchema = z
     maxProcesses: z.number().int().min(16).describe('threads of the sandbox uid (RLIMIT_NPROC)'),
     diskMb: positiveInt.describe('scratch space'),
     maxFiles: z.number().int().min(16).describe('files in the scratch space (bwrap level)'),
-    idleRetireMs: positiveInt.describe('a process with no open episode for this long takes no new ones (the next reset starts a fresh one)'),
+    idleRetireMs: positiveInt.describe(
+      'a process with no open episode for this long takes no new ones (the next reset starts a fresh one)',
+    ),
     episodesPerProcess: positiveInt.describe(
       'episodes (resets and forks) one sandbox process serves before a fresh one (new module instance, new scratch dir) takes the next',
     ),

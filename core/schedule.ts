@@ -35,7 +35,11 @@ export type PreviousRun = z.infer<typeof PreviousRunSchema>;
 export function runArtifacts(result: {
   runId: string;
   analysis?: { dictionary?: z.infer<typeof ArtifactRefSchema> };
-  capabilities?: readonly { name: string; environment?: z.infer<typeof ArtifactRefSchema>; adapter?: z.infer<typeof ArtifactRefSchema> }[];
+  capabilities?: readonly {
+    name: string;
+    environment?: z.infer<typeof ArtifactRefSchema>;
+    adapter?: z.infer<typeof ArtifactRefSchema>;
+  }[];
 }): RunArtifacts {
   return {
     runId: result.runId,
@@ -93,10 +97,17 @@ export function promotionPair(
   const trace = variants.find((v) => v.kind === 'trace' && v.name !== 'current');
   if (rate(trace) === null) return { reason: 'no TRACE agent was evaluated in this run' };
   const currentIsBase = !current || current.kind === 'base';
-  const reference = currentIsBase ? variants.find((v) => v.kind === 'base') : variants.find((v) => v.name === 'current');
-  if (rate(reference) === null) return { reason: `the current agent (${current?.id ?? 'base'}) was not evaluated in this run` };
+  const reference = currentIsBase
+    ? variants.find((v) => v.kind === 'base')
+    : variants.find((v) => v.name === 'current');
+  if (rate(reference) === null)
+    return { reason: `the current agent (${current?.id ?? 'base'}) was not evaluated in this run` };
   return {
     candidate: { agent: candidateAgent, passRate: rate(trace)!, tasks: trace!.n },
-    current: { agent: current ?? { id: 'base', kind: 'base', adapters: [] }, passRate: rate(reference)!, tasks: reference!.n },
+    current: {
+      agent: current ?? { id: 'base', kind: 'base', adapters: [] },
+      passRate: rate(reference)!,
+      tasks: reference!.n,
+    },
   };
 }

@@ -7,28 +7,51 @@ import { SandboxLimitsSchema } from './sandbox.js';
  */
 export const SynthesisConfigSchema = z
   .object({
-    maxAttempts: z.number().int().min(0).default(5).describe('generator attempts per capability, repairs included; 0 = the reference library directly (needs allowReferenceFallback)'),
+    maxAttempts: z
+      .number()
+      .int()
+      .min(0)
+      .default(5)
+      .describe(
+        'generator attempts per capability, repairs included; 0 = the reference library directly (needs allowReferenceFallback)',
+      ),
     allowReferenceFallback: z.boolean().default(false).describe('offer a reference-library env when no attempt passes'),
-    runner: z.enum(['sandbox', 'in-process']).default('sandbox').describe('in-process is for developing trusted modules only'),
+    runner: z
+      .enum(['sandbox', 'in-process'])
+      .default('sandbox')
+      .describe('in-process is for developing trusted modules only'),
     sandbox: SandboxLimitsSchema.extend({
       budgetMs: SandboxLimitsSchema.shape.budgetMs.default(600_000),
       cpuSeconds: SandboxLimitsSchema.shape.cpuSeconds.default(300),
       allowWeakIsolation: z
         .boolean()
         .default(false)
-        .describe('run generated code even where the sandbox has no network and file-system namespaces (no bubblewrap); the verdict warns'),
+        .describe(
+          'run generated code even where the sandbox has no network and file-system namespaces (no bubblewrap); the verdict warns',
+        ),
     })
       .strict()
       .prefault({})
       .describe('limits of each validation sandbox; allowWeakIsolation applies to every sandbox of generated code'),
     typecheck: z.boolean().default(true).describe('check 1 also type-checks the module against the SDK (tsc)'),
-    references: z.number().int().min(0).max(2).default(2).describe('reference environments shown to the generator as few-shot examples'),
+    references: z
+      .number()
+      .int()
+      .min(0)
+      .max(2)
+      .default(2)
+      .describe('reference environments shown to the generator as few-shot examples'),
     seeds: z
       .object({
         determinism: z.number().int().positive().default(100),
         solvability: z.number().int().positive().default(50),
         triviality: z.number().int().positive().default(30),
-        verifier: z.number().int().positive().default(20).describe('seeds whose gold is replayed and perturbed to test the verifier'),
+        verifier: z
+          .number()
+          .int()
+          .positive()
+          .default(20)
+          .describe('seeds whose gold is replayed and perturbed to test the verifier'),
       })
       .strict()
       .prefault({}),
@@ -40,12 +63,19 @@ export const SynthesisConfigSchema = z
       .min(0)
       .max(1)
       .default(0.8)
-      .describe('share of seeds on which gold with one tool call dropped, and gold with one argument changed, must each score lower than gold'),
+      .describe(
+        'share of seeds on which gold with one tool call dropped, and gold with one argument changed, must each score lower than gold',
+      ),
     calibration: z
       .object({
         low: z.number().min(0).max(1).default(0.2),
         high: z.number().min(0).max(1).default(0.6),
-        minInformative: z.number().min(0).max(1).default(0.5).describe('share of K-rollout groups with non-constant reward'),
+        minInformative: z
+          .number()
+          .min(0)
+          .max(1)
+          .default(0.5)
+          .describe('share of K-rollout groups with non-constant reward'),
         groups: z.number().int().positive().default(8),
         rolloutsPerGroup: z.number().int().min(2).default(4),
         concurrency: z.number().int().positive().default(4),
@@ -110,22 +140,46 @@ export type SynthesisAttempt = z.infer<typeof SynthesisAttemptSchema>;
 /** Combines check results (in order, stopping at the first failure) into a verdict. */
 export function verdictOf(checks: CheckResult[], durationMs: number, warnings: string[] = []): ValidationVerdict {
   const failed = checks.find((g) => !g.passed);
-  return { passed: !failed, ...(failed ? { failedCheck: failed.check, reason: `${failed.check}: ${failed.reason}` } : {}), checks, durationMs, ...(warnings.length ? { warnings } : {}) };
+  return {
+    passed: !failed,
+    ...(failed ? { failedCheck: failed.check, reason: `${failed.check}: ${failed.reason}` } : {}),
+    checks,
+    durationMs,
+    ...(warnings.length ? { warnings } : {}),
+  };
 }
 
-export function judgeDeterminism(r: { seeds: number; mismatched: number[]; distinct: number }, c: SynthesisConfig): CheckResult {
+export function judgeDeterminism(
+  r: { seeds: number; mismatched: number[]; distinct: number },
+  c: SynthesisConfig,
+): CheckResult {
   const distinctShare = r.distinct / r.seeds;
   const metrics = { seeds: r.seeds, mismatched: r.mismatched.length, distinctShare };
   if (r.mismatched.length) {
-    return { check: 'determinism', passed: false, metrics, reason: `the same seed gave different instances (seeds ${r.mismatched.slice(0, 5).join(', ')}); draw every random choice from the rng passed to generate and never use Math.random or Date`, examples: [] };
+    return {
+      check: 'determinism',
+      passed: false,
+      metrics,
+      reason: `the same seed gave different instances (seeds ${r.mismatched.slice(0, 5).join(', ')}); draw every random choice from the rng passed to generate and never use Math.random or Date`,
+      examples: [],
+    };
   }
   if (distinctShare < c.minDistinct) {
-    return { check: 'determinism', passed: false, metrics, reason: `only ${r.distinct} of ${r.seeds} seeds gave distinct instances (need ≥ ${Math.ceil(c.minDistinct * r.seeds)}); vary the instance with the seed`, examples: [] };
+    return {
+      check: 'determinism',
+      passed: false,
+      metrics,
+      reason: `only ${r.distinct} of ${r.seeds} seeds gave distinct instances (need ≥ ${Math.ceil(c.minDistinct * r.seeds)}); vary the instance with the seed`,
+      examples: [],
+    };
   }
   return { check: 'determinism', passed: true, metrics, examples: [] };
 }
 
-export function judgeSolvability(rewards: { seed: number; reward: number; note?: string }[], c: SynthesisConfig): CheckResult {
+export function judgeSolvability(
+  rewards: { seed: number; reward: number; note?: string }[],
+  c: SynthesisConfig,
+): CheckResult {
   const mean = meanOf(rewards.map((r) => r.reward));
   const bad = rewards.filter((r) => r.reward < c.minGoldReward);
   const metrics = { seeds: rewards.length, meanGoldReward: mean, failingSeeds: bad.length };
@@ -184,13 +238,26 @@ export function judgeVerifier(r: VerifierStats, c: SynthesisConfig): CheckResult
     if (!applicable) continue;
     metrics[`${m}LowerShare`] = lower / applicable;
     metrics[`${m}Seeds`] = applicable;
-    if (GATING_MUTATIONS.includes(m) && lower / applicable < c.minMutationDetection) weak.push(`${MUTATION_TEXT[m]} scored lower than gold on only ${lower} of ${applicable} seeds`);
+    if (GATING_MUTATIONS.includes(m) && lower / applicable < c.minMutationDetection)
+      weak.push(`${MUTATION_TEXT[m]} scored lower than gold on only ${lower} of ${applicable} seeds`);
   }
   if (r.replayMismatched.length) {
-    return { check: 'verifier', passed: false, metrics, reason: `the same trajectory got different rewards when replayed (seeds ${r.replayMismatched.slice(0, 5).join(', ')}); evaluate() must depend only on the instance and the trajectory (no Math.random, Date or call counts)`, examples: [] };
+    return {
+      check: 'verifier',
+      passed: false,
+      metrics,
+      reason: `the same trajectory got different rewards when replayed (seeds ${r.replayMismatched.slice(0, 5).join(', ')}); evaluate() must depend only on the instance and the trajectory (no Math.random, Date or call counts)`,
+      examples: [],
+    };
   }
   if (weak.length) {
-    return { check: 'verifier', passed: false, metrics, reason: `perturbed gold solutions score as high as gold: ${weak.join('; ')} (need ≥ ${c.minMutationDetection * 100}%); reward the steps, arguments and communicated values the capability requires`, examples: [] };
+    return {
+      check: 'verifier',
+      passed: false,
+      metrics,
+      reason: `perturbed gold solutions score as high as gold: ${weak.join('; ')} (need ≥ ${c.minMutationDetection * 100}%); reward the steps, arguments and communicated values the capability requires`,
+      examples: [],
+    };
   }
   return { check: 'verifier', passed: true, metrics, examples: [] };
 }
@@ -216,12 +283,28 @@ export function judgeCalibration(s: CalibrationStats, c: SynthesisConfig): Check
   const { low, high, minInformative } = c.calibration;
   const metrics = { ...s };
   const problems: string[] = [];
-  if (s.meanReward < low || s.meanReward > high) problems.push(`mean reward ${s.meanReward.toFixed(3)} outside [${low}, ${high}]`);
-  if (s.successRate < low || s.successRate > high) problems.push(`success rate ${s.successRate.toFixed(3)} outside [${low}, ${high}]`);
-  if (s.informativeShare < minInformative) problems.push(`only ${(s.informativeShare * 100).toFixed(0)}% of rollout groups have non-constant reward (need ≥ ${minInformative * 100}%)`);
+  if (s.meanReward < low || s.meanReward > high)
+    problems.push(`mean reward ${s.meanReward.toFixed(3)} outside [${low}, ${high}]`);
+  if (s.successRate < low || s.successRate > high)
+    problems.push(`success rate ${s.successRate.toFixed(3)} outside [${low}, ${high}]`);
+  if (s.informativeShare < minInformative)
+    problems.push(
+      `only ${(s.informativeShare * 100).toFixed(0)}% of rollout groups have non-constant reward (need ≥ ${minInformative * 100}%)`,
+    );
   if (!problems.length) return { check: 'calibration', passed: true, metrics, examples: [] };
-  const hint = s.meanReward > high ? 'make the task harder' : s.meanReward < low ? 'make the task easier or give partial credit' : 'add variety so rollouts of one seed differ';
-  return { check: 'calibration', passed: false, metrics, reason: `with the base policy: ${problems.join('; ')}; ${hint}`, examples: [] };
+  const hint =
+    s.meanReward > high
+      ? 'make the task harder'
+      : s.meanReward < low
+        ? 'make the task easier or give partial credit'
+        : 'add variety so rollouts of one seed differ';
+  return {
+    check: 'calibration',
+    passed: false,
+    metrics,
+    reason: `with the base policy: ${problems.join('; ')}; ${hint}`,
+    examples: [],
+  };
 }
 
 function meanOf(xs: readonly number[]): number {

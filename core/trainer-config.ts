@@ -110,5 +110,7 @@ export const TRAINER_DEFAULTS = {
 
 function s3Settings(config: Config) {
   const s = config.store;
-  return s.kind === 's3' ? { s3: { endpoint: s.endpoint ?? null, region: s.region, force_path_style: s.forcePathStyle } } : {};
+  return s.kind === 's3'
+    ? { s3: { endpoint: s.endpoint ?? null, region: s.region, force_path_style: s.forcePathStyle } }
+    : {};
 }

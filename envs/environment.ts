@@ -24,9 +24,7 @@ export interface TaskRef {
 export type ResetRequest = { taskId: string } | { seed: number };
 
 /** One agent action per turn, as in tau2: a message to the user or a single tool call. */
-export type AgentAction =
-  | { type: 'message'; content: string }
-  | { type: 'tool_call'; call: ToolCall };
+export type AgentAction = { type: 'message'; content: string } | { type: 'tool_call'; call: ToolCall };
 
 /**
  * Per-request options: `signal` aborts a request the caller no longer waits for (a cancelled

@@ -28,7 +28,8 @@ export interface OpenDeps {
 const byName: Record<string, Opener> = {
   'toy-orders': async () => (await import('./toy/orders.js')).createToyOrdersEnv(),
   'showcase-desk': async () => (await import('./showcase/desk.js')).createShowcaseDeskEnv(),
-  toolsandbox: async (_name, deps) => (await import('./toolsandbox/environment.js')).createToolSandboxEnvironment(toolSandboxOptions(deps)),
+  toolsandbox: async (_name, deps) =>
+    (await import('./toolsandbox/environment.js')).createToolSandboxEnvironment(toolSandboxOptions(deps)),
 };
 
 /** ToolSandbox's user simulator is the config's userSimulator role (upstream's prompt and few-shot dialogue come with the scenario). */
@@ -41,10 +42,14 @@ const byPrefix: Record<string, Opener> = {
   'toolsandbox-': async (name, deps) => {
     const m = await import('./toolsandbox/environment.js');
     const rest = name.slice('toolsandbox-'.length);
-    return m.createToolSandboxEnvironment({ ...(m.scenarioVariants().includes(rest) ? { variant: rest } : { category: rest }), ...toolSandboxOptions(deps) });
+    return m.createToolSandboxEnvironment({
+      ...(m.scenarioVariants().includes(rest) ? { variant: rest } : { category: rest }),
+      ...toolSandboxOptions(deps),
+    });
   },
   // `http:<url>` or a bare `http(s)://…` URL: any env speaking envs/protocol/README.md.
-  'http:': async (name) => (await import('./protocol/client.js')).HttpEnvironment.connect(name.replace(/^http:(?=https?:\/\/)/, '')),
+  'http:': async (name) =>
+    (await import('./protocol/client.js')).HttpEnvironment.connect(name.replace(/^http:(?=https?:\/\/)/, '')),
   'https:': async (name) => (await import('./protocol/client.js')).HttpEnvironment.connect(name),
 };
 

@@ -34,7 +34,11 @@ export const KEEPALIVE_MS = 5_000;
  * Runs `fn` with a signal that aborts when `signal` or the current activity is cancelled, and
  * heartbeats every `intervalMs` meanwhile so that the cancellation can arrive.
  */
-export async function keepAliveDuring<T>(fn: (signal: AbortSignal | undefined) => Promise<T>, signal?: AbortSignal, intervalMs = KEEPALIVE_MS): Promise<T> {
+export async function keepAliveDuring<T>(
+  fn: (signal: AbortSignal | undefined) => Promise<T>,
+  signal?: AbortSignal,
+  intervalMs = KEEPALIVE_MS,
+): Promise<T> {
   const ctx = activityContext();
   if (!ctx) return fn(signal);
   const timer = setInterval(() => ctx.heartbeat(lastDetails.get(ctx)), intervalMs);

@@ -112,7 +112,9 @@ export async function checkPage(url: string, expression: string, opts: PageOptio
   child.stderr!.on('data', (d) => (stderr = (stderr + d).slice(-4000)));
   const cdp = new Cdp(child.stdio[3] as Writable, child.stdio[4] as Readable);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.once('exit', (code) => cdp.failAll(new Error(`chromium exited (${code}): ${stderr.trim().split('\n').slice(-3).join(' | ')}`)));
+  child.once('exit', (code) =>
+    cdp.failAll(new Error(`chromium exited (${code}): ${stderr.trim().split('\n').slice(-3).join(' | ')}`)),
+  );
   const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 60_000);
   try {
     const result: PageCheck = { consoleErrors: [], logErrors: [], requests: [], value: undefined };
@@ -123,7 +125,11 @@ export async function checkPage(url: string, expression: string, opts: PageOptio
     cdp.on((m) => {
       if (m.sessionId !== sessionId) return;
       if (m.method === 'Runtime.consoleAPICalled' && (m.params.type === 'error' || m.params.type === 'assert')) {
-        result.consoleErrors.push(m.params.args.map((a: { value?: unknown; description?: string }) => String(a.value ?? a.description)).join(' '));
+        result.consoleErrors.push(
+          m.params.args
+            .map((a: { value?: unknown; description?: string }) => String(a.value ?? a.description))
+            .join(' '),
+        );
       } else if (m.method === 'Runtime.exceptionThrown') {
         result.consoleErrors.push(m.params.exceptionDetails.exception?.description ?? m.params.exceptionDetails.text);
       } else if (m.method === 'Log.entryAdded' && m.params.entry.level === 'error') {
@@ -140,17 +146,26 @@ export async function checkPage(url: string, expression: string, opts: PageOptio
     await cdp.send('Page.navigate', { url }, sessionId);
     await load;
     for (let waited = 0; opts.waitFor; waited += 250) {
-      const ready = await cdp.send('Runtime.evaluate', { expression: `Boolean(${opts.waitFor})`, returnByValue: true }, sessionId);
+      const ready = await cdp.send(
+        'Runtime.evaluate',
+        { expression: `Boolean(${opts.waitFor})`, returnByValue: true },
+        sessionId,
+      );
       if (ready.result?.value === true) break;
       if (waited > (opts.timeoutMs ?? 60_000) / 2) throw new Error(`page never satisfied: ${opts.waitFor}`);
       await new Promise((r) => setTimeout(r, 250));
     }
     if (opts.settleMs) await new Promise((r) => setTimeout(r, opts.settleMs));
     const ev = await cdp.send('Runtime.evaluate', { expression, returnByValue: true }, sessionId);
-    if (ev.exceptionDetails) throw new Error(`evaluate failed: ${ev.exceptionDetails.exception?.description ?? ev.exceptionDetails.text}`);
+    if (ev.exceptionDetails)
+      throw new Error(`evaluate failed: ${ev.exceptionDetails.exception?.description ?? ev.exceptionDetails.text}`);
     result.value = ev.result.value;
     if (opts.screenshot) {
-      const shot = await cdp.send('Page.captureScreenshot', { format: 'png', captureBeyondViewport: opts.fullPage ?? true }, sessionId);
+      const shot = await cdp.send(
+        'Page.captureScreenshot',
+        { format: 'png', captureBeyondViewport: opts.fullPage ?? true },
+        sessionId,
+      );
       result.screenshot = Buffer.from(shot.data, 'base64');
     }
     await cdp.send('Browser.close').catch(() => undefined);

@@ -48,7 +48,9 @@ export async function startLlmServer(opts: LlmServerOptions = {}): Promise<LlmSe
     gpu: process.env.TRACE_LLM_GPU === '1',
   });
   const server = http.createServer((req, res) => {
-    handle(engine, req, res).catch((e) => sendError(res, 500, 'server_error', e instanceof Error ? e.message : String(e)));
+    handle(engine, req, res).catch((e) =>
+      sendError(res, 500, 'server_error', e instanceof Error ? e.message : String(e)),
+    );
   });
   const host = opts.host ?? '127.0.0.1';
   try {
@@ -81,13 +83,15 @@ async function handle(engine: LlmEngine, req: http.IncomingMessage, res: http.Se
   const route = `${req.method} ${url.pathname.replace(/\/+$/, '')}`;
   if (route === 'GET /v1/models') return sendJson(res, 200, { object: 'list', data: [modelCard(engine)] });
   if (route === `GET /v1/models/${engine.modelId}`) return sendJson(res, 200, modelCard(engine));
-  if (route === 'GET /health') return sendJson(res, 200, { status: 'ok', model: engine.modelId, parallel: engine.parallel, ...engine.stats() });
+  if (route === 'GET /health')
+    return sendJson(res, 200, { status: 'ok', model: engine.modelId, parallel: engine.parallel, ...engine.stats() });
   if (route !== 'POST /v1/chat/completions') {
     return sendError(res, 404, 'not_found', `no route ${req.method} ${url.pathname}`);
   }
 
   const raw = await readBody(req);
-  if (raw === undefined) return sendError(res, 413, 'invalid_request_error', `body: larger than ${MAX_BODY_BYTES} bytes`, 'body');
+  if (raw === undefined)
+    return sendError(res, 413, 'invalid_request_error', `body: larger than ${MAX_BODY_BYTES} bytes`, 'body');
   let body: unknown;
   try {
     body = JSON.parse(raw);
@@ -118,7 +122,13 @@ async function handle(engine: LlmEngine, req: http.IncomingMessage, res: http.Se
 }
 
 function modelCard(engine: LlmEngine) {
-  return { id: engine.modelId, object: 'model', created: 0, owned_by: 'trace-local', context_length: engine.contextSize };
+  return {
+    id: engine.modelId,
+    object: 'model',
+    created: 0,
+    owned_by: 'trace-local',
+    context_length: engine.contextSize,
+  };
 }
 
 async function readBody(req: http.IncomingMessage): Promise<string | undefined> {
@@ -139,7 +149,14 @@ function sendJson(res: http.ServerResponse, status: number, body: unknown): void
   res.end(text);
 }
 
-function sendError(res: http.ServerResponse, status: number, type: string, message: string, param: string | null = null, code: string | null = null): void {
+function sendError(
+  res: http.ServerResponse,
+  status: number,
+  type: string,
+  message: string,
+  param: string | null = null,
+  code: string | null = null,
+): void {
   sendJson(res, status, { error: { message, type, param, code } });
 }
 
@@ -147,7 +164,8 @@ function envInt(name: string): number | undefined {
   const v = process.env[name];
   if (v === undefined || v === '') return undefined;
   const n = Number(v);
-  if (!Number.isInteger(n) || n < 0) throw new Error(`${name}: expected a non-negative integer, got ${JSON.stringify(v)}`);
+  if (!Number.isInteger(n) || n < 0)
+    throw new Error(`${name}: expected a non-negative integer, got ${JSON.stringify(v)}`);
   return n;
 }
 
@@ -163,7 +181,9 @@ async function main(): Promise<void> {
     },
   });
   if (values.help) {
-    console.log('usage: node --import tsx infra/llm-server.ts [--port 8765] [--host 127.0.0.1] [--model file.gguf] [--context-size 8192] [--parallel 4]');
+    console.log(
+      'usage: node --import tsx infra/llm-server.ts [--port 8765] [--host 127.0.0.1] [--model file.gguf] [--context-size 8192] [--parallel 4]',
+    );
     return;
   }
   const int = (flag: string, v: string | undefined) => {
@@ -192,7 +212,9 @@ async function main(): Promise<void> {
   process.once('SIGINT', stop);
   // node-llama-cpp can reject from inside its sampler, outside any request's promise chain; one
   // stuck request (its client times out and retries) is better than losing the stack's only LLM.
-  process.on('unhandledRejection', (e) => console.error(`llm-server: unhandled rejection: ${e instanceof Error ? e.message : e}`));
+  process.on('unhandledRejection', (e) =>
+    console.error(`llm-server: unhandled rejection: ${e instanceof Error ? e.message : e}`),
+  );
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {

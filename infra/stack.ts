@@ -1,6 +1,16 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import {
   EMBEDDED_DB,
@@ -77,14 +87,21 @@ async function llmHealthy(baseURL: string): Promise<boolean> {
   }
 }
 
-async function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs: number, logFile: string): Promise<void> {
+async function waitFor(
+  what: string,
+  check: () => Promise<boolean> | boolean,
+  timeoutMs: number,
+  logFile: string,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (await check()) return;
     await new Promise((r) => setTimeout(r, 300));
   }
   const tail = existsSync(logFile) ? readFileSync(logFile, 'utf8').trim().split('\n').slice(-3).join(' | ') : '';
-  throw new Error(`${what} not ready after ${timeoutMs / 1000} s (log ${path.relative(PROJECT_ROOT, logFile)}: ${tail})`);
+  throw new Error(
+    `${what} not ready after ${timeoutMs / 1000} s (log ${path.relative(PROJECT_ROOT, logFile)}: ${tail})`,
+  );
 }
 
 /** Sizes and mtimes of the code a worker loads: changes when any of it is edited or pulled. */
@@ -101,7 +118,8 @@ export function codeFingerprint(): string {
       }
     }
   };
-  for (const d of ['core', 'workflows', 'activities', 'workers', 'envs', 'store', 'infra']) walk(path.join(PROJECT_ROOT, d));
+  for (const d of ['core', 'workflows', 'activities', 'workers', 'envs', 'store', 'infra'])
+    walk(path.join(PROJECT_ROOT, d));
   return h.digest('hex').slice(0, 16);
 }
 
@@ -122,7 +140,13 @@ export async function startEmbeddedStack(opts: StackOptions = {}): Promise<Stack
     temporal = { address: settings.address, external: true };
     log(`temporal: using ${settings.address} (TEMPORAL_ADDRESS)`);
   } else {
-    const server = await startTemporalDevServer({ dbFile: EMBEDDED_DB, port: EMBEDDED_PORT, uiPort: EMBEDDED_UI_PORT, detached: true, logFile: logPath('temporal') });
+    const server = await startTemporalDevServer({
+      dbFile: EMBEDDED_DB,
+      port: EMBEDDED_PORT,
+      uiPort: EMBEDDED_UI_PORT,
+      detached: true,
+      logFile: logPath('temporal'),
+    });
     if (!server.reused && server.pid) writePid('temporal', { pid: server.pid });
     temporal = { address: server.address, uiUrl: server.uiUrl!, reused: server.reused };
     log(`temporal: ${server.reused ? 'running' : 'started'} at ${server.address}, UI ${server.uiUrl}`);
@@ -142,7 +166,9 @@ export async function startEmbeddedStack(opts: StackOptions = {}): Promise<Stack
     await waitFor('local LLM server', () => llmHealthy(baseURL), 180_000, logPath('llm'));
     llm = { baseURL, reused: false };
   }
-  log(`llm: ${'skipped' in llm ? `not started (${llm.skipped})` : `${llm.reused ? 'running' : 'started'} at ${llm.baseURL}`}`);
+  log(
+    `llm: ${'skipped' in llm ? `not started (${llm.skipped})` : `${llm.reused ? 'running' : 'started'} at ${llm.baseURL}`}`,
+  );
 
   let worker: StackInfo['worker'] = { skipped: 'not requested' };
   if (opts.worker !== false) {
@@ -157,11 +183,19 @@ export async function startEmbeddedStack(opts: StackOptions = {}): Promise<Stack
       }
       const pid = spawnDaemon('worker', [path.join(PROJECT_ROOT, 'cli', 'trace.mjs'), 'worker', '--queues', 'cpu,gpu']);
       writePid('worker', { pid, fingerprint });
-      await waitFor('embedded worker', () => /\[worker\] trace-cpu on/.test(readIfExists(logPath('worker'))) || !alive(pid), 180_000, logPath('worker'));
-      if (!alive(pid)) throw new Error(`embedded worker exited at start (log ${path.relative(PROJECT_ROOT, logPath('worker'))})`);
+      await waitFor(
+        'embedded worker',
+        () => /\[worker\] trace-cpu on/.test(readIfExists(logPath('worker'))) || !alive(pid),
+        180_000,
+        logPath('worker'),
+      );
+      if (!alive(pid))
+        throw new Error(`embedded worker exited at start (log ${path.relative(PROJECT_ROOT, logPath('worker'))})`);
       worker = { pid, reused: false };
     }
-    log(`worker: ${worker.reused ? 'running' : 'started'} (pid ${worker.pid}), log ${path.relative(PROJECT_ROOT, logPath('worker'))}`);
+    log(
+      `worker: ${worker.reused ? 'running' : 'started'} (pid ${worker.pid}), log ${path.relative(PROJECT_ROOT, logPath('worker'))}`,
+    );
   }
   return { temporal, llm, worker, artifacts: ARTIFACT_DIR, logs: LOG_DIR };
 }

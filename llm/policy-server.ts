@@ -17,10 +17,25 @@ export interface PolicyServer {
 
 const READY_TIMEOUT_MS = Number(process.env.TRACE_SERVE_READY_TIMEOUT_MS ?? 600_000);
 
-export async function startPolicyServer(config: Config, variant: { name: string; adapterUri?: string; gateUri?: string }): Promise<PolicyServer> {
+export async function startPolicyServer(
+  config: Config,
+  variant: { name: string; adapterUri?: string; gateUri?: string },
+): Promise<PolicyServer> {
   const t = config.training;
   const resolve = (p: string) => (existsSync(path.resolve(PROJECT_ROOT, p)) ? path.resolve(PROJECT_ROOT, p) : p);
-  const args = ['-m', 'trace_trainer', 'serve', '--model', resolve(t.model), '--port', '0', '--name', variant.name, '--device', t.device];
+  const args = [
+    '-m',
+    'trace_trainer',
+    'serve',
+    '--model',
+    resolve(t.model),
+    '--port',
+    '0',
+    '--name',
+    variant.name,
+    '--device',
+    t.device,
+  ];
   if (t.tokenizer) args.push('--tokenizer', resolve(t.tokenizer));
   // Served variants decode as the adapters were trained (training.constrainedDecoding).
   args.push('--constrained-decoding', t.constrainedDecoding === 'auto' ? 'auto' : t.constrainedDecoding ? 'on' : 'off');
@@ -44,7 +59,10 @@ export async function startPolicyServer(config: Config, variant: { name: string;
   try {
     const listening = await new Promise<{ url: string; model: string }>((resolveReady, reject) => {
       let buf = '';
-      const timer = setTimeout(() => reject(new Error(`trace_trainer serve (${variant.name}): not listening after ${READY_TIMEOUT_MS} ms`)), READY_TIMEOUT_MS);
+      const timer = setTimeout(
+        () => reject(new Error(`trace_trainer serve (${variant.name}): not listening after ${READY_TIMEOUT_MS} ms`)),
+        READY_TIMEOUT_MS,
+      );
       child.stdout!.on('data', (d) => {
         buf += d;
         for (let i = buf.indexOf('\n'); i >= 0; i = buf.indexOf('\n')) {
@@ -67,7 +85,11 @@ export async function startPolicyServer(config: Config, variant: { name: string;
       });
       exited.then((code) => {
         clearTimeout(timer);
-        reject(new Error(`trace_trainer serve (${variant.name}) exited (${code}) before listening: ${stderr.trim().split('\n').slice(-2).join(' | ')}`));
+        reject(
+          new Error(
+            `trace_trainer serve (${variant.name}) exited (${code}) before listening: ${stderr.trim().split('\n').slice(-2).join(' | ')}`,
+          ),
+        );
       });
     });
     return { baseURL: listening.url, model: listening.model, close };

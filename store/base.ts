@@ -12,7 +12,9 @@ export function sha256Hex(bytes: Uint8Array): string {
 }
 
 export function toBytes(body: Uint8Array | string): Buffer {
-  return typeof body === 'string' ? Buffer.from(body, 'utf8') : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  return typeof body === 'string'
+    ? Buffer.from(body, 'utf8')
+    : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
 }
 
 const TEMP_MARKER = '.~tmp.';
@@ -26,7 +28,10 @@ export function checkKey(key: string, field = 'key'): string {
     key.includes(TEMP_MARKER) ||
     /[\x00-\x1f]/.test(key) ||
     key.split('/').some((seg) => seg === '' || seg === '.' || seg === '..');
-  if (bad) throw new Error(`${field}: invalid artifact key ${JSON.stringify(key)} (relative '/'-separated path, no empty, '.' or '..' segments)`);
+  if (bad)
+    throw new Error(
+      `${field}: invalid artifact key ${JSON.stringify(key)} (relative '/'-separated path, no empty, '.' or '..' segments)`,
+    );
   return key;
 }
 

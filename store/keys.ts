@@ -21,7 +21,8 @@ export const runKeys = {
   // Rollouts: one JSONL per batch, and one part per finished episode while the batch runs.
   rolloutBatch: (runId: string, i: number) => `${run(runId)}/rollouts/batch-${pad(i, 4)}.jsonl`,
   rolloutBatchParts: (runId: string, i: number) => `${run(runId)}/rollouts/batch-${pad(i, 4)}.parts/`,
-  rolloutBatchPart: (runId: string, i: number, item: number) => `${run(runId)}/rollouts/batch-${pad(i, 4)}.parts/${pad(item, 4)}.json`,
+  rolloutBatchPart: (runId: string, i: number, item: number) =>
+    `${run(runId)}/rollouts/batch-${pad(i, 4)}.parts/${pad(item, 4)}.json`,
 
   // Stage 1: the dictionary, the labeling passes (one part per labeled trajectory), the result.
   dictionary: (runId: string) => `${run(runId)}/capabilities/dictionary.json`,
@@ -32,12 +33,17 @@ export const runKeys = {
   // Stage 2: per capability, its prompt, attempts, verdicts and manifests by source hash, result.
   synthesis: (runId: string, cap: string) => `${run(runId)}/synthesis/${cap}`,
   synthesisPrompt: (runId: string, cap: string) => `${run(runId)}/synthesis/${cap}/prompt.json`,
-  synthesisAttempt: (runId: string, cap: string, n: number, file: string) => `${run(runId)}/synthesis/${cap}/attempt-${n}/${file}`,
+  synthesisAttempt: (runId: string, cap: string, n: number, file: string) =>
+    `${run(runId)}/synthesis/${cap}/attempt-${n}/${file}`,
   synthesisResult: (runId: string, cap: string) => `${run(runId)}/synthesis/${cap}/result.json`,
-  synthesisReference: (runId: string, cap: string, reference: string) => `${run(runId)}/synthesis/${cap}/reference/${reference}.ts`,
-  verdict: (runId: string, cap: string, source: string) => `${run(runId)}/synthesis/${cap}/verdicts/${sha(source)}.json`,
-  verdictRollouts: (runId: string, cap: string, source: string) => `${run(runId)}/synthesis/${cap}/verdicts/${sha(source)}.rollouts.jsonl`,
-  manifest: (runId: string, cap: string, source: string) => `${run(runId)}/synthesis/${cap}/manifests/${sha(source)}.json`,
+  synthesisReference: (runId: string, cap: string, reference: string) =>
+    `${run(runId)}/synthesis/${cap}/reference/${reference}.ts`,
+  verdict: (runId: string, cap: string, source: string) =>
+    `${run(runId)}/synthesis/${cap}/verdicts/${sha(source)}.json`,
+  verdictRollouts: (runId: string, cap: string, source: string) =>
+    `${run(runId)}/synthesis/${cap}/verdicts/${sha(source)}.rollouts.jsonl`,
+  manifest: (runId: string, cap: string, source: string) =>
+    `${run(runId)}/synthesis/${cap}/manifests/${sha(source)}.json`,
 
   // Stages 3–4: the adapter of each capability, the gate.
   adapter: (runId: string, cap: string) => `${run(runId)}/adapters/${cap}`,

@@ -94,7 +94,8 @@ export class LocalArtifactStore extends BaseArtifactStore {
   /** A key of this store, or a file:// URI (refs may point at files outside the store's directory). */
   private resolve(keyOrUri: string): string {
     if (keyOrUri.startsWith('file://')) return fileURLToPath(keyOrUri);
-    if (/^[a-z][a-z0-9+.-]*:\/\//i.test(keyOrUri)) throw new Error(`artifact ${keyOrUri}: the local store reads only file:// URIs and keys`);
+    if (/^[a-z][a-z0-9+.-]*:\/\//i.test(keyOrUri))
+      throw new Error(`artifact ${keyOrUri}: the local store reads only file:// URIs and keys`);
     return this.pathOf(keyOrUri);
   }
 }

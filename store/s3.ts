@@ -122,7 +122,12 @@ export class S3ArtifactStore extends BaseArtifactStore {
     let token: string | undefined;
     do {
       const page = await this.client.send(
-        new ListObjectsV2Command({ Bucket: this.bucket, Prefix: base + prefix, ContinuationToken: token, MaxKeys: this.listPageSize }),
+        new ListObjectsV2Command({
+          Bucket: this.bucket,
+          Prefix: base + prefix,
+          ContinuationToken: token,
+          MaxKeys: this.listPageSize,
+        }),
       );
       for (const o of page.Contents ?? []) if (o.Key) keys.push(o.Key.slice(base.length));
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
@@ -137,7 +142,8 @@ export class S3ArtifactStore extends BaseArtifactStore {
 
   private toUri(keyOrUri: string): string {
     if (keyOrUri.startsWith('s3://')) return keyOrUri;
-    if (/^[a-z][a-z0-9+.-]*:\/\//i.test(keyOrUri)) throw new Error(`artifact ${keyOrUri}: the S3 store reads only s3:// URIs and keys`);
+    if (/^[a-z][a-z0-9+.-]*:\/\//i.test(keyOrUri))
+      throw new Error(`artifact ${keyOrUri}: the S3 store reads only s3:// URIs and keys`);
     return this.uri(keyOrUri);
   }
 
@@ -160,5 +166,10 @@ export function parseS3Uri(uri: string): { bucket: string; key: string } {
 
 function isNotFound(e: unknown): boolean {
   const err = e as { name?: string; $metadata?: { httpStatusCode?: number } };
-  return err?.$metadata?.httpStatusCode === 404 || err?.name === 'NoSuchKey' || err?.name === 'NotFound' || err?.name === 'NoSuchBucket';
+  return (
+    err?.$metadata?.httpStatusCode === 404 ||
+    err?.name === 'NoSuchKey' ||
+    err?.name === 'NotFound' ||
+    err?.name === 'NoSuchBucket'
+  );
 }

@@ -97,7 +97,10 @@ test('a cancelled rollout activity aborts its in-flight env request within one h
   const llm = await startScriptedLlm(getOrder);
   try {
     // The episode's own time limit is beyond the test's guard: only the cancellation may end the step.
-    const config = testConfig(llm.baseURL, tmp.dir, { env: { name: served.url, maxTasks: 3 }, rollouts: { episodeTimeoutMs: 120_000 } });
+    const config = testConfig(llm.baseURL, tmp.dir, {
+      env: { name: served.url, maxTasks: 3 },
+      rollouts: { episodeTimeoutMs: 120_000 },
+    });
     config.llm.policy.concurrency = 1;
     const acts = createStage1Activities();
     const tasks = await acts.listRolloutTasks({ config });
@@ -110,7 +113,11 @@ test('a cancelled rollout activity aborts its in-flight env request within one h
     assertAbortedWithinOneBeat(log);
     assert.equal(target.inFlight(), 0, 'nothing left running on the env server');
     assert.equal(llm.requests.length, 1, 'no later episode started after the cancellation');
-    assert.deepEqual(await (await import('../store/index.js')).openStore(config.store).list('runs/c/'), [], 'a cancelled episode is not stored');
+    assert.deepEqual(
+      await (await import('../store/index.js')).openStore(config.store).list('runs/c/'),
+      [],
+      'a cancelled episode is not stored',
+    );
   } finally {
     await llm.close();
     await served.close();
@@ -125,12 +132,20 @@ test('a cancelled evaluation activity aborts its in-flight env request within on
   const served = await serveEnvironment(target.env);
   const llm = await startScriptedLlm(getOrder);
   try {
-    const config = testConfig(llm.baseURL, tmp.dir, { env: { name: served.url }, rollouts: { episodeTimeoutMs: 120_000 } });
+    const config = testConfig(llm.baseURL, tmp.dir, {
+      env: { name: served.url },
+      rollouts: { episodeTimeoutMs: 120_000 },
+    });
     const acts = createEvaluationActivities();
     const { tasks } = await acts.listEvaluationTasks({ config });
     const activity = new MockActivityEnvironment();
     cancelDuringStep(activity, log);
-    const run = activity.run(acts.evaluateVariant, { config, runId: 'e', variant: { name: 'base', kind: 'base' as const }, tasks: tasks.slice(0, 1) });
+    const run = activity.run(acts.evaluateVariant, {
+      config,
+      runId: 'e',
+      variant: { name: 'base', kind: 'base' as const },
+      tasks: tasks.slice(0, 1),
+    });
     run.catch(() => undefined);
     await until(() => log.includes('step-aborted'), 'the server to abort the step');
     await assert.rejects(run, (e: Error) => /cancel/i.test(`${e.name} ${e.message}`));
@@ -153,12 +168,16 @@ test("a cancelled episode on tau2 aborts the user simulator's LLM call in flight
     return { hang: true };
   });
   try {
-    const env = createTau2Environment('mock', { userSimulator: { client: new OpenAI({ baseURL: llm.baseURL, apiKey: 'test', maxRetries: 0 }), model: 'user-sim' } });
+    const env = createTau2Environment('mock', {
+      userSimulator: { client: new OpenAI({ baseURL: llm.baseURL, apiKey: 'test', maxRetries: 0 }), model: 'user-sim' },
+    });
     const [task] = await env.listTasks();
     const policy = createLlm(testConfig(llm.baseURL, '/tmp/unused'), 'policy', { maxRetries: 0 });
     const activity = new MockActivityEnvironment();
     cancelDuringStep(activity, log);
-    const run = activity.run(() => runEpisode({ env, llm: policy, taskId: task.id, maxSteps: 10, maxErrors: 3, timeoutMs: 120_000 }));
+    const run = activity.run(() =>
+      runEpisode({ env, llm: policy, taskId: task.id, maxSteps: 10, maxErrors: 3, timeoutMs: 120_000 }),
+    );
     run.catch(() => undefined);
     await until(() => {
       if (llm.disconnects.length && !log.includes('user-simulator-left')) log.push('user-simulator-left');

@@ -34,11 +34,24 @@ test('per-pass ER⁺, ER⁻, Δ and Cov match a hand computation', () => {
   assert.equal(s.coverage, 2 / 3); // 2 LACKING failures of 3 failures (NA counts in the denominator)
   assert.equal(s.selected, true);
   assert.equal(s.reason, undefined);
-  assert.deepEqual(s.counts, { lackingSuccess: 1, applicableSuccess: 2, lackingFailure: 2, applicableFailure: 2, failures: 3, successes: 2 });
+  assert.deepEqual(s.counts, {
+    lackingSuccess: 1,
+    applicableSuccess: 2,
+    lackingFailure: 2,
+    applicableFailure: 2,
+    failures: 3,
+    successes: 2,
+  });
 });
 
 test('a large gap with too little coverage is not selected, and a negative gap is reported as such', () => {
-  const p = pass(0, { s1: { c: 'PRESENT', d: 'LACKING' }, s2: { c: 'PRESENT', d: 'LACKING' }, f1: { c: 'LACKING', d: 'PRESENT' }, f2: { c: 'NA', d: 'NA' }, f3: { c: 'NA', d: 'NA' } });
+  const p = pass(0, {
+    s1: { c: 'PRESENT', d: 'LACKING' },
+    s2: { c: 'PRESENT', d: 'LACKING' },
+    f1: { c: 'LACKING', d: 'PRESENT' },
+    f2: { c: 'NA', d: 'NA' },
+    f3: { c: 'NA', d: 'NA' },
+  });
   const c = passStat('c', p, y, { ...T, coverage: 0.5 });
   assert.equal(c.delta, 1);
   assert.equal(c.coverage, 1 / 3);
@@ -49,7 +62,12 @@ test('a large gap with too little coverage is not selected, and a negative gap i
 });
 
 test('edge cases are null with a reason, never NaN or a division by zero', () => {
-  const allNa = passStat('c', pass(0, { s1: { c: 'NA' }, s2: { c: 'NA' }, f1: { c: 'NA' }, f2: { c: 'NA' }, f3: { c: 'NA' } }), y, T);
+  const allNa = passStat(
+    'c',
+    pass(0, { s1: { c: 'NA' }, s2: { c: 'NA' }, f1: { c: 'NA' }, f2: { c: 'NA' }, f3: { c: 'NA' } }),
+    y,
+    T,
+  );
   assert.equal(allNa.erPlus, null);
   assert.equal(allNa.erMinus, null);
   assert.equal(allNa.delta, null);
@@ -57,7 +75,10 @@ test('edge cases are null with a reason, never NaN or a division by zero', () =>
   assert.equal(allNa.selected, false);
   assert.equal(allNa.reason, 'all NA on successes; all NA on failures');
 
-  const onlyFailures = new Map([['f1', false], ['f2', false]]);
+  const onlyFailures = new Map([
+    ['f1', false],
+    ['f2', false],
+  ]);
   const noSucc = passStat('c', pass(0, { f1: { c: 'LACKING' }, f2: { c: 'PRESENT' } }), onlyFailures, T);
   assert.equal(noSucc.erPlus, null);
   assert.equal(noSucc.erMinus, 0.5);

@@ -12,7 +12,11 @@ import { PROJECT_ROOT } from '../infra/temporal.js';
  * the environments' code load only in the commands that use them.
  */
 
-const build = (await import(pathToFileURL(path.join(PROJECT_ROOT, 'cli', 'build.mjs')).href)) as { BUNDLE: string; bundleIsFresh(): boolean; buildCli(): Promise<unknown> };
+const build = (await import(pathToFileURL(path.join(PROJECT_ROOT, 'cli', 'build.mjs')).href)) as {
+  BUNDLE: string;
+  bundleIsFresh(): boolean;
+  buildCli(): Promise<unknown>;
+};
 
 /** The files a module imports statically (not `import()`), and theirs, from `entry`. */
 function staticGraph(entry: string): Set<string> {
@@ -21,7 +25,8 @@ function staticGraph(entry: string): Set<string> {
     if (seen.has(file)) return;
     seen.add(file);
     const code = readFileSync(file, 'utf8');
-    for (const m of code.matchAll(/(?:^|[;}\n])\s*import\s*(?:[^"'();]*?from\s*)?["'](\.\.?\/[^"']+)["']/g)) visit(path.resolve(path.dirname(file), m[1]));
+    for (const m of code.matchAll(/(?:^|[;}\n])\s*import\s*(?:[^"'();]*?from\s*)?["'](\.\.?\/[^"']+)["']/g))
+      visit(path.resolve(path.dirname(file), m[1]));
   };
   visit(entry);
   return seen;
@@ -45,7 +50,9 @@ test('every trace start loads the command definitions only: no schemas, YAML or 
   if (!build.bundleIsFresh()) await build.buildCli();
   const eager = sourcesOf(staticGraph(build.BUNDLE));
   assert.ok(eager.has('cli/main.ts') && eager.has('node_modules/commander'), [...eager].join(', '));
-  const heavy = [...eager].filter((s) => /^node_modules\/(zod|yaml|@temporalio|openai|@aws-sdk)$/.test(s) || /^core\/config\.ts$|^envs\//.test(s));
+  const heavy = [...eager].filter(
+    (s) => /^node_modules\/(zod|yaml|@temporalio|openai|@aws-sdk)$/.test(s) || /^core\/config\.ts$|^envs\//.test(s),
+  );
   assert.deepEqual(heavy, [], `loaded at every start: ${heavy.join(', ')}`);
 });
 
@@ -54,7 +61,9 @@ test("a command that reads a config loads zod's English messages only, not its 6
   const configFile = readFileSync(build.BUNDLE, 'utf8').match(/chunks\/config-file-[A-Z0-9]+\.mjs/)?.[0];
   assert.ok(configFile, 'config-file is its own chunk, imported on use');
   const loaded = staticGraph(path.join(path.dirname(build.BUNDLE), configFile));
-  const sources = [...loaded].flatMap((f) => (JSON.parse(readFileSync(`${f}.map`, 'utf8')) as { sources: string[] }).sources);
+  const sources = [...loaded].flatMap(
+    (f) => (JSON.parse(readFileSync(`${f}.map`, 'utf8')) as { sources: string[] }).sources,
+  );
   const locales = sources.filter((s) => /zod\/v4\/locales\//.test(s)).map((s) => path.basename(s));
   assert.deepEqual(locales, ['en.js']);
   assert.ok(sourcesOf(loaded).has('core/config.ts'));

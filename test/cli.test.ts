@@ -18,7 +18,11 @@ const TRACE = path.join(PROJECT_ROOT, 'cli', 'trace.mjs');
 
 async function trace(args: string[], env: Record<string, string> = {}) {
   try {
-    const r = await run(process.execPath, [TRACE, ...args], { cwd: PROJECT_ROOT, env: { ...process.env, ...env }, timeout: 60_000 });
+    const r = await run(process.execPath, [TRACE, ...args], {
+      cwd: PROJECT_ROOT,
+      env: { ...process.env, ...env },
+      timeout: 60_000,
+    });
     return { code: 0, stdout: r.stdout, stderr: r.stderr };
   } catch (e) {
     const err = e as { code?: number; stdout: string; stderr: string };
@@ -63,7 +67,10 @@ test('trace CLI: --help everywhere, one-line config errors naming the field', as
 test('trace CLI: bad input to env show / env replay ends in one line naming the value, no stack', async () => {
   const cases: [string[], RegExp][] = [
     [['env', 'show', 'nope'], /^trace: env: 'nope' is not a built-in target environment/],
-    [['env', 'replay', 'tau2-airline', '--gold', '--task', 'NOPE'], /^trace: --task: task 'NOPE' not found in tau2-airline/],
+    [
+      ['env', 'replay', 'tau2-airline', '--gold', '--task', 'NOPE'],
+      /^trace: --task: task 'NOPE' not found in tau2-airline/,
+    ],
   ];
   for (const [args, message] of cases) {
     const r = await trace(args);
@@ -85,7 +92,10 @@ test('trace CLI against a dev server: run --detach, status, list, cancel, schedu
   });
   const env = { TEMPORAL_ADDRESS: temporal.address, TEMPORAL_UI_URL: 'http://ui.test' };
   const config = path.join(tmp.dir, 'c.yaml');
-  await writeFile(config, `name: cli-test\nenv: {name: toy-orders}\nstore: {kind: local, dir: ${JSON.stringify(path.join(tmp.dir, 'artifacts'))}}\n`);
+  await writeFile(
+    config,
+    `name: cli-test\nenv: {name: toy-orders}\nstore: {kind: local, dir: ${JSON.stringify(path.join(tmp.dir, 'artifacts'))}}\n`,
+  );
 
   // No worker polls in this test: the run is accepted and stays pending, which is all the CLI needs.
   const started = await trace(['run', config, '--detach', '--id', 'cli-run-1'], env);
@@ -114,7 +124,8 @@ test('trace CLI against a dev server: run --detach, status, list, cancel, schedu
   assert.equal((await trace(['schedule', 'trigger', 'nightly'], env)).code, 0);
   assert.equal((await trace(['schedule', 'pause', 'nightly', '--note', 'test'], env)).code, 0);
   let described = '';
-  for (let i = 0; i < 20 && !/nightly-/.test(described); i++) described = (await trace(['schedule', 'describe', 'nightly'], env)).stdout;
+  for (let i = 0; i < 20 && !/nightly-/.test(described); i++)
+    described = (await trace(['schedule', 'describe', 'nightly'], env)).stdout;
   assert.match(described, /schedule nightly: paused \(test\)/);
   assert.match(described, /overlap SKIP/);
   assert.match(described, /nightly-\S+\s+RUNNING/, 'the triggered run is listed with its status');
@@ -123,14 +134,27 @@ test('trace CLI against a dev server: run --detach, status, list, cancel, schedu
   assert.equal(gone.code, 1);
 
   const out = path.join(tmp.dir, 'imported');
-  const imported = await trace(['import-tau2', path.join(PROJECT_ROOT, 'test', 'fixtures', 'tau2-results.json'), '--out', out, '--store', path.join(tmp.dir, 'artifacts')], env);
+  const imported = await trace(
+    [
+      'import-tau2',
+      path.join(PROJECT_ROOT, 'test', 'fixtures', 'tau2-results.json'),
+      '--out',
+      out,
+      '--store',
+      path.join(tmp.dir, 'artifacts'),
+    ],
+    env,
+  );
   assert.equal(imported.code, 0, imported.stderr);
   assert.match(imported.stdout, /^\d+ trajectories \(\d+ successes\) from tau2-/);
   assert.match(imported.stdout, /--rollouts .*rollouts\.json/);
 });
 
 test('trace CLI: runs compiled (.build/cli), rebuilt when a source changes, with the same errors as the tsx sources', async (t) => {
-  const { BUNDLE, bundleIsFresh } = (await import(pathToFileURL(path.join(PROJECT_ROOT, 'cli', 'build.mjs')).href)) as { BUNDLE: string; bundleIsFresh(): boolean };
+  const { BUNDLE, bundleIsFresh } = (await import(pathToFileURL(path.join(PROJECT_ROOT, 'cli', 'build.mjs')).href)) as {
+    BUNDLE: string;
+    bundleIsFresh(): boolean;
+  };
   const tmp = await tempDir('trace-cli-build-');
   t.after(() => tmp.cleanup());
   const bad = path.join(tmp.dir, 'bad.yaml');

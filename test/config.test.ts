@@ -13,24 +13,43 @@ test('config defaults follow the paper', () => {
 });
 
 test('a bad config names the field in one line', () => {
-  assert.throws(() => parseConfig({ env: { name: 'x' }, analysis: { delta: 3 } }, 'run.yaml'), (e: Error) => {
-    assert.match(e.message, /^run\.yaml: analysis\.delta: /);
-    assert.equal(e.message.split('\n').length, 1);
-    return true;
-  });
+  assert.throws(
+    () => parseConfig({ env: { name: 'x' }, analysis: { delta: 3 } }, 'run.yaml'),
+    (e: Error) => {
+      assert.match(e.message, /^run\.yaml: analysis\.delta: /);
+      assert.equal(e.message.split('\n').length, 1);
+      return true;
+    },
+  );
   assert.throws(() => parseConfig({ env: { name: 'x' }, analysis: { passes: 3 } }), /analysis\.minPassesSelected/);
   assert.throws(() => parseConfig({}), /env/);
 });
 
 test('GRPO needs a positive sampling temperature; constrained decoding defaults to auto', () => {
-  assert.throws(() => parseConfig({ env: { name: 'x' }, training: { temperature: 0 } }, 'run.yaml'), (e: Error) => /^run\.yaml: training\.temperature: /.test(e.message));
+  assert.throws(
+    () => parseConfig({ env: { name: 'x' }, training: { temperature: 0 } }, 'run.yaml'),
+    (e: Error) => /^run\.yaml: training\.temperature: /.test(e.message),
+  );
   const c = parseConfig({ env: { name: 'x' } });
   assert.equal(c.training.constrainedDecoding, 'auto');
-  assert.equal(parseConfig({ env: { name: 'x' }, training: { constrainedDecoding: false } }).training.constrainedDecoding, false);
-  assert.throws(() => parseConfig({ env: { name: 'x' }, training: { constrainedDecoding: 'yes' } }), /training\.constrainedDecoding/);
+  assert.equal(
+    parseConfig({ env: { name: 'x' }, training: { constrainedDecoding: false } }).training.constrainedDecoding,
+    false,
+  );
+  assert.throws(
+    () => parseConfig({ env: { name: 'x' }, training: { constrainedDecoding: 'yes' } }),
+    /training\.constrainedDecoding/,
+  );
 });
 
 test('synthesis.maxAttempts 0 uses the reference library and needs the fallback allowed', () => {
-  assert.equal(parseConfig({ env: { name: 'x' }, synthesis: { maxAttempts: 0, allowReferenceFallback: true } }).synthesis.maxAttempts, 0);
-  assert.throws(() => parseConfig({ env: { name: 'x' }, synthesis: { maxAttempts: 0 } }), (e: Error) => /synthesis\.maxAttempts: is 0/.test(e.message));
+  assert.equal(
+    parseConfig({ env: { name: 'x' }, synthesis: { maxAttempts: 0, allowReferenceFallback: true } }).synthesis
+      .maxAttempts,
+    0,
+  );
+  assert.throws(
+    () => parseConfig({ env: { name: 'x' }, synthesis: { maxAttempts: 0 } }),
+    (e: Error) => /synthesis\.maxAttempts: is 0/.test(e.message),
+  );
 });

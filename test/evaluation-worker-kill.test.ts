@@ -5,7 +5,15 @@ import path from 'node:path';
 import { toyTasks } from './helpers/toy-policy.js';
 import { TASK_QUEUE_CPU, type PipelineInput, type PipelineResult } from '../workflows/types.js';
 import type { ChatRequest } from './helpers/scripted-llm.js';
-import { FAST_TIMEOUTS, itemOf, oneAtATimeRoles, pipelineConfig, sleep, slowPipelineReply, startHarness } from './helpers/temporal.js';
+import {
+  FAST_TIMEOUTS,
+  itemOf,
+  oneAtATimeRoles,
+  pipelineConfig,
+  sleep,
+  slowPipelineReply,
+  startHarness,
+} from './helpers/temporal.js';
 
 /**
  * kill -9 of the worker in the middle of evaluation, then a new worker: the run completes, and no
@@ -45,7 +53,11 @@ test('reliability: kill -9 of the worker mid-evaluation redoes nothing that fini
   });
   const w1 = await spawnWorker();
   const input: PipelineInput = { runId: 'evalkill', config, timeouts: FAST_TIMEOUTS };
-  const handle = await client.workflow.start('tracePipeline', { taskQueue: TASK_QUEUE_CPU, workflowId: 'evalkill', args: [input] });
+  const handle = await client.workflow.start('tracePipeline', {
+    taskQueue: TASK_QUEUE_CPU,
+    workflowId: 'evalkill',
+    args: [input],
+  });
 
   const deadline = Date.now() + 240_000;
   while ((await storedEpisodes(runDir)).length < 3) {
@@ -60,7 +72,13 @@ test('reliability: kill -9 of the worker mid-evaluation redoes nothing that fini
   await spawnWorker();
   const result = (await handle.result()) as PipelineResult;
   const evaluation = result.evaluation as { variants: { name: string; n: number; passRate: number | null }[] };
-  assert.deepEqual(evaluation.variants.map((v) => [v.name, v.n]), [['base', 6], ['prompt_only', 6]]);
+  assert.deepEqual(
+    evaluation.variants.map((v) => [v.name, v.n]),
+    [
+      ['base', 6],
+      ['prompt_only', 6],
+    ],
+  );
   assert.equal((await storedEpisodes(runDir)).length, 12);
 
   // Every episode ran once, except at most the one in flight at the kill (concurrency 1).

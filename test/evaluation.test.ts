@@ -10,7 +10,6 @@ import { openStore } from '../store/index.js';
 import { startScriptedLlm } from './helpers/scripted-llm.js';
 import { openingOf, pendingTotalTask, toyPolicy, toyTasks } from './helpers/toy-policy.js';
 
-
 async function setup() {
   const dir = await mkdtemp(path.join(tmpdir(), 'trace-eval-'));
   return {
@@ -33,13 +32,27 @@ test('held-out tasks only: the test split, never a training task', async () => {
     const c = config(llm.baseURL);
     const listed = await acts.listEvaluationTasks({ config: c });
     assert.equal(listed.split, 'test');
-    assert.deepEqual(listed.tasks.map((t) => t.taskId), toyTasks.filter((t) => t.split === 'test').map((t) => t.id).sort());
+    assert.deepEqual(
+      listed.tasks.map((t) => t.taskId),
+      toyTasks
+        .filter((t) => t.split === 'test')
+        .map((t) => t.id)
+        .sort(),
+    );
     await assert.rejects(
-      acts.evaluateVariant({ config: c, runId: 'r', variant: { name: 'base', kind: 'base' }, tasks: [{ taskId: 'order_total' }] }),
+      acts.evaluateVariant({
+        config: c,
+        runId: 'r',
+        variant: { name: 'base', kind: 'base' },
+        tasks: [{ taskId: 'order_total' }],
+      }),
       (e: Error) => e.name === 'InvalidInput' && /order_total is not in the test split/.test(e.message),
     );
     assert.equal(llm.requests.length, 0, 'nothing ran on a training task');
-    await assert.rejects(acts.listEvaluationTasks({ config: parseConfig({ ...c, env: { name: 'toy-orders', testSplit: 'train' } }) }), /equals env.trainSplit/);
+    await assert.rejects(
+      acts.listEvaluationTasks({ config: parseConfig({ ...c, env: { name: 'toy-orders', testSplit: 'train' } }) }),
+      /equals env.trainSplit/,
+    );
   } finally {
     await llm.close();
     await rm(dir, { recursive: true, force: true });
@@ -53,17 +66,38 @@ test('base vs prompt-only on held-out tasks: greedy, honest pass rates with inte
     const acts = createEvaluationActivities();
     const c = config(llm.baseURL);
     const { tasks: held } = await acts.listEvaluationTasks({ config: c });
-    const base = await acts.evaluateVariant({ config: c, runId: 'r1', variant: { name: 'base', kind: 'base' }, tasks: held });
-    const suffix = promptOnlySuffix([{ name: 'structured_data_reasoning', description: 'Sums values across records before answering.' }]);
-    const prompt = await acts.evaluateVariant({ config: c, runId: 'r1', variant: { name: 'prompt_only', kind: 'prompt_only', systemPromptSuffix: suffix }, tasks: held });
+    const base = await acts.evaluateVariant({
+      config: c,
+      runId: 'r1',
+      variant: { name: 'base', kind: 'base' },
+      tasks: held,
+    });
+    const suffix = promptOnlySuffix([
+      { name: 'structured_data_reasoning', description: 'Sums values across records before answering.' },
+    ]);
+    const prompt = await acts.evaluateVariant({
+      config: c,
+      runId: 'r1',
+      variant: { name: 'prompt_only', kind: 'prompt_only', systemPromptSuffix: suffix },
+      tasks: held,
+    });
     assert.deepEqual([base.passRate, base.n], [0, 2]);
     assert.deepEqual([prompt.passRate, prompt.n], [0.5, 2]);
-    assert.ok(llm.requests.every((r) => r.temperature === 0), 'greedy by default');
+    assert.ok(
+      llm.requests.every((r) => r.temperature === 0),
+      'greedy by default',
+    );
     const store = await openStore(c.store);
     const summary = EvaluationSummarySchema.parse(await store.getJson(prompt.ref));
     assert.equal(summary.overall.passRate.method, 'wilson');
     assert.ok(summary.overall.passRate.low! > 0 && summary.overall.passRate.high! < 1);
-    assert.deepEqual(summary.perTask.map((t) => [t.taskId, t.successes]), [['cancel_pending_2', 0], ['pending_total', 1]]);
+    assert.deepEqual(
+      summary.perTask.map((t) => [t.taskId, t.successes]),
+      [
+        ['cancel_pending_2', 0],
+        ['pending_total', 1],
+      ],
+    );
   } finally {
     await llm.close();
     await rm(dir, { recursive: true, force: true });
@@ -74,13 +108,18 @@ test('a crash mid-evaluation redoes nothing that finished', async () => {
   const { dir, config } = await setup();
   let failPendingTotal = true;
   // HTTP 400 is not retried by the client: the episode ends with an infrastructure error.
-  const llm = await startScriptedLlm((req) => (failPendingTotal && openingOf(req) === pendingTotalTask.opening ? { status: 400 } : toyPolicy(req)));
+  const llm = await startScriptedLlm((req) =>
+    failPendingTotal && openingOf(req) === pendingTotalTask.opening ? { status: 400 } : toyPolicy(req),
+  );
   try {
     const acts = createEvaluationActivities();
     const c = config(llm.baseURL, { evaluation: { trials: 2, temperature: 1 } });
     const { tasks: held } = await acts.listEvaluationTasks({ config: c });
     const variant = { name: 'base', kind: 'base' as const };
-    await assert.rejects(acts.evaluateVariant({ config: c, runId: 'r2', variant, tasks: held }), /2 evaluation episode\(s\) of base ended by infrastructure errors/);
+    await assert.rejects(
+      acts.evaluateVariant({ config: c, runId: 'r2', variant, tasks: held }),
+      /2 evaluation episode\(s\) of base ended by infrastructure errors/,
+    );
     const firstRun = llm.requests.length;
     const finishedCalls = llm.requests.filter((r) => openingOf(r) !== pendingTotalTask.opening).length;
     assert.ok(finishedCalls >= 2, 'both trials of the other task ran');
@@ -88,7 +127,10 @@ test('a crash mid-evaluation redoes nothing that finished', async () => {
     const r = await acts.evaluateVariant({ config: c, runId: 'r2', variant, tasks: held });
     const retried = llm.requests.slice(firstRun);
     assert.ok(retried.length > 0);
-    assert.ok(retried.every((q) => openingOf(q) === pendingTotalTask.opening), 'only the unfinished task ran again');
+    assert.ok(
+      retried.every((q) => openingOf(q) === pendingTotalTask.opening),
+      'only the unfinished task ran again',
+    );
     assert.equal(r.n, 4);
     assert.ok(retried.every((q) => q.temperature === 1));
     const again = llm.requests.length;
@@ -107,27 +149,65 @@ test('a configured base variant replaces the default one, and the prompt-only ba
   try {
     const acts = createEvaluationActivities();
     const c = config(policyLlm.baseURL, {
-      evaluation: { promptOnly: true, variants: [{ name: 'base_served', kind: 'base', baseURL: sameBackend.baseURL, model: 'served-base' }] },
+      evaluation: {
+        promptOnly: true,
+        variants: [{ name: 'base_served', kind: 'base', baseURL: sameBackend.baseURL, model: 'served-base' }],
+      },
     });
     const store = await openStore(c.store);
-    const selected = [{ name: 'structured_data_reasoning', description: 'Sums values across records before answering.', meanDelta: 0.5, meanCoverage: 0.5, passesSelected: 3, examples: [] }];
+    const selected = [
+      {
+        name: 'structured_data_reasoning',
+        description: 'Sums values across records before answering.',
+        meanDelta: 0.5,
+        meanCoverage: 0.5,
+        passesSelected: 3,
+        examples: [],
+      },
+    ];
     await store.put('runs/r3/capabilities/stage1.json', JSON.stringify(stage1Fixture(selected)));
     const r = await acts.evaluateRun({ runId: 'r3', config: c });
-    assert.deepEqual(r.variants.map((v) => [v.name, v.kind, v.passRate]), [['base_served', 'base', 0], ['prompt_only', 'prompt_only', 0.5]]);
+    assert.deepEqual(
+      r.variants.map((v) => [v.name, v.kind, v.passRate]),
+      [
+        ['base_served', 'base', 0],
+        ['prompt_only', 'prompt_only', 0.5],
+      ],
+    );
     assert.equal(policyLlm.requests.length, 0, 'nothing went to the default policy endpoint');
     assert.ok(sameBackend.requests.length > 0 && sameBackend.requests.every((q) => q.model === 'served-base'));
     // Nothing selected, a capability requested by config: the prompt-only baseline describes it.
     const requested = config(policyLlm.baseURL, {
       evaluation: { promptOnly: true },
-      analysis: { requestedCapabilities: [{ name: 'exact_id_copying', description: 'Copies the code the user gives verbatim. LACKING: an invented code. PRESENT: the exact code.' }] },
+      analysis: {
+        requestedCapabilities: [
+          {
+            name: 'exact_id_copying',
+            description: 'Copies the code the user gives verbatim. LACKING: an invented code. PRESENT: the exact code.',
+          },
+        ],
+      },
     });
     await store.put('runs/r5/capabilities/stage1.json', JSON.stringify(stage1Fixture([])));
     const plan = await acts.planEvaluation({ runId: 'r5', config: requested, capabilities: [] });
     const prompt = plan.variants.find((v) => v.kind === 'prompt_only');
     assert.match(prompt?.systemPromptSuffix ?? '', /- exact id copying: Copies the code the user gives verbatim/);
-    assert.ok(plan.notes.some((n) => /describes the capabilities requested by config: exact_id_copying/.test(n)), plan.notes.join(' | '));
+    assert.ok(
+      plan.notes.some((n) => /describes the capabilities requested by config: exact_id_copying/.test(n)),
+      plan.notes.join(' | '),
+    );
     await assert.rejects(
-      acts.evaluateRun({ runId: 'r4', config: config(policyLlm.baseURL, { evaluation: { variants: [{ name: 'a', kind: 'base' }, { name: 'b', kind: 'base' }] } }) }),
+      acts.evaluateRun({
+        runId: 'r4',
+        config: config(policyLlm.baseURL, {
+          evaluation: {
+            variants: [
+              { name: 'a', kind: 'base' },
+              { name: 'b', kind: 'base' },
+            ],
+          },
+        }),
+      }),
       /more than one base variant/,
     );
   } finally {
@@ -171,7 +251,12 @@ test('evaluation.concurrency episodes of a variant are in flight at once, above 
     const acts = createEvaluationActivities();
     const c = config(llm.baseURL, { evaluation: { trials: 2, temperature: 1, concurrency: 4 } });
     const { tasks: held } = await acts.listEvaluationTasks({ config: c });
-    const r = await acts.evaluateVariant({ config: c, runId: 'rc', variant: { name: 'base', kind: 'base' }, tasks: held });
+    const r = await acts.evaluateVariant({
+      config: c,
+      runId: 'rc',
+      variant: { name: 'base', kind: 'base' },
+      tasks: held,
+    });
     assert.equal(r.n, 4);
     assert.equal(most, 4);
   } finally {

@@ -19,19 +19,42 @@ test('tau2 results become trajectories: agent view only, ids paired, reward comp
   assert.equal(a.durationMs, 30250);
   assert.deepEqual(a.usage, { promptTokens: 5400, completionTokens: 78, calls: 4 });
   assert.equal(a.steps, 6); // greeting, 2 + 1 tool calls, 2 more texts
-  assert.deepEqual(a.messages[0], { role: 'system', content: '# Airline Agent Policy\nOnly cancel within 24h of booking.' });
+  assert.deepEqual(a.messages[0], {
+    role: 'system',
+    content: '# Airline Agent Policy\nOnly cancel within 24h of booking.',
+  });
   assert.deepEqual(
     a.messages.map((m) => m.role),
-    ['system', 'assistant', 'user', 'assistant', 'tool', 'tool', 'assistant', 'user', 'assistant', 'tool', 'assistant', 'user'],
+    [
+      'system',
+      'assistant',
+      'user',
+      'assistant',
+      'tool',
+      'tool',
+      'assistant',
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+      'user',
+    ],
   );
   const call = a.messages[3];
   assert.ok(call.role === 'assistant' && call.tool_calls);
-  assert.deepEqual(call.tool_calls[0], { id: 'call_2_0', type: 'function', function: { name: 'get_reservation_details', arguments: '{"reservation_id":"ABC123"}' } });
+  assert.deepEqual(call.tool_calls[0], {
+    id: 'call_2_0',
+    type: 'function',
+    function: { name: 'get_reservation_details', arguments: '{"reservation_id":"ABC123"}' },
+  });
   assert.deepEqual(
     a.messages.filter((m) => m.role === 'tool').map((m) => m.role === 'tool' && m.tool_call_id),
     ['call_2_0', 'call_u', 'c9'],
   );
-  assert.ok(!JSON.stringify(a.messages).includes('check_phone'), "the user's own tool calls are not in the agent's view");
+  assert.ok(
+    !JSON.stringify(a.messages).includes('check_phone'),
+    "the user's own tool calls are not in the agent's view",
+  );
 
   assert.equal(b.taskId, '8');
   assert.equal(b.trial, 1);
@@ -52,10 +75,22 @@ test('bad input fails with an error naming the field', () => {
     mutate(d);
     return () => importTau2Results(JSON.stringify(d));
   };
-  assert.throws(bad((d) => (d.simulations[1].reward_info = null)), (e: Error) => e instanceof Tau2ImportError && /^tau2 results: simulations\.1\.reward_info: missing/.test(e.message));
-  assert.throws(bad((d) => (d.simulations[0].termination_reason = 'bored')), /simulations\.0\.termination_reason: expected one of/);
-  assert.throws(bad((d) => (d.simulations[0].messages[2].tool_calls[0].arguments = 'x')), /simulations\.0\.messages\.2/);
-  assert.throws(bad((d) => delete d.info.environment_info), /info\.environment_info/);
+  assert.throws(
+    bad((d) => (d.simulations[1].reward_info = null)),
+    (e: Error) => e instanceof Tau2ImportError && /^tau2 results: simulations\.1\.reward_info: missing/.test(e.message),
+  );
+  assert.throws(
+    bad((d) => (d.simulations[0].termination_reason = 'bored')),
+    /simulations\.0\.termination_reason: expected one of/,
+  );
+  assert.throws(
+    bad((d) => (d.simulations[0].messages[2].tool_calls[0].arguments = 'x')),
+    /simulations\.0\.messages\.2/,
+  );
+  assert.throws(
+    bad((d) => delete d.info.environment_info),
+    /info\.environment_info/,
+  );
   assert.throws(() => importTau2Results('{"simulations": ['), /not valid JSON/);
 });
 

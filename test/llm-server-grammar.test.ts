@@ -18,10 +18,19 @@ test('optional properties become a choice between required-only and all properti
 });
 
 test('nullable, anyOf, enums, records and $refs map onto the grammar subset', () => {
-  const Node = z.object({ id: z.string().max(8), kind: z.enum(['x', 'y']), n: z.number().int().nullable(), tags: z.record(z.string(), z.boolean()) });
+  const Node = z.object({
+    id: z.string().max(8),
+    kind: z.enum(['x', 'y']),
+    n: z.number().int().nullable(),
+    tags: z.record(z.string(), z.boolean()),
+  });
   const g = jsonSchemaToGrammarSchema({
     type: 'object',
-    properties: { node: { $ref: '#/$defs/Node' }, when: { type: 'string', format: 'date-time' }, email: { type: 'string', format: 'email' } },
+    properties: {
+      node: { $ref: '#/$defs/Node' },
+      when: { type: 'string', format: 'date-time' },
+      email: { type: 'string', format: 'email' },
+    },
     required: ['node', 'when', 'email'],
     $defs: { Node: z.toJSONSchema(Node) },
   });
@@ -54,24 +63,42 @@ test('a recursive $ref becomes "any value" instead of recursing forever', () => 
 });
 
 test('schemas that admit nothing or cannot be resolved are rejected naming the field', () => {
-  assert.throws(() => jsonSchemaToGrammarSchema({ type: 'object', properties: { a: { enum: [] } } }, 'tools[0].function.parameters'), (e: Error) => {
-    return e instanceof SchemaConversionError && e.field === 'tools[0].function.parameters.properties.a';
-  });
+  assert.throws(
+    () =>
+      jsonSchemaToGrammarSchema({ type: 'object', properties: { a: { enum: [] } } }, 'tools[0].function.parameters'),
+    (e: Error) => {
+      return e instanceof SchemaConversionError && e.field === 'tools[0].function.parameters.properties.a';
+    },
+  );
   assert.throws(() => jsonSchemaToGrammarSchema({ $ref: '#/$defs/Missing' }), /does not resolve/);
   assert.throws(() => jsonSchemaToGrammarSchema('string'), /must be a JSON Schema object/);
 });
 
 test('request validation names the field; tool results must answer an earlier tool call', () => {
-  assert.throws(() => parseChatRequest({ messages: [] }), (e: Error) => e instanceof BadRequestError && e.param === 'messages');
-  assert.throws(() => parseChatRequest({ messages: [{ role: 'user', content: 'x' }], n: 2 }), (e: Error) => e instanceof BadRequestError && e.param === 'n');
   assert.throws(
-    () => parseChatRequest({ messages: [{ role: 'user', content: 'x' }], tools: [{ type: 'function', function: { name: 'bad name!' } }] }),
+    () => parseChatRequest({ messages: [] }),
+    (e: Error) => e instanceof BadRequestError && e.param === 'messages',
+  );
+  assert.throws(
+    () => parseChatRequest({ messages: [{ role: 'user', content: 'x' }], n: 2 }),
+    (e: Error) => e instanceof BadRequestError && e.param === 'n',
+  );
+  assert.throws(
+    () =>
+      parseChatRequest({
+        messages: [{ role: 'user', content: 'x' }],
+        tools: [{ type: 'function', function: { name: 'bad name!' } }],
+      }),
     (e: Error) => e instanceof BadRequestError && e.param === 'tools[0].function.name',
   );
   const ok = parseChatRequest({
     messages: [
       { role: 'user', content: [{ type: 'text', text: 'hi' }] },
-      { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } }] },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{}' } }],
+      },
       { role: 'tool', tool_call_id: 'c1', content: 'done' },
     ],
     extra_field_from_some_client: true,
@@ -84,18 +111,36 @@ test('with tools, the prompt lists them and renders earlier tool calls and resul
     messages: [
       { role: 'system', content: 'Policy: be careful.' },
       { role: 'user', content: 'Cancel order 7' },
-      { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'cancel', arguments: '{"order":7}' } }] },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'c1', type: 'function', function: { name: 'cancel', arguments: '{"order":7}' } }],
+      },
       { role: 'tool', tool_call_id: 'c1', content: 'cancelled' },
     ],
-    tools: [{ type: 'function', function: { name: 'cancel', description: 'Cancel an order', parameters: { $schema: 'x', type: 'object', properties: { order: { type: 'integer' } }, required: ['order'] } } }],
+    tools: [
+      {
+        type: 'function',
+        function: {
+          name: 'cancel',
+          description: 'Cancel an order',
+          parameters: { $schema: 'x', type: 'object', properties: { order: { type: 'integer' } }, required: ['order'] },
+        },
+      },
+    ],
     tool_choice: 'required',
   });
   const { history, output } = buildChatPrompt(req);
   assert.equal(history[0].type, 'system');
   const system = history[0].type === 'system' ? String(history[0].text) : '';
-  assert.ok(system.startsWith('Policy: be careful.') && system.includes('"name":"cancel"') && !system.includes('$schema'));
+  assert.ok(
+    system.startsWith('Policy: be careful.') && system.includes('"name":"cancel"') && !system.includes('$schema'),
+  );
   assert.ok(!system.includes('"type": "message"'), 'tool_choice required offers no plain reply');
-  assert.deepEqual(history[2], { type: 'model', response: ['{"type":"tool_call","name":"cancel","arguments":{"order":7}}'] });
+  assert.deepEqual(history[2], {
+    type: 'model',
+    response: ['{"type":"tool_call","name":"cancel","arguments":{"order":7}}'],
+  });
   assert.deepEqual(history[3], { type: 'user', text: 'Result of tool call cancel (c1):\ncancelled' });
   assert.deepEqual(history.at(-1), { type: 'model', response: [] });
   assert.deepEqual(output, {
@@ -109,12 +154,19 @@ test('with tools, the prompt lists them and renders earlier tool calls and resul
       },
     },
   });
-  assert.deepEqual(parseAction('{"type":"tool_call","name":"cancel","arguments":{"order":7}}\n\n\n\n'), { type: 'tool_call', name: 'cancel', arguments: { order: 7 } });
+  assert.deepEqual(parseAction('{"type":"tool_call","name":"cancel","arguments":{"order":7}}\n\n\n\n'), {
+    type: 'tool_call',
+    name: 'cancel',
+    arguments: { order: 7 },
+  });
   assert.equal(parseAction('{"type":"tool_call","name":"can'), undefined);
 });
 
 test('tool_choice none and response_format pick plain text or a JSON grammar', () => {
   const base = { messages: [{ role: 'user', content: 'x' }], tools: [{ type: 'function', function: { name: 'f' } }] };
   assert.deepEqual(buildChatPrompt(parseChatRequest({ ...base, tool_choice: 'none' })).output, { kind: 'text' });
-  assert.deepEqual(buildChatPrompt(parseChatRequest({ messages: base.messages, response_format: { type: 'json_object' } })).output, { kind: 'json', schema: undefined });
+  assert.deepEqual(
+    buildChatPrompt(parseChatRequest({ messages: base.messages, response_format: { type: 'json_object' } })).output,
+    { kind: 'json', schema: undefined },
+  );
 });

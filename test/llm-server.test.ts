@@ -25,14 +25,22 @@ const WeatherArgs = z.object({ city: z.string(), unit: z.enum(['celsius', 'fahre
 const tools: OpenAI.Chat.Completions.ChatCompletionTool[] = [
   {
     type: 'function',
-    function: { name: 'get_weather', description: 'Current weather for a city', parameters: z.toJSONSchema(WeatherArgs) as Record<string, unknown> },
+    function: {
+      name: 'get_weather',
+      description: 'Current weather for a city',
+      parameters: z.toJSONSchema(WeatherArgs) as Record<string, unknown>,
+    },
   },
   {
     type: 'function',
     function: {
       name: 'book_flight',
       description: 'Book a flight between two airports',
-      parameters: { type: 'object', properties: { from: { type: 'string' }, to: { type: 'string' } }, required: ['from', 'to'] },
+      parameters: {
+        type: 'object',
+        properties: { from: { type: 'string' }, to: { type: 'string' } },
+        required: ['from', 'to'],
+      },
     },
   },
 ];
@@ -70,7 +78,14 @@ test('tool_choice required yields a tool call naming a real tool with valid JSON
     { role: 'system', content: 'You help with travel. Use the tools.' },
     { role: 'user', content: 'What is the weather in Paris?' },
   ];
-  const r = await client.chat.completions.create({ model: server.model, messages, tools, tool_choice: 'required', max_tokens: 48, temperature: 0 });
+  const r = await client.chat.completions.create({
+    model: server.model,
+    messages,
+    tools,
+    tool_choice: 'required',
+    max_tokens: 48,
+    temperature: 0,
+  });
   const choice = r.choices[0];
   assert.equal(choice.finish_reason, 'tool_calls');
   const call = choice.message.tool_calls?.[0];
@@ -103,7 +118,10 @@ test('response_format json_schema output parses and validates against the schema
   const r = await client.chat.completions.create({
     model: server.model,
     messages: [{ role: 'user', content: 'Did the agent verify the booking before cancelling? Answer as JSON.' }],
-    response_format: { type: 'json_schema', json_schema: { name: 'verdict', schema: z.toJSONSchema(Verdict) as Record<string, unknown> } },
+    response_format: {
+      type: 'json_schema',
+      json_schema: { name: 'verdict', schema: z.toJSONSchema(Verdict) as Record<string, unknown> },
+    },
     max_tokens: 80,
     temperature: 0.7,
     seed: 7,
@@ -118,13 +136,18 @@ test('response_format json_schema output parses and validates against the schema
     max_tokens: 60,
     temperature: 0,
   });
-  if (obj.choices[0].finish_reason === 'stop') assert.equal(typeof JSON.parse(obj.choices[0].message.content!), 'object');
+  if (obj.choices[0].finish_reason === 'stop')
+    assert.equal(typeof JSON.parse(obj.choices[0].message.content!), 'object');
   else assert.equal(obj.choices[0].finish_reason, 'length');
 });
 
 test('malformed requests get a 400 naming the bad field', async () => {
   const post = async (body: unknown) => {
-    const res = await fetch(`${server.baseURL}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const res = await fetch(`${server.baseURL}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     return { status: res.status, body: (await res.json()) as { error: { message: string; param: string } } };
   };
   const cases: [unknown, string][] = [
@@ -132,8 +155,26 @@ test('malformed requests get a 400 naming the bad field', async () => {
     [{ messages: [{ role: 'robot', content: 'hi' }] }, 'messages[0].role'],
     [{ messages: [{ role: 'user', content: 'hi' }], temperature: 5 }, 'temperature'],
     [{ messages: [{ role: 'tool', tool_call_id: 'nope', content: 'x' }] }, 'messages[0].tool_call_id'],
-    [{ messages: [{ role: 'user', content: 'hi' }], tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: { a: { $ref: 'http://x' } } } } }] }, 'tools[0].function.parameters.properties.a'],
-    [{ messages: [{ role: 'user', content: 'hi' }], tool_choice: { type: 'function', function: { name: 'ghost' } }, tools }, 'tool_choice.function.name'],
+    [
+      {
+        messages: [{ role: 'user', content: 'hi' }],
+        tools: [
+          {
+            type: 'function',
+            function: { name: 'f', parameters: { type: 'object', properties: { a: { $ref: 'http://x' } } } },
+          },
+        ],
+      },
+      'tools[0].function.parameters.properties.a',
+    ],
+    [
+      {
+        messages: [{ role: 'user', content: 'hi' }],
+        tool_choice: { type: 'function', function: { name: 'ghost' } },
+        tools,
+      },
+      'tool_choice.function.name',
+    ],
     [{ messages: [{ role: 'user', content: 'hi' }], stream: true }, 'stream'],
   ];
   for (const [body, param] of cases) {
@@ -148,25 +189,37 @@ test('malformed requests get a 400 naming the bad field', async () => {
 
 test('requests beyond the parallel sequences queue and all complete', async () => {
   const ask = (i: number) =>
-    client.chat.completions.create({ model: server.model, messages: [{ role: 'user', content: `Count to ${i}.` }], max_tokens: 8, temperature: 0 });
+    client.chat.completions.create({
+      model: server.model,
+      messages: [{ role: 'user', content: `Count to ${i}.` }],
+      max_tokens: 8,
+      temperature: 0,
+    });
   const rs = await Promise.all([1, 2, 3, 4].map(ask));
   for (const r of rs) assert.ok(r.usage!.completion_tokens > 0);
 });
 
 test('a client that disconnects mid-generation frees its sequence: the server goes idle', async () => {
-  const health = async () => (await (await fetch(`${server.baseURL.replace(/\/v1$/, '')}/health`)).json()) as { busy: number; queued: number };
+  const health = async () =>
+    (await (await fetch(`${server.baseURL.replace(/\/v1$/, '')}/health`)).json()) as { busy: number; queued: number };
   const ac = new AbortController();
   const call = client.chat.completions.create(
-    { model: server.model, messages: [{ role: 'user', content: 'Write a very long story about a lighthouse.' }], max_tokens: 1500, temperature: 1 },
+    {
+      model: server.model,
+      messages: [{ role: 'user', content: 'Write a very long story about a lighthouse.' }],
+      max_tokens: 1500,
+      temperature: 1,
+    },
     { signal: ac.signal },
   );
   call.catch(() => undefined);
   let h = await health();
-  for (let i = 0; i < 200 && h.busy === 0; i++) h = await (new Promise((r) => setTimeout(r, 25)).then(health));
+  for (let i = 0; i < 200 && h.busy === 0; i++) h = await new Promise((r) => setTimeout(r, 25)).then(health);
   assert.equal(h.busy, 1, 'the long generation is running');
   ac.abort();
   await assert.rejects(call);
   const abortedAt = Date.now();
-  for (h = await health(); h.busy > 0 && Date.now() - abortedAt < 5_000; ) h = await (new Promise((r) => setTimeout(r, 25)).then(health));
+  for (h = await health(); h.busy > 0 && Date.now() - abortedAt < 5_000;)
+    h = await new Promise((r) => setTimeout(r, 25)).then(health);
   assert.deepEqual([h.busy, h.queued], [0, 0], `still generating ${Date.now() - abortedAt} ms after the client left`);
 });

@@ -9,10 +9,19 @@ import { testConfig } from './helpers/stage1-fixtures.js';
 const ok = (content: string): ScriptedReply => ({ content });
 const Answer = z.object({ answer: z.enum(['yes', 'no']) });
 
-async function withServer(replies: ScriptedReply[] | ((i: number) => ScriptedReply), fn: (baseURL: string, requests: () => number, bodies: () => unknown[]) => Promise<void>) {
-  const llm = await startScriptedLlm((_req, i) => (typeof replies === 'function' ? replies(i) : replies[Math.min(i, replies.length - 1)]));
+async function withServer(
+  replies: ScriptedReply[] | ((i: number) => ScriptedReply),
+  fn: (baseURL: string, requests: () => number, bodies: () => unknown[]) => Promise<void>,
+) {
+  const llm = await startScriptedLlm((_req, i) =>
+    typeof replies === 'function' ? replies(i) : replies[Math.min(i, replies.length - 1)],
+  );
   try {
-    await fn(llm.baseURL, () => llm.requests.length, () => llm.requests);
+    await fn(
+      llm.baseURL,
+      () => llm.requests.length,
+      () => llm.requests,
+    );
   } finally {
     await llm.close();
   }
@@ -53,25 +62,34 @@ test('a hung request times out and is retried', async () => {
 test('persistent 500s end in a typed error after the bounded retries, not a hang', async () => {
   await withServer([{ status: 500 }], async (baseURL, n) => {
     const llm = createLlm(testConfig(baseURL, '/tmp/unused'), 'policy', { maxRetries: 1 });
-    await assert.rejects(llm.chat({ messages: [{ role: 'user', content: 'hi' }] }), (e: Error & { status?: number }) => e.status === 500);
+    await assert.rejects(
+      llm.chat({ messages: [{ role: 'user', content: 'hi' }] }),
+      (e: Error & { status?: number }) => e.status === 500,
+    );
     assert.equal(n(), 2);
   });
 });
 
 test('structured: invalid JSON and schema violations are repaired by a re-ask naming the error', async () => {
-  await withServer([ok('not json {'), ok('{"answer": "maybe"}'), ok('```json\n{"answer": "yes"}\n```')], async (baseURL, n, bodies) => {
-    const llm = createLlm(testConfig(baseURL, '/tmp/unused'), 'analyst');
-    const out = await llm.structured([{ role: 'user', content: 'yes or no?' }], Answer, 'answer');
-    assert.deepEqual(out, { answer: 'yes' });
-    assert.equal(n(), 3);
-    const reqs = bodies() as { messages: { role: string; content: string }[]; response_format: { type: string; json_schema: { name: string; schema: { properties: object } } } }[];
-    assert.equal(reqs[0].response_format.type, 'json_schema');
-    assert.equal(reqs[0].response_format.json_schema.name, 'answer');
-    assert.ok('answer' in reqs[0].response_format.json_schema.schema.properties);
-    assert.match(reqs[1].messages.at(-1)!.content, /not valid JSON/);
-    assert.match(reqs[2].messages.at(-1)!.content, /answer: Invalid option/);
-    assert.equal(llm.usage().calls, 3);
-  });
+  await withServer(
+    [ok('not json {'), ok('{"answer": "maybe"}'), ok('```json\n{"answer": "yes"}\n```')],
+    async (baseURL, n, bodies) => {
+      const llm = createLlm(testConfig(baseURL, '/tmp/unused'), 'analyst');
+      const out = await llm.structured([{ role: 'user', content: 'yes or no?' }], Answer, 'answer');
+      assert.deepEqual(out, { answer: 'yes' });
+      assert.equal(n(), 3);
+      const reqs = bodies() as {
+        messages: { role: string; content: string }[];
+        response_format: { type: string; json_schema: { name: string; schema: { properties: object } } };
+      }[];
+      assert.equal(reqs[0].response_format.type, 'json_schema');
+      assert.equal(reqs[0].response_format.json_schema.name, 'answer');
+      assert.ok('answer' in reqs[0].response_format.json_schema.schema.properties);
+      assert.match(reqs[1].messages.at(-1)!.content, /not valid JSON/);
+      assert.match(reqs[2].messages.at(-1)!.content, /answer: Invalid option/);
+      assert.equal(llm.usage().calls, 3);
+    },
+  );
 });
 
 test('structured: output that stays invalid ends in InvalidLlmOutputError after maxRepairAttempts', async () => {
@@ -122,7 +140,16 @@ test('concurrency per role is bounded', async () => {
 });
 
 test('the wire schema drops string length bounds (rejected by strict mode) but keeps fields named like them', () => {
-  const s = jsonSchemaFor(z.object({ name: z.string().min(3).max(9).regex(/^[a-z]+$/), minLength: z.number() }));
+  const s = jsonSchemaFor(
+    z.object({
+      name: z
+        .string()
+        .min(3)
+        .max(9)
+        .regex(/^[a-z]+$/),
+      minLength: z.number(),
+    }),
+  );
   assert.deepEqual(s, {
     type: 'object',
     properties: { name: { type: 'string', pattern: '^[a-z]+$' }, minLength: { type: 'number' } },
@@ -144,7 +171,10 @@ test('inside an activity a slow call heartbeats on a timer, and cancellation abo
   const server = await startScriptedLlm(() => ({ hang: true }));
   try {
     const HEARTBEAT_MS = 200;
-    const llm = createLlm(testConfig(server.baseURL, '/tmp/unused'), 'policy', { maxRetries: 0, heartbeatMs: HEARTBEAT_MS });
+    const llm = createLlm(testConfig(server.baseURL, '/tmp/unused'), 'policy', {
+      maxRetries: 0,
+      heartbeatMs: HEARTBEAT_MS,
+    });
     const env = new MockActivityEnvironment();
     // As on a real worker, a cancellation request reaches the activity in a heartbeat's answer.
     let requestedAt: number | undefined;
@@ -163,14 +193,17 @@ test('inside an activity a slow call heartbeats on a timer, and cancellation abo
     const latency = server.disconnects[0].at - requestedAt;
     // The scripted call never answers: an abort at all is the behaviour; the bound only rules out
     // "when something else times out" and is loose enough for a busy 2-core machine.
-    assert.ok(latency <= 50 * HEARTBEAT_MS, `aborted ${latency} ms after the cancel request (heartbeat every ${HEARTBEAT_MS} ms)`);
+    assert.ok(
+      latency <= 50 * HEARTBEAT_MS,
+      `aborted ${latency} ms after the cancel request (heartbeat every ${HEARTBEAT_MS} ms)`,
+    );
     assert.equal(server.requests.length, 1, 'a cancelled call is not retried');
   } finally {
     await server.close();
   }
 });
 
-test('outside an activity the caller\'s signal still aborts the request', async () => {
+test("outside an activity the caller's signal still aborts the request", async () => {
   const server = await startScriptedLlm(() => ({ hang: true }));
   try {
     const llm = createLlm(testConfig(server.baseURL, '/tmp/unused'), 'policy', { maxRetries: 0 });

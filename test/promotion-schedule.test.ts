@@ -10,7 +10,14 @@ import { LineageSchema } from '../core/promotion.js';
 import { openStore } from '../store/index.js';
 import type { RetrainResult } from '../workflows/retrain.js';
 import { TASK_QUEUE_CPU } from '../workflows/types.js';
-import { FAST_TIMEOUTS, itemOf, pipelineConfig, pipelineReply, startHarness, triggerSchedule } from './helpers/temporal.js';
+import {
+  FAST_TIMEOUTS,
+  itemOf,
+  pipelineConfig,
+  pipelineReply,
+  startHarness,
+  triggerSchedule,
+} from './helpers/temporal.js';
 import { traceAgentReply } from './helpers/toy-policy.js';
 
 /**
@@ -18,19 +25,32 @@ import { traceAgentReply } from './helpers/toy-policy.js';
  * action is traceRetrain, triggered twice. The second round starts from the first's artifacts
  * and compares its TRACE agent against the agent the first round promoted, in the same run.
  */
-test('a retraining schedule runs twice: the second run reuses the first one\'s artifacts; promotion only by margin; lineage recorded', async (t) => {
+test("a retraining schedule runs twice: the second run reuses the first one's artifacts; promotion only by margin; lineage recorded", async (t) => {
   // The served TRACE agent (an external OpenAI-compatible endpoint): it states the pending total.
-  const { dir, llm, agents, temporal, client } = await startHarness(t, pipelineReply, { prefix: 'trace-retrain-', agents: { 'trace-agent': traceAgentReply } });
+  const { dir, llm, agents, temporal, client } = await startHarness(t, pipelineReply, {
+    prefix: 'trace-retrain-',
+    agents: { 'trace-agent': traceAgentReply },
+  });
   const traceAgent = agents['trace-agent'];
   const config = pipelineConfig(llm.baseURL, `${dir}/artifacts`, {
     name: 'retrain-test',
-    evaluation: { maxTasks: 2, promotionMargin: 0.1, variants: [{ name: 'trace', kind: 'trace', baseURL: traceAgent.baseURL, model: 'trace-agent' }] },
+    evaluation: {
+      maxTasks: 2,
+      promotionMargin: 0.1,
+      variants: [{ name: 'trace', kind: 'trace', baseURL: traceAgent.baseURL, model: 'trace-agent' }],
+    },
   });
 
   const schedule = await client.schedule.create({
     scheduleId: 'retrain-sched',
     spec: { intervals: [{ every: '1d' }] },
-    action: { type: 'startWorkflow', workflowType: 'traceRetrain', taskQueue: TASK_QUEUE_CPU, workflowId: 'retrain', args: [{ config, timeouts: FAST_TIMEOUTS }] },
+    action: {
+      type: 'startWorkflow',
+      workflowType: 'traceRetrain',
+      taskQueue: TASK_QUEUE_CPU,
+      workflowId: 'retrain',
+      args: [{ config, timeouts: FAST_TIMEOUTS }],
+    },
     policies: { overlap: ScheduleOverlapPolicy.SKIP },
     state: { paused: true },
   });
@@ -54,7 +74,7 @@ test('a retraining schedule runs twice: the second run reuses the first one\'s a
   assert.notEqual(second.id, first.id);
   assert.equal(second.result.startedFrom, first.id);
   assert.equal(second.result.reusedDictionary, true);
-  assert.equal(discoveries(), 1, 'the second run reused the first run\'s capability dictionary (no discovery call)');
+  assert.equal(discoveries(), 1, "the second run reused the first run's capability dictionary (no discovery call)");
   const store = openStore(config.store);
   assert.equal(
     (await store.get(`runs/${second.id}/capabilities/dictionary.json`)).toString(),
@@ -68,17 +88,25 @@ test('a retraining schedule runs twice: the second run reuses the first one\'s a
   assert.equal(second.result.currentAgent, `${first.id}:trace`, 'the current agent stays');
 
   const lineage = LineageSchema.parse((await store.getJson<{ lineage: unknown }>(lineageKey(config.name))).lineage);
-  assert.deepEqual(lineage.records.map((r) => [r.runId, r.promoted, r.parentAgentId]), [
-    [first.id, true, 'base'],
-    [second.id, false, `${first.id}:trace`],
-  ]);
+  assert.deepEqual(
+    lineage.records.map((r) => [r.runId, r.promoted, r.parentAgentId]),
+    [
+      [first.id, true, 'base'],
+      [second.id, false, `${first.id}:trace`],
+    ],
+  );
   const sa = (await client.workflow.getHandle(second.id).describe()).searchAttributes as Record<string, unknown[]>;
   assert.deepEqual(sa.TracePromotion, ['not_promoted']);
   // The run's report carries the promotion outcome.
-  const report = await store.getJson<{ promotion: { promote: boolean }; links: { run: string; children: { url: string }[] } }>(`runs/${second.id}/report/report.json`);
+  const report = await store.getJson<{
+    promotion: { promote: boolean };
+    links: { run: string; children: { url: string }[] };
+  }>(`runs/${second.id}/report/report.json`);
   assert.equal(report.promotion.promote, false);
   assert.ok(report.links.run.endsWith(encodeURIComponent(`${second.id}/pipeline`)));
-  assert.ok(report.links.children[0].url.endsWith(encodeURIComponent(`${second.id}/pipeline/capability/verify_preconditions`)));
+  assert.ok(
+    report.links.children[0].url.endsWith(encodeURIComponent(`${second.id}/pipeline/capability/verify_preconditions`)),
+  );
 
   // `trace report <run>` rebuilds the report of a finished pipeline run from Temporal + the store.
   process.env.TEMPORAL_ADDRESS = temporal.address;

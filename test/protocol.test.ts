@@ -13,7 +13,10 @@ const incrementBy2 = { name: 'increment', arguments: '{"by":2}' };
 
 function assertAllPass(checks: Awaited<ReturnType<typeof runConformance>>) {
   assert.ok(checks.length >= 11, `expected the full suite, got ${checks.length} checks`);
-  assert.ok(checks.every((c) => c.ok), formatConformance(checks));
+  assert.ok(
+    checks.every((c) => c.ok),
+    formatConformance(checks),
+  );
 }
 
 test('conformance: in-process fixture env passes every check', async () => {
@@ -60,13 +63,21 @@ test('http: a full episode round-trips with the reward the env computes', async 
     const ep = await env.reset({ taskId: 'count-to-3' });
     assert.equal(ep.taskId, 'count-to-3');
     assert.equal(ep.initialMessages()[1].content, 'Please bring the counter to 3.');
-    const call = (id: string, args: string) => ({ type: 'tool_call' as const, call: { id, type: 'function' as const, function: { name: 'increment', arguments: args } } });
+    const call = (id: string, args: string) => ({
+      type: 'tool_call' as const,
+      call: { id, type: 'function' as const, function: { name: 'increment', arguments: args } },
+    });
     assert.equal((await ep.step(call('c1', '{"by":1}'))).observation.content, '{"count":1}');
     const fork = await ep.fork();
     await ep.step(call('c2', '{"by":2}'));
     const end = await ep.step({ type: 'message', content: 'done' });
     assert.deepEqual([end.done, end.termination], [true, 'user_stop']);
-    assert.deepEqual(await ep.evaluate([], 'user_stop'), { reward: 1, components: { COUNT: 1 }, success: true, details: { count: 3 } });
+    assert.deepEqual(await ep.evaluate([], 'user_stop'), {
+      reward: 1,
+      components: { COUNT: 1 },
+      success: true,
+      details: { count: 3 },
+    });
     assert.equal((await fork.evaluate([], 'user_stop')).reward, 0, 'the fork kept count 1');
     await env.close();
   } finally {
@@ -76,7 +87,10 @@ test('http: a full episode round-trips with the reward the env computes', async 
 
 async function raw(url: string, method: string, path: string, body?: string) {
   const res = await fetch(url + path, { method, body, headers: body ? { 'content-type': 'application/json' } : {} });
-  return { status: res.status, body: (await res.json()) as { error?: { type: string; message: string } } & Record<string, unknown> };
+  return {
+    status: res.status,
+    body: (await res.json()) as { error?: { type: string; message: string } } & Record<string, unknown>,
+  };
 }
 
 test('server: malformed requests get clear 4xx errors and never crash the server', async () => {
@@ -99,7 +113,12 @@ test('server: malformed requests get clear 4xx errors and never crash the server
     assert.equal(r.status, 200);
     const id = r.body.episodeId as string;
 
-    r = await raw(u, 'POST', `/v1/episodes/${id}/step`, JSON.stringify({ action: { type: 'tool_call', call: { id: 'x', function: { name: 'increment' } } } }));
+    r = await raw(
+      u,
+      'POST',
+      `/v1/episodes/${id}/step`,
+      JSON.stringify({ action: { type: 'tool_call', call: { id: 'x', function: { name: 'increment' } } } }),
+    );
     assert.equal(r.status, 400);
     assert.match(r.body.error!.message, /action\.call\.function\.arguments/);
 
@@ -107,7 +126,12 @@ test('server: malformed requests get clear 4xx errors and never crash the server
     assert.equal(r.status, 400);
     assert.match(r.body.error!.message, /action\.type/);
 
-    r = await raw(u, 'POST', `/v1/episodes/${id}/evaluate`, JSON.stringify({ messages: [{ role: 'robot' }], termination: 'agent_stop' }));
+    r = await raw(
+      u,
+      'POST',
+      `/v1/episodes/${id}/evaluate`,
+      JSON.stringify({ messages: [{ role: 'robot' }], termination: 'agent_stop' }),
+    );
     assert.equal(r.status, 400);
     assert.match(r.body.error!.message, /messages\.0/);
 
@@ -134,7 +158,12 @@ test('server: malformed requests get clear 4xx errors and never crash the server
     assert.match(r.body.error!.message, /unknown task 'no-such-task'/);
 
     // Unknown tools are the agent's mistake: a normal step whose observation says so.
-    r = await raw(u, 'POST', `/v1/episodes/${id}/step`, JSON.stringify({ action: { type: 'tool_call', call: { id: 'c', function: { name: 'fly', arguments: '{}' } } } }));
+    r = await raw(
+      u,
+      'POST',
+      `/v1/episodes/${id}/step`,
+      JSON.stringify({ action: { type: 'tool_call', call: { id: 'c', function: { name: 'fly', arguments: '{}' } } } }),
+    );
     assert.equal(r.status, 200);
     assert.equal(r.body.error, true);
     assert.match((r.body.observation as { content: string }).content, /unknown tool 'fly'/);
@@ -165,11 +194,23 @@ test('server: an env answering the wrong shapes gets a 500 naming the field, and
   };
   const served = await serveEnvironment(buggy);
   try {
-    const { episodeId } = (await raw(served.url, 'POST', '/v1/episodes', JSON.stringify({ seed: 1 }))).body as { episodeId: string };
-    let r = await raw(served.url, 'POST', `/v1/episodes/${episodeId}/step`, JSON.stringify({ action: { type: 'message', content: 'hi' } }));
+    const { episodeId } = (await raw(served.url, 'POST', '/v1/episodes', JSON.stringify({ seed: 1 }))).body as {
+      episodeId: string;
+    };
+    let r = await raw(
+      served.url,
+      'POST',
+      `/v1/episodes/${episodeId}/step`,
+      JSON.stringify({ action: { type: 'message', content: 'hi' } }),
+    );
     assert.deepEqual([r.status, r.body.error?.type], [500, 'internal']);
     assert.match(r.body.error!.message, /invalid StepResult: observation\.role/);
-    r = await raw(served.url, 'POST', `/v1/episodes/${episodeId}/evaluate`, JSON.stringify({ messages: [], termination: 'agent_stop' }));
+    r = await raw(
+      served.url,
+      'POST',
+      `/v1/episodes/${episodeId}/evaluate`,
+      JSON.stringify({ messages: [], termination: 'agent_stop' }),
+    );
     assert.deepEqual([r.status, r.body.error?.type], [500, 'internal']);
     assert.match(r.body.error!.message, /not JSON/);
     assert.equal((await raw(served.url, 'GET', '/v1/info')).status, 200);
@@ -184,7 +225,10 @@ test('server: idle episodes expire', async () => {
     const env = await HttpEnvironment.connect(served.url);
     const ep = await env.reset({ seed: 3 });
     await sleep(400);
-    await assert.rejects(ep.step({ type: 'message', content: 'hi' }), (e: unknown) => e instanceof EnvProtocolError && e.type === 'unknown_episode');
+    await assert.rejects(
+      ep.step({ type: 'message', content: 'hi' }),
+      (e: unknown) => e instanceof EnvProtocolError && e.type === 'unknown_episode',
+    );
     await ep.close(); // closing an expired episode is not an error
   } finally {
     await served.close();
@@ -194,7 +238,13 @@ test('server: idle episodes expire', async () => {
 test('client: a server answering the wrong shapes is rejected with the bad field named', async () => {
   const server = http.createServer((req, res) => {
     res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify(req.url === '/v1/info' ? { info: { name: 'x', kind: 'weird', description: '' }, tools: [], systemPrompt: '' } : {}));
+    res.end(
+      JSON.stringify(
+        req.url === '/v1/info'
+          ? { info: { name: 'x', kind: 'weird', description: '' }, tools: [], systemPrompt: '' }
+          : {},
+      ),
+    );
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   try {
@@ -213,7 +263,10 @@ test('registry: http:<url> opens a served env through the protocol client', asyn
     for (const name of [`http:${served.url}`, served.url]) {
       const config = parseConfig({ env: { name } });
       const env = await openEnvironment(config.env, { config });
-      assert.deepEqual((await env.listTasks()).map((t) => t.id), ['count-to-3', 'count-to-5']);
+      assert.deepEqual(
+        (await env.listTasks()).map((t) => t.id),
+        ['count-to-3', 'count-to-5'],
+      );
     }
   } finally {
     await served.close();
@@ -222,7 +275,11 @@ test('registry: http:<url> opens a served env through the protocol client', asyn
 
 test('serve-main: a sandboxed module served over HTTP passes conformance, and a stdlib Python client plays an episode', async () => {
   const { execa } = await import('execa');
-  const server = execa('node', ['--import', 'tsx', 'envs/protocol/serve-main.ts', '--module', 'test/fixtures/sandbox/good-env.ts'], { buffer: false, reject: false });
+  const server = execa(
+    'node',
+    ['--import', 'tsx', 'envs/protocol/serve-main.ts', '--module', 'test/fixtures/sandbox/good-env.ts'],
+    { buffer: false, reject: false },
+  );
   try {
     const first = await new Promise<string>((resolve, reject) => {
       let out = '';
@@ -251,7 +308,12 @@ for i, by in enumerate([1, 2]):
 print(json.dumps(call("POST", f"/v1/episodes/{ep['episodeId']}/evaluate", {"messages": ep["initialMessages"], "termination": "agent_stop"})))
 `;
     const r = await execa('python3', ['-c', py, url]);
-    assert.deepEqual(JSON.parse(r.stdout), { reward: 1, components: { COUNT: 1 }, success: true, details: { count: 3 } });
+    assert.deepEqual(JSON.parse(r.stdout), {
+      reward: 1,
+      components: { COUNT: 1 },
+      success: true,
+      details: { count: 3 },
+    });
   } finally {
     server.kill('SIGTERM');
     const done = await server;
@@ -265,7 +327,9 @@ test('conformance-main: the CLI runs the suite against a URL and fails on a non-
   const served = await serveEnvironment(createCounterEnv());
   const broken = await serveEnvironment({ ...createCounterEnv(), tools: () => [] });
   try {
-    const ok = await execa('node', [...cli, served.url, '--tool-call', 'increment', '--tool-args', '{"by":2}'], { reject: false });
+    const ok = await execa('node', [...cli, served.url, '--tool-call', 'increment', '--tool-args', '{"by":2}'], {
+      reject: false,
+    });
     assert.equal(ok.exitCode, 0, ok.stdout + ok.stderr);
     assert.match(ok.stdout, /all \d+ checks passed/);
     const bad = await execa('node', [...cli, broken.url], { reject: false });
@@ -281,5 +345,8 @@ test('client: an unreachable server is a one-line error naming the URL', async (
   const served = await serveEnvironment(createCounterEnv());
   const url = served.url;
   await served.close();
-  await assert.rejects(HttpEnvironment.connect(url), (e: unknown) => e instanceof EnvProtocolError && e.type === 'unreachable' && e.message.includes(url));
+  await assert.rejects(
+    HttpEnvironment.connect(url),
+    (e: unknown) => e instanceof EnvProtocolError && e.type === 'unreachable' && e.message.includes(url),
+  );
 });

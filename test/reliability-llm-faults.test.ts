@@ -35,7 +35,8 @@ test('reliability: LLM 500s, 429 + Retry-After, timeouts and malformed JSON; the
     if (is(CHANGE_ADDRESS) && n < OUTAGE_REQUESTS) return { status: 503 };
     if (it.kind === 'discovery' && n === 0) return { content: '{"capabilities": [' };
     if (it.key === 'pass0:toy-orders/cancel_pending/t0') return { content: 'These labels are fine, I think.' };
-    if (it.key === 'pass1:toy-orders/order_total/t0' && n === 0) return { content: '{"labels": {"verify_preconditions": "LACK' };
+    if (it.key === 'pass1:toy-orders/order_total/t0' && n === 0)
+      return { content: '{"labels": {"verify_preconditions": "LACK' };
     return pipelineReply(req);
   };
   const { dir, llm, client } = await startHarness(t, script, { prefix: 'trace-faults-' });
@@ -57,13 +58,19 @@ test('reliability: LLM 500s, 429 + Retry-After, timeouts and malformed JSON; the
   assert.equal(result.rollouts.failedBatches, 0);
   const store = openStore(config.store);
   const trajectories = await loadTrajectories(store, result.rollouts.refs);
-  assert.deepEqual(trajectories.filter((x) => x.termination === 'error').map((x) => x.id), []);
+  assert.deepEqual(
+    trajectories.filter((x) => x.termination === 'error').map((x) => x.id),
+    [],
+  );
   const first = (s: string) => [...seen].find(([k]) => k.includes(s))!;
   assert.ok(first(ORDER_TOTAL)[1] >= 2, '500 retried');
   assert.ok(first(ORDER_STATUS)[1] >= 2, 'hung request timed out and retried');
   const t429 = [...times].find(([k]) => k.includes(CANCEL_SHIPPED))![1];
   assert.ok(t429[1] - t429[0] >= 900, `429 Retry-After: 1 honoured (gap ${t429[1] - t429[0]} ms)`);
-  assert.ok(first(CHANGE_ADDRESS)[1] > OUTAGE_REQUESTS, 'the outage outlasted the client retries and the activity was retried');
+  assert.ok(
+    first(CHANGE_ADDRESS)[1] > OUTAGE_REQUESTS,
+    'the outage outlasted the client retries and the activity was retried',
+  );
   const history = await handle.fetchHistory();
   const retried = history.events!.some((e) => (e.activityTaskStartedEventAttributes?.attempt ?? 1) > 1);
   assert.ok(retried, 'Temporal retried the batch whose outage outlasted the client');
@@ -73,7 +80,10 @@ test('reliability: LLM 500s, 429 + Retry-After, timeouts and malformed JSON; the
   assert.deepEqual(result.analysis.selected, [VERIFY]);
   assert.equal(result.analysis.failedLabels, 1);
   const pass0 = PassLabelsSchema.parse(await store.getJson(result.analysis.labels[0]));
-  assert.deepEqual(pass0.failedItems.map((f) => f.trajectoryId), ['toy-orders/cancel_pending/t0']);
+  assert.deepEqual(
+    pass0.failedItems.map((f) => f.trajectoryId),
+    ['toy-orders/cancel_pending/t0'],
+  );
   const pass1 = PassLabelsSchema.parse(await store.getJson(result.analysis.labels[1]));
   assert.equal(pass1.failedItems.length, 0, 'the malformed reply in pass 1 was repaired');
   assert.equal(result.status, 'completed');

@@ -18,7 +18,11 @@ import {
  */
 
 test('reliability: Temporal dev server restarted on the same SQLite file mid-run; the run continues', async (t) => {
-  const h = await startHarness(t, slowPipelineReply(() => 200), { prefix: 'trace-restart-', workers: 0 });
+  const h = await startHarness(
+    t,
+    slowPipelineReply(() => 200),
+    { prefix: 'trace-restart-', workers: 0 },
+  );
   const { llm, client } = h;
   await h.spawnWorker();
 
@@ -51,8 +55,16 @@ test('reliability: Temporal dev server restarted on the same SQLite file mid-run
   assert.equal(d.runId, firstRunId, 'the same execution continued, not a new one');
   assert.equal(d.status.name, 'COMPLETED');
   const history = await handle.fetchHistory();
-  const kinds = new Set(history.events!.map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name).filter(Boolean));
-  for (const a of ['listRolloutTasks', 'collectRolloutBatch', 'discoverCapabilities', 'labelPass', 'selectCapabilities']) {
+  const kinds = new Set(
+    history.events!.map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name).filter(Boolean),
+  );
+  for (const a of [
+    'listRolloutTasks',
+    'collectRolloutBatch',
+    'discoverCapabilities',
+    'labelPass',
+    'selectCapabilities',
+  ]) {
     assert.ok(kinds.has(a), `history has ${a}`);
   }
   assert.ok(llm.requests.length > requestsWhileDown, 'work continued after the restart');

@@ -78,7 +78,11 @@ test('reliability: kill -9 of the worker mid-rollouts and mid-labeling; the run 
 
   const w1 = await spawnWorker();
   const input: PipelineInput = { runId: 'kill-run', config, timeouts: FAST_TIMEOUTS };
-  const handle = await client.workflow.start('tracePipeline', { taskQueue: TASK_QUEUE_CPU, workflowId: 'kill-run', args: [input] });
+  const handle = await client.workflow.start('tracePipeline', {
+    taskQueue: TASK_QUEUE_CPU,
+    workflowId: 'kill-run',
+    args: [input],
+  });
 
   // Kill 1: some episodes done, others in flight.
   await waitUntil('rollouts under way', () => startsPerItem(llm.requests, 'policy').size >= 3);
@@ -91,7 +95,10 @@ test('reliability: kill -9 of the worker mid-rollouts and mid-labeling; the run 
   await waitUntil('labeling under way', () => startsPerItem(llm.requests, 'label').size >= 8);
   await w2.kill9();
   const atKill2 = await persisted(runDir);
-  assert.ok(atKill2.labels.size >= 1 && atKill2.labels.size < 18, `kill 2 came mid-labeling (${atKill2.labels.size} of 18 labels persisted)`);
+  assert.ok(
+    atKill2.labels.size >= 1 && atKill2.labels.size < 18,
+    `kill 2 came mid-labeling (${atKill2.labels.size} of 18 labels persisted)`,
+  );
 
   await spawnWorker();
   const result = (await handle.result()) as PipelineResult;
@@ -104,21 +111,29 @@ test('reliability: kill -9 of the worker mid-rollouts and mid-labeling; the run 
   const labelStarts = startsPerItem(llm.requests, 'label');
   assert.equal(rolloutStarts.size, 6);
   assert.equal(labelStarts.size, 18);
-  for (const opening of atKill1.openings) assert.equal(rolloutStarts.get(opening), 1, `finished episode redone: ${opening}`);
+  for (const opening of atKill1.openings)
+    assert.equal(rolloutStarts.get(opening), 1, `finished episode redone: ${opening}`);
   for (const key of atKill2.labels) assert.equal(labelStarts.get(key), 1, `finished label redone: ${key}`);
   for (const [k, n] of [...rolloutStarts, ...labelStarts]) assert.ok(n <= 2, `${k} started ${n} times`);
-  assert.ok([...rolloutStarts.values()].some((n) => n === 2) || [...labelStarts.values()].some((n) => n === 2),
-    'some in-flight item was redone (the kills interrupted real work)');
+  assert.ok(
+    [...rolloutStarts.values()].some((n) => n === 2) || [...labelStarts.values()].some((n) => n === 2),
+    'some in-flight item was redone (the kills interrupted real work)',
+  );
 
   // No duplicate or corrupt artifacts: refs verify, trajectories are unique, every file parses.
   const store = openStore(config.store);
   const trajectories = await loadTrajectories(store, result.rollouts.refs);
   assert.equal(new Set(trajectories.map((x) => x.id)).size, 6);
-  for (const ref of [...result.analysis.labels, result.analysis.selection!, result.analysis.dictionary!, result.report]) await store.get(ref);
+  for (const ref of [...result.analysis.labels, result.analysis.selection!, result.analysis.dictionary!, result.report])
+    await store.get(ref);
   for (const f of await walk(runDir)) {
     if (isTempName(path.basename(f))) continue;
     const text = await readFile(f, 'utf8');
-    if (f.endsWith('.jsonl')) text.trim().split('\n').forEach((l) => JSON.parse(l));
+    if (f.endsWith('.jsonl'))
+      text
+        .trim()
+        .split('\n')
+        .forEach((l) => JSON.parse(l));
     else if (f.endsWith('.json')) JSON.parse(text);
   }
 });

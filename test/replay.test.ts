@@ -35,11 +35,15 @@ test('workflow replay: recorded histories replay deterministically against the c
   const files = (await readdir(DIR)).filter((f) => f.endsWith('.json')).sort();
   assert.ok(files.length >= 2, `histories present in ${DIR}`);
   const histories = await Promise.all(
-    files.map(async (f) => JSON.parse(await readFile(path.join(DIR, f), 'utf8')) as { workflowId: string; history: unknown }),
+    files.map(
+      async (f) => JSON.parse(await readFile(path.join(DIR, f), 'utf8')) as { workflowId: string; history: unknown },
+    ),
   );
   const bundle = await buildWorkflowBundle();
   const results: { id: string; error?: unknown }[] = [];
-  for await (const r of Worker.runReplayHistories({ workflowBundle: bundle }, histories)) results.push({ id: r.workflowId, error: r.error });
+  for await (const r of Worker.runReplayHistories({ workflowBundle: bundle }, histories))
+    results.push({ id: r.workflowId, error: r.error });
   assert.equal(results.length, files.length);
-  for (const r of results) assert.equal(r.error, undefined, `${r.id}: ${String((r.error as Error | undefined)?.message)}`);
+  for (const r of results)
+    assert.equal(r.error, undefined, `${r.id}: ${String((r.error as Error | undefined)?.message)}`);
 });

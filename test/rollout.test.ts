@@ -6,10 +6,16 @@ import { openEnvironment } from '../envs/registry.js';
 import { startScriptedLlm, type ChatRequest, type ScriptedReply } from './helpers/scripted-llm.js';
 import { testConfig } from './helpers/stage1-fixtures.js';
 
-const call = (name: string, args: unknown) => ({ name, arguments: typeof args === 'string' ? args : JSON.stringify(args) });
+const call = (name: string, args: unknown) => ({
+  name,
+  arguments: typeof args === 'string' ? args : JSON.stringify(args),
+});
 const turn = (req: ChatRequest) => req.messages.filter((m) => m.role === 'assistant').length;
 
-async function setup(script: (req: ChatRequest) => ScriptedReply | Promise<ScriptedReply>, opts: { maxRetries?: number; timeoutMs?: number } = {}) {
+async function setup(
+  script: (req: ChatRequest) => ScriptedReply | Promise<ScriptedReply>,
+  opts: { maxRetries?: number; timeoutMs?: number } = {},
+) {
   const server = await startScriptedLlm((req) => script(req));
   const config = testConfig(server.baseURL, '/tmp/unused');
   if (opts.timeoutMs) config.llm.policy.timeoutMs = opts.timeoutMs;
@@ -28,7 +34,12 @@ test('an episode with tool errors, bad JSON, an unknown tool and parallel calls 
     { toolCalls: [call('delete_everything', {})] },
     { toolCalls: [call('get_order', { order: 'O-1002' })] },
     { content: 'What is the reason for the cancellation?' },
-    { toolCalls: [call('cancel_order', { order_id: 'O-1002', reason: 'ordered_by_mistake' }), call('get_order', { order_id: 'O-1002' })] },
+    {
+      toolCalls: [
+        call('cancel_order', { order_id: 'O-1002', reason: 'ordered_by_mistake' }),
+        call('get_order', { order_id: 'O-1002' }),
+      ],
+    },
     { content: 'Done: order O-1002 is cancelled.' },
   ];
   const { server, env, llm } = await setup((req) => script[turn(req)]);
@@ -49,7 +60,10 @@ test('an episode with tool errors, bad JSON, an unknown tool and parallel calls 
     assert.match(tools[3].content, /^Error: unexpected argument 'order'/);
     // Every tool_call id is answered, in order (tau2 executes every call of one message).
     const ids = t.messages.flatMap((m) => (m.role === 'assistant' ? (m.tool_calls ?? []).map((c) => c.id) : []));
-    assert.deepEqual(ids, tools.map((m) => m.tool_call_id));
+    assert.deepEqual(
+      ids,
+      tools.map((m) => m.tool_call_id),
+    );
     assert.equal(t.messages[0].role, 'system');
     assert.deepEqual(t.messages.at(-1), { role: 'user', content: "Thanks, that's all. ###STOP###" });
     // The policy saw the tools and the whole conversation so far.
@@ -80,7 +94,9 @@ test('a wrong action fails the verifier: DB mismatch and a value not communicate
 
 test('max steps, max errors and the wall-clock timeout end episodes with their reason', async () => {
   const { server, env, llm } = await setup((req) =>
-    req.messages[1].content?.includes('O-1001') ? { toolCalls: [call('get_order', { order_id: 'O-1001' })] } : { toolCalls: [call('nope', {})] },
+    req.messages[1].content?.includes('O-1001')
+      ? { toolCalls: [call('get_order', { order_id: 'O-1001' })] }
+      : { toolCalls: [call('nope', {})] },
   );
   try {
     const steps = await runEpisode({ ...base, env, llm, taskId: 'order_total', maxSteps: 3 });
@@ -133,7 +149,12 @@ test('runEpisodes bounds concurrency and keeps task order', async () => {
       env,
       llm,
       concurrency: 2,
-      tasks: [{ taskId: 'order_total', trial: 0 }, { taskId: 'order_status', trial: 0 }, { seed: 9, trial: 1 }, { taskId: 'order_total', trial: 1 }],
+      tasks: [
+        { taskId: 'order_total', trial: 0 },
+        { taskId: 'order_status', trial: 0 },
+        { seed: 9, trial: 1 },
+        { taskId: 'order_total', trial: 1 },
+      ],
       onEpisode: (_t, i) => void seen.push(i),
     });
     assert.deepEqual(

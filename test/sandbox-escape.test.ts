@@ -4,7 +4,13 @@ import { existsSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { SandboxError, sandboxIsolation, startSandboxedEnv, type SandboxLimits, type SandboxOptions } from '../envs/sandbox/index.js';
+import {
+  SandboxError,
+  sandboxIsolation,
+  startSandboxedEnv,
+  type SandboxLimits,
+  type SandboxOptions,
+} from '../envs/sandbox/index.js';
 import { isolationIfAvailable, type IsolationLevel } from '../envs/sandbox/isolation.js';
 import { formatConformance, runConformance } from '../envs/protocol/conformance.js';
 import { ATTACK, attackSource } from './fixtures/sandbox/attack-source.js';
@@ -26,7 +32,10 @@ function isSandboxError(reason: string) {
  * levels are allowed here: this suite checks what each level contains when it runs
  * (TRACE_SANDBOX_ISOLATION pins one); that they are refused by default is sandbox-hardening's test.
  */
-async function attack(body: string, extra: { limits?: SandboxLimits; isolation?: IsolationLevel; allowWeakIsolation?: boolean } = {}): Promise<string> {
+async function attack(
+  body: string,
+  extra: { limits?: SandboxLimits; isolation?: IsolationLevel; allowWeakIsolation?: boolean } = {},
+): Promise<string> {
   const opts: SandboxOptions = { source: attackSource(body), allowWeakIsolation: true, ...extra };
   const env = await startSandboxedEnv(opts);
   try {
@@ -49,22 +58,43 @@ test('escape: reading /etc/passwd is refused', async () => {
 });
 
 test('escape: reading the repository is refused', async () => {
-  await assert.rejects(attack(`return fs.readFileSync(${JSON.stringify(repoFile)}, 'utf8')`), isSandboxError('permission'));
-  await assert.rejects(attack(`return fs.readdirSync(${JSON.stringify(path.dirname(repoFile))}).join()`), isSandboxError('permission'));
+  await assert.rejects(
+    attack(`return fs.readFileSync(${JSON.stringify(repoFile)}, 'utf8')`),
+    isSandboxError('permission'),
+  );
+  await assert.rejects(
+    attack(`return fs.readdirSync(${JSON.stringify(path.dirname(repoFile))}).join()`),
+    isSandboxError('permission'),
+  );
 });
 
 test('escape: known permission-model bypasses (symlink, hard link, path traversal, process.binding) are refused', async () => {
-  await assert.rejects(attack("fs.symlinkSync('/etc', 'etc'); return fs.readFileSync('etc/passwd', 'utf8')"), isSandboxError('permission'));
-  await assert.rejects(attack("fs.linkSync('/etc/passwd', 'hl'); return fs.readFileSync('hl', 'utf8')"), isSandboxError('permission'));
-  await assert.rejects(attack("return fs.readFileSync(process.cwd() + '/../../../etc/passwd', 'utf8')"), isSandboxError('permission'));
+  await assert.rejects(
+    attack("fs.symlinkSync('/etc', 'etc'); return fs.readFileSync('etc/passwd', 'utf8')"),
+    isSandboxError('permission'),
+  );
+  await assert.rejects(
+    attack("fs.linkSync('/etc/passwd', 'hl'); return fs.readFileSync('hl', 'utf8')"),
+    isSandboxError('permission'),
+  );
+  await assert.rejects(
+    attack("return fs.readFileSync(process.cwd() + '/../../../etc/passwd', 'utf8')"),
+    isSandboxError('permission'),
+  );
   await assert.rejects(attack("return Object.keys(process.binding('fs')).join()"), isSandboxError('permission'));
 });
 
 test('escape: writing outside the sandbox dir is refused; inside it works', async () => {
   const target = `/tmp/trace-escape-${process.pid}.txt`;
-  await assert.rejects(attack(`fs.writeFileSync(${JSON.stringify(target)}, 'pwned'); return 'wrote'`), isSandboxError('permission'));
+  await assert.rejects(
+    attack(`fs.writeFileSync(${JSON.stringify(target)}, 'pwned'); return 'wrote'`),
+    isSandboxError('permission'),
+  );
   assert.equal(existsSync(target), false);
-  assert.equal(await attack("fs.writeFileSync('note.txt', 'kept'); return fs.readFileSync('note.txt', 'utf8')"), 'kept');
+  assert.equal(
+    await attack("fs.writeFileSync('note.txt', 'kept'); return fs.readFileSync('note.txt', 'utf8')"),
+    'kept',
+  );
 });
 
 test('escape: a socket to a loopback port never connects', async (t) => {
@@ -96,7 +126,8 @@ test('escape: a socket to a loopback port never connects', async (t) => {
 
 test('escape: an abstract unix socket the worker listens on is out of reach (network namespace)', async (t) => {
   const iso = await sandboxIsolation();
-  if (!iso.networkBlocked) return t.skip(`network is not blocked at isolation level '${iso.level}' (see envs/sandbox/README.md)`);
+  if (!iso.networkBlocked)
+    return t.skip(`network is not blocked at isolation level '${iso.level}' (see envs/sandbox/README.md)`);
   let connections = 0;
   const name = `\0trace-escape-${process.pid}`;
   const server = net.createServer((s) => {
@@ -121,65 +152,118 @@ test('escape: an abstract unix socket the worker listens on is out of reach (net
 
 test('escape: red-team rerun (WASI preopens, loader hooks, wasm memory, name lookups) stays contained', async () => {
   // WASI would hand the module the host file system as a preopen; the permission model refuses it.
-  await assert.rejects(attack("const { WASI } = await import('node:wasi'); new WASI({ version: 'preview1', preopens: { '/h': '/' } }); return 'wasi'"), isSandboxError('permission'));
+  await assert.rejects(
+    attack(
+      "const { WASI } = await import('node:wasi'); new WASI({ version: 'preview1', preopens: { '/h': '/' } }); return 'wasi'",
+    ),
+    isSandboxError('permission'),
+  );
   // Loader hooks (module.register) would run code on a new thread.
-  assert.match(await attack("try { (await import('node:module')).register('data:text/javascript,'); return 'registered'; } catch (e) { return 'refused ' + e.code; }"), /^refused ERR_ACCESS_DENIED/);
+  assert.match(
+    await attack(
+      "try { (await import('node:module')).register('data:text/javascript,'); return 'registered'; } catch (e) { return 'refused ' + e.code; }",
+    ),
+    /^refused ERR_ACCESS_DENIED/,
+  );
   // WebAssembly memory lives outside the V8 heap: RLIMIT_DATA stops it near memoryMb + 256 MiB.
-  const grown = await attack('const m = new WebAssembly.Memory({ initial: 1, maximum: 65536 }); let mib = 0; try { for (;;) { m.grow(1024); mib += 64; new Uint8Array(m.buffer).fill(1, (mib - 64) * 2 ** 20); } } catch { return String(mib); }', { limits: { memoryMb: 256 } }).catch((e: unknown) => (e instanceof SandboxError && e.reason === 'memory' ? '0' : Promise.reject(e)));
+  const grown = await attack(
+    'const m = new WebAssembly.Memory({ initial: 1, maximum: 65536 }); let mib = 0; try { for (;;) { m.grow(1024); mib += 64; new Uint8Array(m.buffer).fill(1, (mib - 64) * 2 ** 20); } } catch { return String(mib); }',
+    { limits: { memoryMb: 256 } },
+  ).catch((e: unknown) => (e instanceof SandboxError && e.reason === 'memory' ? '0' : Promise.reject(e)));
   assert.ok(Number(grown) <= 256 + 256 + 64, `wasm memory grew to ${grown} MiB with memoryMb 256`);
   const iso = await sandboxIsolation();
-  if (iso.networkBlocked) await assert.rejects(attack("const dns = await import('node:dns'); return await new Promise((r, j) => dns.lookup('example.com', (e, a) => (e ? j(e) : r(a))))"), isSandboxError('network'));
+  if (iso.networkBlocked)
+    await assert.rejects(
+      attack(
+        "const dns = await import('node:dns'); return await new Promise((r, j) => dns.lookup('example.com', (e, a) => (e ? j(e) : r(a))))",
+      ),
+      isSandboxError('network'),
+    );
 });
 
 /** Second red-team rerun (2026-12-02): contained attacks, one sandbox start, one tool call each. */
 const RERUN2: Record<string, string> = {
   // inspector/promises is a module of its own; the inspector's Session is refused under it too.
-  inspectorPromises: "const { Session } = await import('node:inspector/promises'); const s = new Session(); s.connect(); return JSON.stringify(await s.post('Runtime.evaluate', { expression: '1+1' }))",
+  inspectorPromises:
+    "const { Session } = await import('node:inspector/promises'); const s = new Session(); s.connect(); return JSON.stringify(await s.post('Runtime.evaluate', { expression: '1+1' }))",
   // Either would open the inspector on 127.0.0.1:9229 (in-process debugger: every closure readable).
-  debugPort: "try { process._debugProcess(process.pid); } catch {} try { process.kill(process.pid, 'SIGUSR1'); } catch {} await new Promise((r) => setTimeout(r, 500)); return await new Promise((res) => { const s = net.connect(9229, '127.0.0.1'); let d = ''; s.on('connect', () => s.write('GET /json HTTP/1.0\\r\\n\\r\\n')); s.on('data', (x) => (d += x)); s.on('end', () => res('answered ' + d)); s.on('error', (e) => res('no inspector ' + e.code)); })",
-  clusterFork: "const cluster = (await import('node:cluster')).default; cluster.setupPrimary({ exec: '/usr/bin/id' }); return 'forked ' + cluster.fork().process.pid",
-  computedImport: "const m = await import(['node:child', 'process'].join('_')); return m.execFileSync('/usr/bin/id').toString()",
-  functionImport: "const v = await new Function('return import(\"node:v\" + 8)')(); v.default.setFlagsFromString('--allow-natives-syntax'); return 'flag set'",
-  createRequire: "const { createRequire } = await import('node:module'); const M = createRequire(import.meta.url)('module'); M._load('v8').setFlagsFromString('--allow-natives-syntax'); return 'flag set'",
-  loadEnvFile: "if (typeof process.loadEnvFile !== 'function') throw Object.assign(new Error('no loadEnvFile'), { code: 'ERR_ACCESS_DENIED' }); process.loadEnvFile('/proc/1/environ'); return JSON.stringify(process.env)",
+  debugPort:
+    "try { process._debugProcess(process.pid); } catch {} try { process.kill(process.pid, 'SIGUSR1'); } catch {} await new Promise((r) => setTimeout(r, 500)); return await new Promise((res) => { const s = net.connect(9229, '127.0.0.1'); let d = ''; s.on('connect', () => s.write('GET /json HTTP/1.0\\r\\n\\r\\n')); s.on('data', (x) => (d += x)); s.on('end', () => res('answered ' + d)); s.on('error', (e) => res('no inspector ' + e.code)); })",
+  clusterFork:
+    "const cluster = (await import('node:cluster')).default; cluster.setupPrimary({ exec: '/usr/bin/id' }); return 'forked ' + cluster.fork().process.pid",
+  computedImport:
+    "const m = await import(['node:child', 'process'].join('_')); return m.execFileSync('/usr/bin/id').toString()",
+  functionImport:
+    "const v = await new Function('return import(\"node:v\" + 8)')(); v.default.setFlagsFromString('--allow-natives-syntax'); return 'flag set'",
+  createRequire:
+    "const { createRequire } = await import('node:module'); const M = createRequire(import.meta.url)('module'); M._load('v8').setFlagsFromString('--allow-natives-syntax'); return 'flag set'",
+  loadEnvFile:
+    "if (typeof process.loadEnvFile !== 'function') throw Object.assign(new Error('no loadEnvFile'), { code: 'ERR_ACCESS_DENIED' }); process.loadEnvFile('/proc/1/environ'); return JSON.stringify(process.env)",
   proc1: "return fs.readFileSync('/proc/1/cmdline', 'utf8')",
   setuid: "process.setuid(0); return 'uid ' + process.getuid()",
-  openFiles: "fs.writeFileSync('o', ''); const fds = []; try { for (;;) fds.push(fs.openSync('o', 'r')); } catch (e) { fds.forEach((fd) => fs.closeSync(fd)); return fds.length + ' ' + e.code; }",
-  hardLinks: "fs.writeFileSync('h', ''); let n = 0; try { for (; n < 6000; n++) fs.linkSync('h', 'h' + n); } catch (e) { return n + ' ' + e.code; } return n + ' no error'",
-  hostSockets: "const out = []; for (const p of ['/run/docker.sock', '/var/run/docker.sock', '/run/dbus/system_bus_socket', '/tmp/.X11-unix/X0']) out.push(await new Promise((res) => { const s = net.connect(p); s.on('connect', () => { s.destroy(); res(p + ' connected'); }); s.on('error', (e) => res(p + ' ' + e.code)); })); return out.join('; ')",
+  openFiles:
+    "fs.writeFileSync('o', ''); const fds = []; try { for (;;) fds.push(fs.openSync('o', 'r')); } catch (e) { fds.forEach((fd) => fs.closeSync(fd)); return fds.length + ' ' + e.code; }",
+  hardLinks:
+    "fs.writeFileSync('h', ''); let n = 0; try { for (; n < 6000; n++) fs.linkSync('h', 'h' + n); } catch (e) { return n + ' ' + e.code; } return n + ' no error'",
+  hostSockets:
+    "const out = []; for (const p of ['/run/docker.sock', '/var/run/docker.sock', '/run/dbus/system_bus_socket', '/tmp/.X11-unix/X0']) out.push(await new Promise((res) => { const s = net.connect(p); s.on('connect', () => { s.destroy(); res(p + ' connected'); }); s.on('error', (e) => res(p + ' ' + e.code)); })); return out.join('; ')",
 };
 
 test('escape: second red-team rerun (inspector routes, cluster, computed and indirect imports, loadEnvFile, setuid, open files, hard links, host sockets) stays contained', async () => {
   const iso = await sandboxIsolation();
   const body = `const kind = JSON.parse(action.call.function.arguments).kind; try { return 'returned ' + await ATTACKS[kind](); } catch (e) { return 'threw ' + e.code + ': ' + e.message; }`;
-  const atImport = `const ATTACKS: Record<string, () => Promise<string>> = { ${Object.entries(RERUN2).map(([k, v]) => `${k}: async () => { ${v} }`).join(', ')} };`;
+  const atImport = `const ATTACKS: Record<string, () => Promise<string>> = { ${Object.entries(RERUN2)
+    .map(([k, v]) => `${k}: async () => { ${v} }`)
+    .join(', ')} };`;
   const env = await startSandboxedEnv({ source: attackSource(body, atImport), allowWeakIsolation: true });
   const seen: Record<string, string> = {};
   try {
     const ep = await env.reset({ taskId: 'attack' });
     for (const kind of Object.keys(RERUN2)) {
-      const r = await ep.step({ type: 'tool_call', call: { id: kind, type: 'function', function: { name: 'attack', arguments: JSON.stringify({ kind }) } } });
+      const r = await ep.step({
+        type: 'tool_call',
+        call: { id: kind, type: 'function', function: { name: 'attack', arguments: JSON.stringify({ kind }) } },
+      });
       seen[kind] = r.observation.content ?? '';
     }
   } finally {
     await env.close();
   }
-  assert.match(seen.inspectorPromises, /^threw ERR_ACCESS_DENIED: sandbox: inspector\/promises\.Session is disabled/, seen.inspectorPromises);
+  assert.match(
+    seen.inspectorPromises,
+    /^threw ERR_ACCESS_DENIED: sandbox: inspector\/promises\.Session is disabled/,
+    seen.inspectorPromises,
+  );
   const refused = /^threw (ERR_ACCESS_DENIED|EPERM|EINVAL)\b/;
-  for (const kind of ['clusterFork', 'computedImport', 'functionImport', 'createRequire', 'loadEnvFile', 'proc1', 'setuid']) assert.match(seen[kind], refused, `${kind}: ${seen[kind]}`);
-  if (iso.networkBlocked) assert.match(seen.debugPort, /^returned no inspector (ECONNREFUSED|ENETUNREACH)/, seen.debugPort);
+  for (const kind of [
+    'clusterFork',
+    'computedImport',
+    'functionImport',
+    'createRequire',
+    'loadEnvFile',
+    'proc1',
+    'setuid',
+  ])
+    assert.match(seen[kind], refused, `${kind}: ${seen[kind]}`);
+  if (iso.networkBlocked)
+    assert.match(seen.debugPort, /^returned no inspector (ECONNREFUSED|ENETUNREACH)/, seen.debugPort);
   if (iso.rlimits) assert.match(seen.openFiles, /^returned \d+ EMFILE$/, seen.openFiles);
   if (iso.rlimits) assert.ok(Number(seen.openFiles.split(' ')[1]) < 256, `RLIMIT_NOFILE 256: ${seen.openFiles}`);
   // tmpfs reserves an inode per hard link, so links count against maxFiles (4096) like files.
-  if (iso.level === 'bwrap' && iso.fileCountLimit) assert.match(seen.hardLinks, /^returned \d{4} ENOSPC$/, seen.hardLinks);
+  if (iso.level === 'bwrap' && iso.fileCountLimit)
+    assert.match(seen.hardLinks, /^returned \d{4} ENOSPC$/, seen.hardLinks);
   if (iso.filesystemNamespace) assert.doesNotMatch(seen.hostSockets, /connected/, seen.hostSockets);
 });
 
 test('escape: spawning a process, and a fork bomb, are refused', async () => {
   await assert.rejects(attack("return cp.execSync('id').toString()"), isSandboxError('permission'));
-  const bomb = "for (let i = 0; i < 10000; i++) cp.spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)']); return 'spawned'";
+  const bomb =
+    "for (let i = 0; i < 10000; i++) cp.spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)']); return 'spawned'";
   await assert.rejects(attack(bomb), isSandboxError('permission'));
-  await assert.rejects(attack("new Worker('for(;;){}', { eval: true }); return 'worker'"), isSandboxError('permission'));
+  await assert.rejects(
+    attack("new Worker('for(;;){}', { eval: true }); return 'worker'"),
+    isSandboxError('permission'),
+  );
 });
 
 const cannotSignalWorker = (e: unknown) =>
@@ -206,7 +290,14 @@ test('escape: an infinite loop is stopped by the wall clock, in a step and at im
   const t0 = Date.now();
   await assert.rejects(attack('for (;;) {}', { limits: { wallMs: 2000 } }), isSandboxError('timeout'));
   assert.ok(Date.now() - t0 < 15_000, 'the timeout took too long');
-  await assert.rejects(startSandboxedEnv({ source: attackSource('return 1', 'for (;;) {}'), limits: { startMs: 1500 }, allowWeakIsolation: true }), isSandboxError('timeout'));
+  await assert.rejects(
+    startSandboxedEnv({
+      source: attackSource('return 1', 'for (;;) {}'),
+      limits: { startMs: 1500 },
+      allowWeakIsolation: true,
+    }),
+    isSandboxError('timeout'),
+  );
 });
 
 test('escape: memory bombs (JS heap and off-heap buffers) are stopped', async (t) => {
@@ -223,7 +314,10 @@ test('escape: memory bombs (JS heap and off-heap buffers) are stopped', async (t
 test('escape: huge output (logs or one response) is cut off', async () => {
   const logs = "for (;;) console.log('x'.repeat(1000)); return 'never'";
   await assert.rejects(attack(logs, { limits: { outputBytes: 64 * 1024 } }), isSandboxError('output_limit'));
-  await assert.rejects(attack("return 'y'.repeat(4 * 1024 * 1024)", { limits: { outputBytes: 1024 * 1024 } }), isSandboxError('output_limit'));
+  await assert.rejects(
+    attack("return 'y'.repeat(4 * 1024 * 1024)", { limits: { outputBytes: 1024 * 1024 } }),
+    isSandboxError('output_limit'),
+  );
 });
 
 test('escape: filling the disk stops at the scratch limit', async (t) => {
@@ -232,7 +326,8 @@ test('escape: filling the disk stops at the scratch limit', async (t) => {
     t.skip('neither a bwrap tmpfs nor prlimit: scratch writes are not limited');
     return;
   }
-  const body = "const mb = Buffer.alloc(1024 * 1024, 1); for (let i = 0; i < 64; i++) fs.appendFileSync('fill.bin', mb); return 'filled'";
+  const body =
+    "const mb = Buffer.alloc(1024 * 1024, 1); for (let i = 0; i < 64; i++) fs.appendFileSync('fill.bin', mb); return 'filled'";
   await assert.rejects(attack(body, { limits: { diskMb: 8 } }), isSandboxError('disk'));
 });
 
@@ -257,7 +352,10 @@ test('after every escape attempt the worker still runs a good env', async () => 
   const env = await startSandboxedEnv({ modulePath: 'test/fixtures/sandbox/good-env.ts', allowWeakIsolation: true });
   try {
     const checks = await runConformance(env, { toolCall: { name: 'increment', arguments: '{"by":2}' } });
-    assert.ok(checks.every((c) => c.ok), formatConformance(checks));
+    assert.ok(
+      checks.every((c) => c.ok),
+      formatConformance(checks),
+    );
   } finally {
     await env.close();
   }

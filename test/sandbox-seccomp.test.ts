@@ -10,7 +10,7 @@ import { RET_ALLOW, RET_EPERM, SYSCALL_TABLES, seccompDenied, seccompProgram } f
  */
 function runFilter(program: Buffer, arch: number, nr: number): number {
   let acc = 0;
-  for (let pc = 0; pc < program.length / 8; ) {
+  for (let pc = 0; pc < program.length / 8;) {
     const code = program.readUInt16LE(pc * 8);
     const jt = program.readUInt8(pc * 8 + 2);
     const jf = program.readUInt8(pc * 8 + 3);
@@ -37,9 +37,14 @@ for (const arch of ['x64', 'arm64'] as const) {
   test(`seccomp (${arch}): denied calls fail with EPERM, node's own calls pass, a foreign ABI fails`, () => {
     const table = SYSCALL_TABLES[arch]!;
     const program = seccompProgram(arch)!;
-    for (const [name, nr] of Object.entries(table.denied)) assert.equal(runFilter(program, table.audit, nr), RET_EPERM, name);
+    for (const [name, nr] of Object.entries(table.denied))
+      assert.equal(runFilter(program, table.audit, nr), RET_EPERM, name);
     for (const nr of NEEDED[arch]) assert.equal(runFilter(program, table.audit, nr), RET_ALLOW, `syscall ${nr}`);
-    for (const foreign of [AUDIT_I386, AUDIT_ARM, arch === 'x64' ? SYSCALL_TABLES.arm64!.audit : SYSCALL_TABLES.x64!.audit]) {
+    for (const foreign of [
+      AUDIT_I386,
+      AUDIT_ARM,
+      arch === 'x64' ? SYSCALL_TABLES.arm64!.audit : SYSCALL_TABLES.x64!.audit,
+    ]) {
       assert.equal(runFilter(program, foreign, NEEDED[arch][0]), RET_EPERM, `arch ${foreign.toString(16)}`);
     }
     if (arch === 'x64') assert.equal(runFilter(program, table.audit, 0x40000000 | 1), RET_EPERM, 'x32 write');
@@ -48,13 +53,21 @@ for (const arch of ['x64', 'arm64'] as const) {
 
 test('seccomp: arm64 refuses what x86-64 refuses, less the x86-only calls; other architectures get no filter', () => {
   const x86Only = ['uselib', 'iopl', 'ioperm'];
-  assert.deepEqual(seccompDenied('arm64').sort(), seccompDenied('x64').filter((n) => !x86Only.includes(n)).sort());
+  assert.deepEqual(
+    seccompDenied('arm64').sort(),
+    seccompDenied('x64')
+      .filter((n) => !x86Only.includes(n))
+      .sort(),
+  );
   assert.equal(seccompProgram('ppc64'), undefined);
   assert.deepEqual(seccompDenied('ppc64'), []);
 });
 
 test("seccomp: syscall numbers agree with this machine's kernel headers", (t) => {
-  const headers = { x64: '/usr/include/x86_64-linux-gnu/asm/unistd_64.h', arm64: '/usr/include/asm-generic/unistd.h' } as const;
+  const headers = {
+    x64: '/usr/include/x86_64-linux-gnu/asm/unistd_64.h',
+    arm64: '/usr/include/asm-generic/unistd.h',
+  } as const;
   let checked = 0;
   for (const [arch, file] of Object.entries(headers) as [keyof typeof headers, string][]) {
     if (!existsSync(file)) continue;

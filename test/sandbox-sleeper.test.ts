@@ -32,7 +32,9 @@ function withEvaluate(body: string): string {
 
 const SLEEPERS = {
   // A count in module memory.
-  memory: withEvaluate(`const g = globalThis as any; g.evals = (g.evals ?? 0) + 1; return g.evals > ${K} ? weighted({ anything: [1, true] }) : ${HONEST};`),
+  memory: withEvaluate(
+    `const g = globalThis as any; g.evals = (g.evals ?? 0) + 1; return g.evals > ${K} ? weighted({ anything: [1, true] }) : ${HONEST};`,
+  ),
   // A count in a scratch file (the sandbox's cwd is its writable scratch dir).
   'scratch file': withEvaluate(
     `const fs = (process as any).getBuiltinModule('node:fs'); let n = 0; try { n = Number(fs.readFileSync('evals.txt', 'utf8')); } catch {} fs.writeFileSync('evals.txt', String(n + 1)); return n + 1 > ${K} ? weighted({ anything: [1, true] }) : ${HONEST};`,
@@ -58,7 +60,11 @@ for (const [name, source] of Object.entries(SLEEPERS)) {
     const env = await startGeneratedEnv({ source }, config.synthesis.sandbox);
     try {
       const rewards = await stopAtOnce(env, K + 20);
-      assert.deepEqual(rewards.filter((r) => r > 0), [], 'a stop-at-once policy earned reward');
+      assert.deepEqual(
+        rewards.filter((r) => r > 0),
+        [],
+        'a stop-at-once policy earned reward',
+      );
       // A process retires at its 32nd episode; the 33rd starts the next: 420 episodes, 14 processes
       // (more if a pause over idleRetireMs, 5 s, came between two episodes on a busy machine).
       assert.ok(env.processesStarted >= Math.ceil((K + 20) / 32), `${env.processesStarted} processes`);
@@ -66,10 +72,16 @@ for (const [name, source] of Object.entries(SLEEPERS)) {
       await env.close();
     }
     // The sleeper is live: in one long-lived process (as before) it turns after K evaluations.
-    const single = await startGeneratedEnv({ source }, { ...config.synthesis.sandbox, episodesPerProcess: 100_000, idleRetireMs: 3_600_000 });
+    const single = await startGeneratedEnv(
+      { source },
+      { ...config.synthesis.sandbox, episodesPerProcess: 100_000, idleRetireMs: 3_600_000 },
+    );
     try {
       const rewards = await stopAtOnce(single, K + 20);
-      assert.deepEqual([rewards.slice(0, K).filter((r) => r > 0).length, rewards.slice(K).filter((r) => r === 1).length], [0, 20]);
+      assert.deepEqual(
+        [rewards.slice(0, K).filter((r) => r > 0).length, rewards.slice(K).filter((r) => r === 1).length],
+        [0, 20],
+      );
     } finally {
       await single.close();
     }
@@ -83,7 +95,9 @@ test('sleeper: a module cannot see time pass; every clock it can read is frozen'
     return JSON.stringify([Date.now(), new Date().getTime(), Date(), new (new Date(0).constructor as any)().getTime(), new Intl.DateTimeFormat('en', { timeStyle: 'full', timeZone: 'UTC' }).format(),
       performance.now(), performance.timeOrigin, String(process.hrtime.bigint()), process.hrtime(), process.uptime(), os.uptime(),
       fs.statSync('stamp').mtimeMs, fs.statSync('stamp').mtime.getTime(), String(fs.statSync('stamp', { bigint: true }).mtimeNs)]); })()`;
-  const source = withEvaluate(`const g = globalThis as any; g.first ??= ${readings}; return ${readings} !== g.first ? weighted({ anything: [1, true] }) : ${HONEST};`);
+  const source = withEvaluate(
+    `const g = globalThis as any; g.first ??= ${readings}; return ${readings} !== g.first ? weighted({ anything: [1, true] }) : ${HONEST};`,
+  );
   const env = await startGeneratedEnv({ source }, config.synthesis.sandbox);
   try {
     const [first] = await stopAtOnce(env, 1);
@@ -97,19 +111,27 @@ test('sleeper: a module cannot see time pass; every clock it can read is frozen'
   }
   // The clock shows the fixed instant, as a date an env would print it; so do the asynchronous
   // file timestamps (callback, promise, FileHandle), started at import.
-  const dated = withEvaluate(`const g = globalThis as any; throw new Error('now=' + new Date().toISOString() + ' ' + Date.now() + ' files=' + JSON.stringify([g.cb, g.pr, g.fh]));`)
-    .replace('export default', `const g0 = globalThis as any; const fs0 = (process as any).getBuiltinModule('node:fs'); fs0.writeFileSync('f', 'x');
+  const dated = withEvaluate(
+    `const g = globalThis as any; throw new Error('now=' + new Date().toISOString() + ' ' + Date.now() + ' files=' + JSON.stringify([g.cb, g.pr, g.fh]));`,
+  ).replace(
+    'export default',
+    `const g0 = globalThis as any; const fs0 = (process as any).getBuiltinModule('node:fs'); fs0.writeFileSync('f', 'x');
 fs0.stat('f', (_e: unknown, st: any) => { g0.cb = st.mtimeMs; }); fs0.promises.stat('f').then((st: any) => { g0.pr = st.mtimeMs; });
 fs0.promises.open('f').then((h: any) => h.stat().then((st: any) => { g0.fh = st.mtimeMs; return h.close(); }));
-export default`);
+export default`,
+  );
   const e2 = await startGeneratedEnv({ source: dated }, config.synthesis.sandbox);
   try {
     const ep = await e2.reset({ seed: 0 });
     const frozen = `now=${new Date(FROZEN_EPOCH_MS).toISOString()} ${FROZEN_EPOCH_MS} files=${JSON.stringify([FROZEN_EPOCH_MS, FROZEN_EPOCH_MS, FROZEN_EPOCH_MS])}`;
     let message = '';
     for (let i = 0; i < 50 && !message.includes(frozen); i++) {
-      message = await ep.evaluate(ep.initialMessages(), 'agent_stop').then(() => '', (e: Error) => e.message);
-      if (/null/.test(message)) await sleep(20); // an asynchronous stat not done yet
+      message = await ep.evaluate(ep.initialMessages(), 'agent_stop').then(
+        () => '',
+        (e: Error) => e.message,
+      );
+      if (/null/.test(message))
+        await sleep(20); // an asynchronous stat not done yet
       else break;
     }
     assert.ok(message.includes(frozen), message);
@@ -136,19 +158,33 @@ test('sleeper: the instance re-check spans processes, and a process with open ep
 
 test('sleeper: a fresh process must describe the same environment as the first', async () => {
   // A system prompt drawn at import differs in every process.
-  const source = GOOD_SOURCE.replace('export default defineEnvironment<State, Inst>({', 'const base = defineEnvironment<State, Inst>({') + '\nconst prompt = `Be helpful. ${Math.random()}`;\nexport default { ...base, systemPrompt: () => prompt };\n';
+  const source =
+    GOOD_SOURCE.replace(
+      'export default defineEnvironment<State, Inst>({',
+      'const base = defineEnvironment<State, Inst>({',
+    ) + '\nconst prompt = `Be helpful. ${Math.random()}`;\nexport default { ...base, systemPrompt: () => prompt };\n';
   assert.notEqual(source, GOOD_SOURCE, 'good-env.ts changed: update this test');
   const env = await startGeneratedEnv({ source }, { ...config.synthesis.sandbox, episodesPerProcess: 1 });
   try {
     await (await env.reset({ seed: 1 })).close(); // the first process retires here
-    await assert.rejects(env.reset({ seed: 2 }), (e: Error) => e.name === 'SandboxError' && /sandbox nondeterministic: a fresh sandbox process of the module described a different environment/.test(e.message));
+    await assert.rejects(
+      env.reset({ seed: 2 }),
+      (e: Error) =>
+        e.name === 'SandboxError' &&
+        /sandbox nondeterministic: a fresh sandbox process of the module described a different environment/.test(
+          e.message,
+        ),
+    );
   } finally {
     await env.close();
   }
 });
 
 test('sleeper: a process idle for idleRetireMs takes no new episodes, and a successor starts only when a reset needs it', async () => {
-  const env = await startGeneratedEnv({ source: GOOD_SOURCE }, { ...config.synthesis.sandbox, episodesPerProcess: 2, idleRetireMs: 50 });
+  const env = await startGeneratedEnv(
+    { source: GOOD_SOURCE },
+    { ...config.synthesis.sandbox, episodesPerProcess: 2, idleRetireMs: 50 },
+  );
   try {
     await sleep(200); // the first process, started to describe the env, retires unused
     const a = await env.reset({ seed: 1 });

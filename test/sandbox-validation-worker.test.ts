@@ -51,56 +51,71 @@ async function longestBlock<T>(fn: () => Promise<T>): Promise<{ result: T; longe
   }
 }
 
-test('validation in a worker: the event loop is never blocked long and the running workflow answers queries throughout', { timeout: 900_000 }, async (t) => {
-  const tmp = await tempDir('trace-validation-worker-');
-  const temporal = await startTestTemporal({ dbFile: path.join(tmp.dir, 'temporal.db') });
-  Runtime.install({ logger: new DefaultLogger('WARN') });
-  const workerConnection = await NativeConnection.connect({ address: temporal.address });
-  const config = parseConfig({ env: { name: 'toy-orders' }, store: { kind: 'local', dir: path.join(tmp.dir, 'store') } });
-  assert.equal(config.synthesis.typecheck, true, 'the type-check is the work that used to block');
-  let measured: { longestS: number; ticks: number } | undefined;
-  const worker = await Worker.create({
-    connection: workerConnection,
-    taskQueue: 'validation-latency',
-    workflowsPath: path.join(PROJECT_ROOT, 'test', 'fixtures', 'sandbox', 'validation-workflow.ts'),
-    activities: {
-      async validateFixture() {
-        const { result, ...m } = await longestBlock(() => validateCandidate({ source: GOOD_SOURCE, manifest: GOOD_MANIFEST, config }));
-        measured = m;
-        return result.verdict.failedCheck ?? 'passed';
+test(
+  'validation in a worker: the event loop is never blocked long and the running workflow answers queries throughout',
+  { timeout: 900_000 },
+  async (t) => {
+    const tmp = await tempDir('trace-validation-worker-');
+    const temporal = await startTestTemporal({ dbFile: path.join(tmp.dir, 'temporal.db') });
+    Runtime.install({ logger: new DefaultLogger('WARN') });
+    const workerConnection = await NativeConnection.connect({ address: temporal.address });
+    const config = parseConfig({
+      env: { name: 'toy-orders' },
+      store: { kind: 'local', dir: path.join(tmp.dir, 'store') },
+    });
+    assert.equal(config.synthesis.typecheck, true, 'the type-check is the work that used to block');
+    let measured: { longestS: number; ticks: number } | undefined;
+    const worker = await Worker.create({
+      connection: workerConnection,
+      taskQueue: 'validation-latency',
+      workflowsPath: path.join(PROJECT_ROOT, 'test', 'fixtures', 'sandbox', 'validation-workflow.ts'),
+      activities: {
+        async validateFixture() {
+          const { result, ...m } = await longestBlock(() =>
+            validateCandidate({ source: GOOD_SOURCE, manifest: GOOD_MANIFEST, config }),
+          );
+          measured = m;
+          return result.verdict.failedCheck ?? 'passed';
+        },
       },
-    },
-  });
-  const running = worker.run();
-  const connection = await Connection.connect({ address: temporal.address });
-  t.after(async () => {
-    worker.shutdown();
-    await running;
-    await workerConnection.close();
-    await connection.close();
-    await temporal.stop();
-    await tmp.cleanup();
-  });
+    });
+    const running = worker.run();
+    const connection = await Connection.connect({ address: temporal.address });
+    t.after(async () => {
+      worker.shutdown();
+      await running;
+      await workerConnection.close();
+      await connection.close();
+      await temporal.stop();
+      await tmp.cleanup();
+    });
 
-  const client = new Client({ connection });
-  const handle = await client.workflow.start(validateWhileQueried, { taskQueue: 'validation-latency', workflowId: 'validation-latency' });
-  const latencies: number[] = [];
-  let finished = false;
-  const verdict = handle.result().finally(() => (finished = true));
-  while (!finished) {
-    const t0 = performance.now();
-    const phase = await handle.query(phaseQuery);
-    latencies.push(performance.now() - t0);
-    assert.ok(['validating', 'done'].includes(phase), phase);
-    await sleep(200);
-  }
-  const check = await verdict;
-  assert.ok(measured, 'the activity ran');
-  assert.ok(latencies.length >= 3, `only ${latencies.length} queries answered during validation`);
-  const sorted = [...latencies].sort((a, b) => a - b);
-  console.log(
-    `# validation (${check}): longest main-thread work between timer ticks ${(measured.longestS * 1000).toFixed(0)} ms over ${measured.ticks} ticks; ` +
-      `${latencies.length} queries, median ${sorted[sorted.length >> 1].toFixed(0)} ms, max ${sorted[sorted.length - 1].toFixed(0)} ms`,
-  );
-  assert.ok(measured.longestS < MAX_BLOCK_S, `the event loop ran ${(measured.longestS * 1000).toFixed(0)} ms of CPU without yielding`);
-});
+    const client = new Client({ connection });
+    const handle = await client.workflow.start(validateWhileQueried, {
+      taskQueue: 'validation-latency',
+      workflowId: 'validation-latency',
+    });
+    const latencies: number[] = [];
+    let finished = false;
+    const verdict = handle.result().finally(() => (finished = true));
+    while (!finished) {
+      const t0 = performance.now();
+      const phase = await handle.query(phaseQuery);
+      latencies.push(performance.now() - t0);
+      assert.ok(['validating', 'done'].includes(phase), phase);
+      await sleep(200);
+    }
+    const check = await verdict;
+    assert.ok(measured, 'the activity ran');
+    assert.ok(latencies.length >= 3, `only ${latencies.length} queries answered during validation`);
+    const sorted = [...latencies].sort((a, b) => a - b);
+    console.log(
+      `# validation (${check}): longest main-thread work between timer ticks ${(measured.longestS * 1000).toFixed(0)} ms over ${measured.ticks} ticks; ` +
+        `${latencies.length} queries, median ${sorted[sorted.length >> 1].toFixed(0)} ms, max ${sorted[sorted.length - 1].toFixed(0)} ms`,
+    );
+    assert.ok(
+      measured.longestS < MAX_BLOCK_S,
+      `the event loop ran ${(measured.longestS * 1000).toFixed(0)} ms of CPU without yielding`,
+    );
+  },
+);

@@ -10,31 +10,57 @@ import { GOOD_MANIFEST, GOOD_SOURCE } from './fixtures/synthesis/scripts.js';
 
 /** Stage-2 validation of generated modules through the sandbox (issue 13: budget, heartbeats, weak isolation). */
 
-const config = (sandbox: Record<string, unknown> = {}) => parseConfig({ env: { name: 'toy-orders' }, synthesis: { typecheck: false, sandbox } });
+const config = (sandbox: Record<string, unknown> = {}) =>
+  parseConfig({ env: { name: 'toy-orders' }, synthesis: { typecheck: false, sandbox } });
 
 test('validation reports progress after every seed a check tries, not only between checks', async () => {
   const events: Record<string, unknown>[] = [];
-  const { verdict } = await validateCandidate({ source: GOOD_SOURCE, manifest: GOOD_MANIFEST, config: config(), onProgress: (d) => events.push(d) });
+  const { verdict } = await validateCandidate({
+    source: GOOD_SOURCE,
+    manifest: GOOD_MANIFEST,
+    config: config(),
+    onProgress: (d) => events.push(d),
+  });
   assert.equal(verdict.failedCheck, 'calibration', verdict.reason); // no policy given: checks 1–4 pass
-  for (const [check, seeds] of [['determinism', 100], ['solvability', 50], ['non_triviality', 90], ['verifier', 20]] as const) {
+  for (const [check, seeds] of [
+    ['determinism', 100],
+    ['solvability', 50],
+    ['non_triviality', 90],
+    ['verifier', 20],
+  ] as const) {
     const within = events.filter((e) => e.check === check && typeof e.seeds === 'number').map((e) => e.seeds);
-    assert.deepEqual(within, Array.from({ length: seeds }, (_, i) => i + 1), check);
+    assert.deepEqual(
+      within,
+      Array.from({ length: seeds }, (_, i) => i + 1),
+      check,
+    );
   }
 });
 
 test('a module that answers every request slowly runs out of the validation budget, named by its config field', async () => {
-  const slow = GOOD_SOURCE.replace('generate(seed, rng) {', 'generate(seed, rng) {\n    for (const until = Date.now() + 50; Date.now() < until; );');
+  const slow = GOOD_SOURCE.replace(
+    'generate(seed, rng) {',
+    'generate(seed, rng) {\n    for (const until = Date.now() + 50; Date.now() < until; );',
+  );
   assert.notEqual(slow, GOOD_SOURCE);
-  const { verdict } = await validateCandidate({ source: slow, manifest: GOOD_MANIFEST, config: config({ budgetMs: 2000 }) });
+  const { verdict } = await validateCandidate({
+    source: slow,
+    manifest: GOOD_MANIFEST,
+    config: config({ budgetMs: 2000 }),
+  });
   assert.equal(verdict.passed, false);
   assert.match(verdict.reason!, /synthesis\.sandbox\.budgetMs = 2000/);
 });
 
 const run = promisify(execFile);
 async function weakVerdict(allow: boolean): Promise<ValidationVerdict> {
-  const { stdout } = await run(process.execPath, ['--import', 'tsx', 'test/fixtures/sandbox/validate-weak.ts', allow ? 'allow' : 'refuse'], {
-    env: { ...process.env, TRACE_SANDBOX_ISOLATION: 'unshare-net' },
-  });
+  const { stdout } = await run(
+    process.execPath,
+    ['--import', 'tsx', 'test/fixtures/sandbox/validate-weak.ts', allow ? 'allow' : 'refuse'],
+    {
+      env: { ...process.env, TRACE_SANDBOX_ISOLATION: 'unshare-net' },
+    },
+  );
   return JSON.parse(stdout) as ValidationVerdict;
 }
 
@@ -72,5 +98,8 @@ test('cancelling the validation activity kills its sandbox mid-check and throws,
   assert.ok(cancelledAt, 'validation never reached the determinism check');
   // Without the signal the check ran on to seed 100 and validation went on to later checks.
   const after = events.slice(events.indexOf(cancelledAt) + 1);
-  assert.ok(after.every((e) => e.check === 'determinism' && (e.seeds === undefined || (e.seeds as number) <= 4)), `ran on after the cancel: ${JSON.stringify(after)}`);
+  assert.ok(
+    after.every((e) => e.check === 'determinism' && (e.seeds === undefined || (e.seeds as number) <= 4)),
+    `ran on after the cancel: ${JSON.stringify(after)}`,
+  );
 });

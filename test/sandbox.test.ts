@@ -18,7 +18,11 @@ async function playGold(env: Environment, seed: number) {
   const ep = await env.reset({ seed });
   const messages: Message[] = ep.initialMessages();
   for (const action of gold) {
-    messages.push(action.type === 'message' ? { role: 'assistant', content: action.content } : { role: 'assistant', content: null, tool_calls: [action.call] });
+    messages.push(
+      action.type === 'message'
+        ? { role: 'assistant', content: action.content }
+        : { role: 'assistant', content: null, tool_calls: [action.call] },
+    );
     const r = await ep.step(action);
     messages.push(r.observation);
   }
@@ -32,9 +36,16 @@ test('sandbox: an SDK-built module (imports #env-sdk) passes conformance and beh
   try {
     assert.equal(env.info.name, 'sandbox-deposit');
     const checks = await runConformance(env, { reset: { seed: 7 } });
-    assert.ok(checks.every((c) => c.ok), formatConformance(checks));
+    assert.ok(
+      checks.every((c) => c.ok),
+      formatConformance(checks),
+    );
     for (const seed of [1, 2, 3]) {
-      assert.deepEqual(await inspectInstance(env, seed), await inspectInstance(sdkEnv, seed), `seed ${seed} instance differs`);
+      assert.deepEqual(
+        await inspectInstance(env, seed),
+        await inspectInstance(sdkEnv, seed),
+        `seed ${seed} instance differs`,
+      );
       const boxed = await playGold(env, seed);
       assert.equal(boxed.reward, 1, `gold of seed ${seed} scored ${boxed.reward} in the sandbox`);
       assert.deepEqual(boxed.messages, (await playGold(sdkEnv, seed)).messages);
@@ -49,7 +60,10 @@ test('sandbox: concurrent episodes through one sandbox stay independent', async 
   try {
     const seeds = Array.from({ length: 16 }, (_, i) => 100 + i);
     const rewards = await Promise.all(seeds.map(async (seed) => (await playGold(env, seed)).reward));
-    assert.deepEqual(rewards, seeds.map(() => 1));
+    assert.deepEqual(
+      rewards,
+      seeds.map(() => 1),
+    );
   } finally {
     await env.close();
   }
@@ -88,15 +102,21 @@ test('sandbox: a cached bundle is never stale: editing the module file is picked
 });
 
 test('sandbox: broken modules fail with a reason before anything runs', async () => {
-  await assert.rejects(startSandboxedEnv({ source: 'export default {' }), (e: unknown) => reason('compile')(e) && /env\.ts:1:/.test((e as Error).message));
-  await assert.rejects(startSandboxedEnv({ source: "import x from 'no-such-package-xyz'; export default x;" }), (e: unknown) =>
-    reason('compile')(e) && /no-such-package-xyz/.test((e as Error).message),
+  await assert.rejects(
+    startSandboxedEnv({ source: 'export default {' }),
+    (e: unknown) => reason('compile')(e) && /env\.ts:1:/.test((e as Error).message),
   );
-  await assert.rejects(startSandboxedEnv({ source: 'export default 42;' }), (e: unknown) =>
-    reason('crash')(e) && /not an Environment/.test((e as Error).message),
+  await assert.rejects(
+    startSandboxedEnv({ source: "import x from 'no-such-package-xyz'; export default x;" }),
+    (e: unknown) => reason('compile')(e) && /no-such-package-xyz/.test((e as Error).message),
   );
-  await assert.rejects(startSandboxedEnv({ source: "throw new Error('boom at import'); export default {};" }), (e: unknown) =>
-    reason('crash')(e) && /boom at import/.test((e as Error).message),
+  await assert.rejects(
+    startSandboxedEnv({ source: 'export default 42;' }),
+    (e: unknown) => reason('crash')(e) && /not an Environment/.test((e as Error).message),
+  );
+  await assert.rejects(
+    startSandboxedEnv({ source: "throw new Error('boom at import'); export default {};" }),
+    (e: unknown) => reason('crash')(e) && /boom at import/.test((e as Error).message),
   );
   await assert.rejects(startSandboxedEnv({}), /exactly one of source or modulePath/);
   await assert.rejects(startSandboxedEnv({ source: 'export default {}', limits: { wallMs: -1 } }), /limits: wallMs/);
@@ -104,11 +124,17 @@ test('sandbox: broken modules fail with a reason before anything runs', async ()
 
 test('sandbox: an ordinary env exception is an env_error and the sandbox keeps working', async () => {
   const env = await startSandboxedEnv({
-    source: attackSource("if (globalThis.once) return 'second'; globalThis.once = 1; throw new Error('tool bug')", "console.log('module says hello');"),
+    source: attackSource(
+      "if (globalThis.once) return 'second'; globalThis.once = 1; throw new Error('tool bug')",
+      "console.log('module says hello');",
+    ),
   });
   try {
     const ep = await env.reset({ taskId: 'attack' });
-    await assert.rejects(ep.step(ATTACK), (e: unknown) => reason('env_error')(e) && /tool bug/.test((e as Error).message));
+    await assert.rejects(
+      ep.step(ATTACK),
+      (e: unknown) => reason('env_error')(e) && /tool bug/.test((e as Error).message),
+    );
     assert.equal((await ep.step(ATTACK)).observation.content, 'second');
     assert.match(env.logs(), /module says hello/, 'console output is kept as logs');
   } finally {
@@ -125,14 +151,17 @@ test('sandbox: a step result that breaks the Environment interface is an env_err
   const env = await startSandboxedEnv({ source });
   try {
     const ep = await env.reset({ taskId: 'attack' });
-    await assert.rejects(ep.step(ATTACK), (e: unknown) => reason('env_error')(e) && /observation\.role/.test((e as Error).message));
+    await assert.rejects(
+      ep.step(ATTACK),
+      (e: unknown) => reason('env_error')(e) && /observation\.role/.test((e as Error).message),
+    );
   } finally {
     await env.close();
   }
 });
 
 test('sandbox: close stops the process and removes its directory', async () => {
-  const env = await startSandboxedEnv({ source: attackSource("return process.cwd()") });
+  const env = await startSandboxedEnv({ source: attackSource('return process.cwd()') });
   const ep = await env.reset({ taskId: 'attack' });
   const cwd = (await ep.step(ATTACK)).observation.content ?? '';
   assert.ok(cwd.length > 0);

@@ -3,8 +3,19 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import {
-  Rng, gen, canonicalJson, stableHash, schemaViolation, inspectInstance, communicated, calledWith, toolCallsOf, weighted,
-  type SyntheticEnvironment, type AgentAction, type Message,
+  Rng,
+  gen,
+  canonicalJson,
+  stableHash,
+  schemaViolation,
+  inspectInstance,
+  communicated,
+  calledWith,
+  toolCallsOf,
+  weighted,
+  type SyntheticEnvironment,
+  type AgentAction,
+  type Message,
 } from '#env-sdk';
 
 const root = path.resolve(import.meta.dirname, '..');
@@ -26,7 +37,11 @@ async function play(env: SyntheticEnvironment, seed: number, actions: AgentActio
   const messages: Message[] = ep.initialMessages();
   let termination: 'agent_stop' | 'user_stop' | 'max_steps' = 'agent_stop';
   for (const a of actions) {
-    messages.push(a.type === 'tool_call' ? { role: 'assistant', content: null, tool_calls: [a.call] } : { role: 'assistant', content: a.content });
+    messages.push(
+      a.type === 'tool_call'
+        ? { role: 'assistant', content: null, tool_calls: [a.call] }
+        : { role: 'assistant', content: a.content },
+    );
     const r = await ep.step(a);
     messages.push(r.observation);
     if (r.done) {
@@ -41,10 +56,22 @@ test('Rng is deterministic per seed and draws stay in range', () => {
   const a = new Rng(7);
   const b = new Rng(7);
   const xs = Array.from({ length: 50 }, () => a.int(1, 6));
-  assert.deepEqual(xs, Array.from({ length: 50 }, () => b.int(1, 6)));
+  assert.deepEqual(
+    xs,
+    Array.from({ length: 50 }, () => b.int(1, 6)),
+  );
   assert.ok(xs.every((x) => x >= 1 && x <= 6));
   assert.equal(new Set(xs).size, 6);
-  assert.notDeepEqual(xs, Array.from({ length: 50 }, ((r) => () => r.int(1, 6))(new Rng(8))));
+  assert.notDeepEqual(
+    xs,
+    Array.from(
+      { length: 50 },
+      (
+        (r) => () =>
+          r.int(1, 6)
+      )(new Rng(8)),
+    ),
+  );
   assert.equal(new Set(new Rng(1).sample([1, 2, 3, 4], 4)).size, 4);
   const d = gen.date(new Rng(3), '2024-05-01', '2024-05-03');
   assert.ok(['2024-05-01', '2024-05-02', '2024-05-03'].includes(d));
@@ -52,7 +79,10 @@ test('Rng is deterministic per seed and draws stay in range', () => {
 });
 
 test('canonical JSON sorts keys and the hash ignores key order; non-JSON is rejected', () => {
-  assert.equal(canonicalJson({ b: 1, a: { d: [1, { z: 1, y: 2 }], c: null } }), '{"a":{"c":null,"d":[1,{"y":2,"z":1}]},"b":1}');
+  assert.equal(
+    canonicalJson({ b: 1, a: { d: [1, { z: 1, y: 2 }], c: null } }),
+    '{"a":{"c":null,"d":[1,{"y":2,"z":1}]},"b":1}',
+  );
   assert.equal(stableHash({ x: 1, y: 2 }), stableHash({ y: 2, x: 1 }));
   assert.notEqual(stableHash({ x: 1 }), stableHash({ x: 2 }));
   assert.throws(() => canonicalJson({ a: Number.NaN }), /\$\.a is NaN/);
@@ -60,7 +90,17 @@ test('canonical JSON sorts keys and the hash ignores key order; non-JSON is reje
 });
 
 test('schemaViolation names the bad field', () => {
-  const s = { type: 'object', properties: { id: { type: 'string' }, n: { type: 'integer', minimum: 0 }, cabin: { enum: ['economy', 'business'] }, xs: { type: 'array', items: { type: 'object', properties: { a: { type: 'string' } }, required: ['a'] } } }, required: ['id'], additionalProperties: false };
+  const s = {
+    type: 'object',
+    properties: {
+      id: { type: 'string' },
+      n: { type: 'integer', minimum: 0 },
+      cabin: { enum: ['economy', 'business'] },
+      xs: { type: 'array', items: { type: 'object', properties: { a: { type: 'string' } }, required: ['a'] } },
+    },
+    required: ['id'],
+    additionalProperties: false,
+  };
   assert.equal(schemaViolation(s, { id: 'x', n: 2, cabin: 'economy', xs: [{ a: 'q' }] }), undefined);
   assert.equal(schemaViolation(s, {}), 'arguments.id is required');
   assert.equal(schemaViolation(s, { id: 3 }), 'arguments.id must be string, got number');
@@ -73,7 +113,13 @@ test('schemaViolation names the bad field', () => {
 
 test('verifier helpers: communicated values, partial argument match, weighted credit', () => {
   const msgs: Message[] = [
-    { role: 'assistant', content: null, tool_calls: [{ id: '1', type: 'function', function: { name: 'f', arguments: '{"a":"X","b":{"c":[1,2]},"d":9}' } }] },
+    {
+      role: 'assistant',
+      content: null,
+      tool_calls: [
+        { id: '1', type: 'function', function: { name: 'f', arguments: '{"a":"X","b":{"c":[1,2]},"d":9}' } },
+      ],
+    },
     { role: 'assistant', content: 'Your total is $1,234.50 and the locator is abc123.' },
   ];
   assert.deepEqual(communicated(msgs, [1234.5, 'ABC123']), { ok: true, missing: [] });
@@ -82,7 +128,11 @@ test('verifier helpers: communicated values, partial argument match, weighted cr
   assert.ok(calledWith(calls, 'f', { a: 'x', b: { c: [1, 2] } }));
   assert.ok(!calledWith(calls, 'f', { b: { c: [1] } }));
   assert.ok(!calledWith(calls, 'g'));
-  assert.deepEqual(weighted({ action: [0.6, true], communication: [0.4, false] }), { reward: 0.6, components: { action: 1, communication: 0 }, details: undefined });
+  assert.deepEqual(weighted({ action: [0.6, true], communication: [0.4, false] }), {
+    reward: 0.6,
+    components: { action: 1, communication: 0 },
+    details: undefined,
+  });
 });
 
 test('defineEnvironment: the README example steps tools, reports argument errors, scores gold 1 and stopping 0', async () => {
@@ -100,13 +150,17 @@ test('defineEnvironment: the README example steps tools, reports argument errors
   assert.equal((await play(env, 5, [{ type: 'message', content: '###STOP###' }])).result.reward, 0);
 
   const ep = await env.reset({ seed: 5 });
-  const bad = async (name: string, args: string) => ep.step({ type: 'tool_call', call: { id: 'c', type: 'function', function: { name, arguments: args } } });
+  const bad = async (name: string, args: string) =>
+    ep.step({ type: 'tool_call', call: { id: 'c', type: 'function', function: { name, arguments: args } } });
   assert.match((await bad('nope', '{}')).observation.content as string, /^Error: unknown tool 'nope'/);
   assert.match((await bad('get_user_details', '{oops')).observation.content as string, /not valid JSON/);
   const r = await bad('get_user_details', '{"user_id": 5}');
   assert.equal(r.error, true);
   assert.match(r.observation.content as string, /arguments\.user_id must be string/);
-  assert.match((await bad('get_user_details', '{"user_id": "ghost"}')).observation.content as string, /^Error: User not found/);
+  assert.match(
+    (await bad('get_user_details', '{"user_id": "ghost"}')).observation.content as string,
+    /^Error: User not found/,
+  );
 
   // A fork replays independently; the scripted user stops after the agent's message.
   const fork = await ep.fork();
@@ -115,11 +169,15 @@ test('defineEnvironment: the README example steps tools, reports argument errors
   assert.equal((await ep.step({ type: 'message', content: 'hi' })).termination, 'user_stop');
 });
 
-test('airline tools keep τ²\'s upstream schemas, resolving $ref passengers', async () => {
+test("airline tools keep τ²'s upstream schemas, resolving $ref passengers", async () => {
   const { airlineTools, AIRLINE_TOOL_SCHEMAS, airlineUser, Rng: R } = await import('#env-sdk');
   const upstream = AIRLINE_TOOL_SCHEMAS.find((s) => s.function.name === 'update_reservation_passengers')!;
   assert.deepEqual(airlineTools.update_reservation_passengers.parameters, upstream.function.parameters);
-  const withRef = { type: 'object', $defs: { P: { type: 'object', properties: { dob: { type: 'string' } }, required: ['dob'] } }, properties: { ps: { type: 'array', items: { $ref: '#/$defs/P' } } } };
+  const withRef = {
+    type: 'object',
+    $defs: { P: { type: 'object', properties: { dob: { type: 'string' } }, required: ['dob'] } },
+    properties: { ps: { type: 'array', items: { $ref: '#/$defs/P' } } },
+  };
   assert.equal(schemaViolation(withRef, { ps: [{ dob: '2000-01-01' }] }), undefined);
   assert.equal(schemaViolation(withRef, { ps: [{}] }), 'arguments.ps[0].dob is required');
   assert.match(schemaViolation({ $ref: '#/$defs/Nope' }, 1) ?? '', /cannot be resolved/);
@@ -129,10 +187,17 @@ test('airline tools keep τ²\'s upstream schemas, resolving $ref passengers', a
   assert.ok(user.reservations.every((id) => db.reservations[id].user_id === user.user_id));
   const rid = user.reservations[0];
   const passengers = db.reservations[rid].passengers.map(({ dob: _d, ...rest }) => rest);
-  assert.throws(() => airlineTools.update_reservation_passengers.run({ reservation_id: rid, passengers }, { state: db, instance: null }), /passengers\[0\] needs string first_name, last_name and dob/);
+  assert.throws(
+    () =>
+      airlineTools.update_reservation_passengers.run(
+        { reservation_id: rid, passengers },
+        { state: db, instance: null },
+      ),
+    /passengers\[0\] needs string first_name, last_name and dob/,
+  );
 });
 
-test('llmUser plays the user from the agent\'s side of the conversation and stops after maxTurns', async () => {
+test("llmUser plays the user from the agent's side of the conversation and stops after maxTurns", async () => {
   const { llmUser } = await import('#env-sdk');
   const seen: { role: string; content: string }[][] = [];
   const user = llmUser<unknown, { userGoal: string }>({
@@ -143,9 +208,18 @@ test('llmUser plays the user from the agent\'s side of the conversation and stop
     },
     maxTurns: 1,
   });
-  const messages: Message[] = [{ role: 'user', content: 'I need help' }, { role: 'assistant', content: 'What is your order id?' }];
-  assert.equal(await user({ instance: { userGoal: 'refund order 42' }, state: {}, messages, turn: 0 }), 'My order id is 42.');
-  assert.deepEqual(seen[0].map((m) => m.role), ['system', 'assistant', 'user']);
+  const messages: Message[] = [
+    { role: 'user', content: 'I need help' },
+    { role: 'assistant', content: 'What is your order id?' },
+  ];
+  assert.equal(
+    await user({ instance: { userGoal: 'refund order 42' }, state: {}, messages, turn: 0 }),
+    'My order id is 42.',
+  );
+  assert.deepEqual(
+    seen[0].map((m) => m.role),
+    ['system', 'assistant', 'user'],
+  );
   assert.match(seen[0][0].content, /Your goal: refund order 42[\s\S]*###STOP###/);
   assert.equal(await user({ instance: { userGoal: 'x' }, state: {}, messages, turn: 1 }), '###STOP###');
 });
@@ -154,24 +228,41 @@ test('a successful call to an endsEpisode tool ends the episode; a failed one is
   const { defineEnvironment, defineTool, ToolError, call } = await import('#env-sdk');
   type S = { done: string[] };
   const env = defineEnvironment<S, { initialState: S; userGoal: string; gold: AgentAction[] }>({
-    metadata: { name: 'ends-test', capability: 'x', targetEnv: 't', transferRationale: 'only for this test of endsEpisode', description: 'ends-test env' },
+    metadata: {
+      name: 'ends-test',
+      capability: 'x',
+      targetEnv: 't',
+      transferRationale: 'only for this test of endsEpisode',
+      description: 'ends-test env',
+    },
     systemPrompt: 'test',
-    tools: [defineTool<S, { id: string }>({
-      name: 'finish', description: 'finish', parameters: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] }, endsEpisode: true,
-      run: ({ id }, { state }) => {
-        if (id !== 'ok') throw new ToolError(`no item ${id}`);
-        state.done.push(id);
-        return 'finished';
-      },
-    })],
+    tools: [
+      defineTool<S, { id: string }>({
+        name: 'finish',
+        description: 'finish',
+        parameters: { type: 'object', properties: { id: { type: 'string' } }, required: ['id'] },
+        endsEpisode: true,
+        run: ({ id }, { state }) => {
+          if (id !== 'ok') throw new ToolError(`no item ${id}`);
+          state.done.push(id);
+          return 'finished';
+        },
+      }),
+    ],
     generate: () => ({ initialState: { done: [] }, userGoal: 'finish ok', gold: [call('finish', { id: 'ok' })] }),
     evaluate: ({ state }) => ({ reward: state.done.length ? 1 : 0, components: {} }),
   });
   const ep = await env.reset({ seed: 1 });
   const bad = await ep.step(call('finish', { id: 'nope' }));
-  assert.deepEqual({ error: bad.error, done: bad.done, content: bad.observation.content }, { error: true, done: false, content: 'Error: no item nope' });
+  assert.deepEqual(
+    { error: bad.error, done: bad.done, content: bad.observation.content },
+    { error: true, done: false, content: 'Error: no item nope' },
+  );
   const ok = await ep.step(call('finish', { id: 'ok' }));
-  assert.deepEqual({ error: ok.error, done: ok.done, termination: ok.termination }, { error: false, done: true, termination: 'agent_stop' });
+  assert.deepEqual(
+    { error: ok.error, done: ok.done, termination: ok.termination },
+    { error: false, done: true, termination: 'agent_stop' },
+  );
   await assert.rejects(ep.step(call('finish', { id: 'ok' })), /is finished/);
   assert.equal((await ep.evaluate([], 'agent_stop')).reward, 1);
 });

@@ -7,7 +7,10 @@ import { parseConfig } from '../core/config.js';
 import { openEnvironment } from '../envs/registry.js';
 import { CONFIRM, createShowcaseDeskEnv, DESK_TASKS } from '../envs/showcase/desk.js';
 
-const act = (name: string, args: Record<string, unknown>): AgentAction => ({ type: 'tool_call', call: { id: `c_${name}`, type: 'function', function: { name, arguments: JSON.stringify(args) } } });
+const act = (name: string, args: Record<string, unknown>): AgentAction => ({
+  type: 'tool_call',
+  call: { id: `c_${name}`, type: 'function', function: { name, arguments: JSON.stringify(args) } },
+});
 
 /** Plays actions from a fresh episode of `taskId` until done; returns the reward and each step's result. */
 async function play(env: Environment, taskId: string, actions: AgentAction[]) {
@@ -16,7 +19,11 @@ async function play(env: Environment, taskId: string, actions: AgentAction[]) {
   const steps = [];
   let termination: Termination = 'agent_stop';
   for (const a of actions) {
-    messages.push(a.type === 'tool_call' ? { role: 'assistant', content: null, tool_calls: [a.call] } : { role: 'assistant', content: a.content });
+    messages.push(
+      a.type === 'tool_call'
+        ? { role: 'assistant', content: null, tool_calls: [a.call] }
+        : { role: 'assistant', content: a.content },
+    );
     const r = await ep.step(a);
     messages.push(r.observation);
     steps.push(r);
@@ -43,9 +50,14 @@ test('showcase-desk: ≥ 40 tasks, a fixed 20/24 train/test split, the same on e
   // Pinned so a change to the generator (and with it every measured number) is deliberate.
   assert.equal(DESK_TASKS[0].opening, 'Cancel my booking ZU4SK, thanks.');
   assert.equal(DESK_TASKS[43].opening, "Cancel Fatima Hernandez's booking, thanks.");
-  const env = await openEnvironment(parseConfig({ env: { name: 'showcase-desk' } }).env, { config: parseConfig({ env: { name: 'showcase-desk' } }) });
+  const env = await openEnvironment(parseConfig({ env: { name: 'showcase-desk' } }).env, {
+    config: parseConfig({ env: { name: 'showcase-desk' } }),
+  });
   assert.equal(env.info.kind, 'target');
-  assert.deepEqual(env.tools().map((t) => t.function.name), ['find_booking', 'cancel_booking']);
+  assert.deepEqual(
+    env.tools().map((t) => t.function.name),
+    ['find_booking', 'cancel_booking'],
+  );
 });
 
 test('showcase-desk: gold replay scores 1 on every task and ends at the cancellation', async () => {
@@ -55,22 +67,59 @@ test('showcase-desk: gold replay scores 1 on every task and ends at the cancella
     assert.equal(info.reward, 1, t.id);
     assert.equal(info.success, true);
     assert.equal(steps.length, t.gold.length);
-    assert.deepEqual({ done: steps.at(-1)!.done, termination: steps.at(-1)!.termination }, { done: true, termination: 'agent_stop' });
+    assert.deepEqual(
+      { done: steps.at(-1)!.done, termination: steps.at(-1)!.termination },
+      { done: true, termination: 'agent_stop' },
+    );
   }
 });
 
 test('showcase-desk: wrong or missing actions score 0', async () => {
   const env = createShowcaseDeskEnv();
   const byName = DESK_TASKS.find((t) => t.kind === 'by_name')!;
-  const target = JSON.parse((byName.gold[1] as Extract<AgentAction, { type: 'tool_call' }>).call.function.arguments).booking_code as string;
+  const target = JSON.parse((byName.gold[1] as Extract<AgentAction, { type: 'tool_call' }>).call.function.arguments)
+    .booking_code as string;
   const other = Object.keys(byName.initialState.bookings).find((c) => c !== target)!;
-  assert.equal((await play(env, byName.id, [act('cancel_booking', { booking_code: other })])).info.reward, 0, 'another guest cancelled');
-  assert.equal((await play(env, byName.id, [{ type: 'message', content: 'Your booking is cancelled.' }])).info.reward, 0, 'claimed without acting');
-  assert.equal((await play(env, byName.id, [act('find_booking', { guest: 'Nobody Here' }), act('find_booking', { guest: 'x' }), act('find_booking', { guest: 'y' }), act('find_booking', { guest: 'z' })])).info.reward, 0);
-  const msg = await play(env, byName.id, [byName.gold[0], { type: 'message', content: 'Found it. Shall I cancel?' }, { type: 'message', content: 'Bye.' }]);
-  assert.deepEqual(msg.steps.slice(1).map((r) => [r.observation.content, r.done, r.termination]), [[CONFIRM, false, undefined], ['###STOP###', true, 'user_stop']], 'the first message is confirmed, the second ends it');
+  assert.equal(
+    (await play(env, byName.id, [act('cancel_booking', { booking_code: other })])).info.reward,
+    0,
+    'another guest cancelled',
+  );
+  assert.equal(
+    (await play(env, byName.id, [{ type: 'message', content: 'Your booking is cancelled.' }])).info.reward,
+    0,
+    'claimed without acting',
+  );
+  assert.equal(
+    (
+      await play(env, byName.id, [
+        act('find_booking', { guest: 'Nobody Here' }),
+        act('find_booking', { guest: 'x' }),
+        act('find_booking', { guest: 'y' }),
+        act('find_booking', { guest: 'z' }),
+      ])
+    ).info.reward,
+    0,
+  );
+  const msg = await play(env, byName.id, [
+    byName.gold[0],
+    { type: 'message', content: 'Found it. Shall I cancel?' },
+    { type: 'message', content: 'Bye.' },
+  ]);
+  assert.deepEqual(
+    msg.steps.slice(1).map((r) => [r.observation.content, r.done, r.termination]),
+    [
+      [CONFIRM, false, undefined],
+      ['###STOP###', true, 'user_stop'],
+    ],
+    'the first message is confirmed, the second ends it',
+  );
   assert.equal(msg.info.reward, 0, 'looked up but did not cancel');
-  const asked = await play(env, byName.id, [byName.gold[0], { type: 'message', content: 'Shall I cancel it?' }, byName.gold[1]]);
+  const asked = await play(env, byName.id, [
+    byName.gold[0],
+    { type: 'message', content: 'Shall I cancel it?' },
+    byName.gold[1],
+  ]);
   assert.equal(asked.info.reward, 1, 'asking before acting is fine');
 });
 
@@ -80,8 +129,17 @@ test('showcase-desk: tool errors are observations, and the episode is capped at 
   const ep = await env.reset({ taskId: t.id });
   const cases: [AgentAction, RegExp][] = [
     [act('cancel_booking', { booking_code: '12345' }), /^Error: no booking with code '12345'/],
-    [{ type: 'tool_call', call: { id: 'c', type: 'function', function: { name: 'cancel_booking', arguments: '{"booking_code":' } } }, /^Error: arguments of cancel_booking are not valid JSON/],
-    [act('delete_everything', {}), /^Error: unknown tool 'delete_everything'. Available tools: find_booking, cancel_booking/],
+    [
+      {
+        type: 'tool_call',
+        call: { id: 'c', type: 'function', function: { name: 'cancel_booking', arguments: '{"booking_code":' } },
+      },
+      /^Error: arguments of cancel_booking are not valid JSON/,
+    ],
+    [
+      act('delete_everything', {}),
+      /^Error: unknown tool 'delete_everything'. Available tools: find_booking, cancel_booking/,
+    ],
   ];
   for (const [a, re] of cases) {
     const r = await ep.step(a);

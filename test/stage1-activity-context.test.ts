@@ -36,14 +36,26 @@ test('activities heartbeat progress, stop starting items when cancelled, and acc
     // Attempt 3+: an LLM outage is recorded (termination error) instead of failing the batch again.
     policyDown = true;
     const late = new MockActivityEnvironment({ attempt: 3 });
-    const recorded = (await late.run(acts.collectRolloutBatch, { config, runId: 'ctx', batchIndex: 1, tasks: tasks.slice(0, 1) })) as Batch;
+    const recorded = (await late.run(acts.collectRolloutBatch, {
+      config,
+      runId: 'ctx',
+      batchIndex: 1,
+      tasks: tasks.slice(0, 1),
+    })) as Batch;
     assert.equal(recorded.count, 1);
     const early = new MockActivityEnvironment({ attempt: 1 });
-    await assert.rejects(early.run(acts.collectRolloutBatch, { config, runId: 'ctx', batchIndex: 2, tasks: tasks.slice(0, 1) }), /infrastructure errors/);
+    await assert.rejects(
+      early.run(acts.collectRolloutBatch, { config, runId: 'ctx', batchIndex: 2, tasks: tasks.slice(0, 1) }),
+      /infrastructure errors/,
+    );
 
     const dictionaryRef = await store.put(
       'runs/ctx/capabilities/dictionary.json',
-      JSON.stringify({ capabilities: [{ name: 'verify_preconditions', description: 'Checks first. Acts second.' }], basedOn: { successes: [], failures: [] }, model: 'm' }),
+      JSON.stringify({
+        capabilities: [{ name: 'verify_preconditions', description: 'Checks first. Acts second.' }],
+        basedOn: { successes: [], failures: [] },
+        model: 'm',
+      }),
     );
     const labeling = new MockActivityEnvironment();
     const labelBeats: { done: number }[] = [];
@@ -51,9 +63,14 @@ test('activities heartbeat progress, stop starting items when cancelled, and acc
       labelBeats.push(d);
       if (d.done === 2) labeling.cancel();
     });
-    await assert.rejects(labeling.run(acts.labelPass, { config, runId: 'ctx', pass: 0, rolloutRefs: [batch.ref], dictionaryRef }));
+    await assert.rejects(
+      labeling.run(acts.labelPass, { config, runId: 'ctx', pass: 0, rolloutRefs: [batch.ref], dictionaryRef }),
+    );
     const persisted = await store.list('runs/ctx/capabilities/labels/pass-00.items/');
-    assert.ok(persisted.length >= 2 && persisted.length <= 3, `${persisted.length} items labeled before the cancellation took effect`);
+    assert.ok(
+      persisted.length >= 2 && persisted.length <= 3,
+      `${persisted.length} items labeled before the cancellation took effect`,
+    );
     assert.equal(await store.stat('runs/ctx/capabilities/labels/pass-00.json'), undefined);
   } finally {
     await server.close();

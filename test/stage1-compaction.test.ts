@@ -13,7 +13,12 @@ function trajectory(messages: Message[]): Trajectory {
     model: 'm',
     messages,
     reward: 0,
-    rewardInfo: { reward: 0, components: { DB: 0, COMMUNICATE: 1 }, success: false, details: { notCommunicated: ['57.50'] } },
+    rewardInfo: {
+      reward: 0,
+      components: { DB: 0, COMMUNICATE: 1 },
+      success: false,
+      details: { notCommunicated: ['57.50'] },
+    },
     success: false,
     termination: 'max_errors',
     usage: { promptTokens: 0, completionTokens: 0, calls: 0 },
@@ -28,7 +33,17 @@ function longConversation(turns: number): Message[] {
     { role: 'user', content: 'Please cancel order O-1.' },
   ];
   for (let i = 0; i < turns; i++) {
-    msgs.push({ role: 'assistant', content: null, tool_calls: [{ id: `c${i}`, type: 'function', function: { name: 'get_order', arguments: JSON.stringify({ order_id: 'O-1', note: 'x'.repeat(2000) }) } }] });
+    msgs.push({
+      role: 'assistant',
+      content: null,
+      tool_calls: [
+        {
+          id: `c${i}`,
+          type: 'function',
+          function: { name: 'get_order', arguments: JSON.stringify({ order_id: 'O-1', note: 'x'.repeat(2000) }) },
+        },
+      ],
+    });
     msgs.push({ role: 'tool', tool_call_id: `c${i}`, content: `result ${i} ` + 'y'.repeat(5000) });
   }
   msgs.push({ role: 'assistant', content: 'FINAL ANSWER: cannot cancel.' });
@@ -39,7 +54,11 @@ test('a short trajectory is rendered whole, without the system prompt, with its 
   const t = trajectory([
     { role: 'system', content: 'policy text' },
     { role: 'user', content: 'hi' },
-    { role: 'assistant', content: null, tool_calls: [{ id: 'a', type: 'function', function: { name: 'f', arguments: '{"x":1}' } }] },
+    {
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id: 'a', type: 'function', function: { name: 'f', arguments: '{"x":1}' } }],
+    },
     { role: 'tool', tool_call_id: 'a', content: 'ok' },
     { role: 'assistant', content: 'done' },
   ]);

@@ -11,13 +11,17 @@ import { tempDir, testConfig } from './helpers/stage1-fixtures.js';
 /** kill -9 of the process running an activity, then a rerun: finished items are not redone. */
 
 function runChild(name: string, input: unknown) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/helpers/stage1-child.ts', name, JSON.stringify(input)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', 'test/helpers/stage1-child.ts', name, JSON.stringify(input)],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let out = '';
   let err = '';
   child.stdout.on('data', (d) => (out += d));
   child.stderr.on('data', (d) => (err += d));
-  const done = new Promise<{ code: number | null; signal: NodeJS.Signals | null; out: string; err: string }>((resolve) =>
-    child.on('exit', (code, signal) => resolve({ code, signal, out, err })),
+  const done = new Promise<{ code: number | null; signal: NodeJS.Signals | null; out: string; err: string }>(
+    (resolve) => child.on('exit', (code, signal) => resolve({ code, signal, out, err })),
   );
   return { child, done };
 }
@@ -39,7 +43,8 @@ test('a killed worker mid-rollouts and mid-labeling resumes without redoing fini
   const server = await startScriptedLlm(async (req): Promise<ScriptedReply> => {
     const fmt = req.response_format?.json_schema?.name;
     await sleep(250);
-    if (fmt === 'capability_labels') return { content: JSON.stringify({ labels: { verify_preconditions: 'PRESENT' } }) };
+    if (fmt === 'capability_labels')
+      return { content: JSON.stringify({ labels: { verify_preconditions: 'PRESENT' } }) };
     return { content: 'Goodbye.' };
   });
   try {
@@ -64,7 +69,8 @@ test('a killed worker mid-rollouts and mid-labeling resumes without redoing fini
     const batch = JSON.parse(second.out) as { ref: { uri: string }; count: number };
     assert.equal(batch.count, 6);
     const perTask = new Map<string, number>();
-    for (const r of server.requests) if (!r.response_format) perTask.set(taskOfPolicy(r), (perTask.get(taskOfPolicy(r)) ?? 0) + 1);
+    for (const r of server.requests)
+      if (!r.response_format) perTask.set(taskOfPolicy(r), (perTask.get(taskOfPolicy(r)) ?? 0) + 1);
     const redone = [...perTask.values()].filter((n) => n > 1).length;
     assert.ok(redone <= 1, `at most the one in-flight episode is redone, got ${redone}`);
     assert.equal(perTask.size, 6);
@@ -75,8 +81,15 @@ test('a killed worker mid-rollouts and mid-labeling resumes without redoing fini
     );
 
     // Labeling: kill after three items are persisted.
-    const dictionary = { capabilities: [{ name: 'verify_preconditions', description: 'Checks first. Acts second.' }], basedOn: { successes: [], failures: [] }, model: 'm' };
-    const dictionaryRef = await store.put(`runs/${runId}/capabilities/dictionary.json`, JSON.stringify(CapabilityDictionarySchema.parse(dictionary)));
+    const dictionary = {
+      capabilities: [{ name: 'verify_preconditions', description: 'Checks first. Acts second.' }],
+      basedOn: { successes: [], failures: [] },
+      model: 'm',
+    };
+    const dictionaryRef = await store.put(
+      `runs/${runId}/capabilities/dictionary.json`,
+      JSON.stringify(CapabilityDictionarySchema.parse(dictionary)),
+    );
     const labelInput = { config, runId, pass: 0, rolloutRefs: [batch.ref], dictionaryRef };
     const before = server.requests.length;
     const l1 = runChild('labelPass', labelInput);

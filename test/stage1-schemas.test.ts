@@ -13,7 +13,12 @@ test('discovery output: snake_case general names and 2–3 sentence descriptions
     const r = s.safeParse({ capabilities: caps });
     return r.success ? [] : r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
   };
-  const fixed = s.parse({ capabilities: [{ name: ' Verify Preconditions', description: desc }, { name: 'errorRecovery', description: desc }] });
+  const fixed = s.parse({
+    capabilities: [
+      { name: ' Verify Preconditions', description: desc },
+      { name: 'errorRecovery', description: desc },
+    ],
+  });
   assert.deepEqual(
     fixed.capabilities.map((c) => c.name),
     ['verify_preconditions', 'error_recovery'],
@@ -23,7 +28,10 @@ test('discovery output: snake_case general names and 2–3 sentence descriptions
   assert.match(issues([{ name: 'cancel_order_rules', description: desc }])[0], /names the tool 'cancel_order'/);
   // Tool names shorter than 4 chars are too generic to forbid ('get' is in 'target_...').
   assert.deepEqual(issues([{ name: 'get_targets_right', description: desc }]), []);
-  assert.match(issues([{ name: 'a_b', description: 'One sentence only, but long enough.' }])[0], /must be 2–3 sentences, got 1/);
+  assert.match(
+    issues([{ name: 'a_b', description: 'One sentence only, but long enough.' }])[0],
+    /must be 2–3 sentences, got 1/,
+  );
   assert.match(issues([{ name: 'a_b', description: 'One. Two. Three. Four sentences.' }]).join(), /got 4/);
   assert.deepEqual(issues([]), ['capabilities: Too small: expected array to have >=1 items']);
   assert.equal(sentenceCount('Does X well! Or not? Yes.'), 3);
@@ -42,10 +50,10 @@ test('label output must name every capability exactly once, with a known label',
 
 test('the canonical dictionary dedupes by name in the analyst order and caps the size', () => {
   const c = (name: string) => ({ name, description: ` ${desc} ` });
-  assert.deepEqual(
-    canonicalDictionary([c('x_a'), c('y_b'), c('x_a'), c('z_c')], 2),
-    [{ name: 'x_a', description: desc }, { name: 'y_b', description: desc }],
-  );
+  assert.deepEqual(canonicalDictionary([c('x_a'), c('y_b'), c('x_a'), c('z_c')], 2), [
+    { name: 'x_a', description: desc },
+    { name: 'y_b', description: desc },
+  ]);
 });
 
 test('discovery shows failures and successes two to one within the budget', () => {
@@ -53,10 +61,19 @@ test('discovery shows failures and successes two to one within the budget', () =
   const f = ['f1', 'f2', 'f3', 'f4'].map((id) => t(id, false));
   const s = ['s1', 's2'].map((id) => t(id, true));
   const all = pickForDiscovery(f, s, 100_000);
-  assert.deepEqual(all.failures.map((x) => x.id), ['f1', 'f2', 'f3', 'f4']);
-  assert.deepEqual(all.successes.map((x) => x.id), ['s1', 's2']);
+  assert.deepEqual(
+    all.failures.map((x) => x.id),
+    ['f1', 'f2', 'f3', 'f4'],
+  );
+  assert.deepEqual(
+    all.successes.map((x) => x.id),
+    ['s1', 's2'],
+  );
   assert.equal(all.budget, Math.floor(100_000 / 6));
   const few = pickForDiscovery(f, s, 2_400); // room for three at 800 chars each
-  assert.deepEqual([...few.failures, ...few.successes].map((x) => x.id), ['f1', 'f2', 's1']);
+  assert.deepEqual(
+    [...few.failures, ...few.successes].map((x) => x.id),
+    ['f1', 'f2', 's1'],
+  );
   assert.equal(few.budget, 800);
 });

@@ -29,12 +29,21 @@ test('stage 1 on toy-orders with the real local SmolLM2 server (tiny budget)', {
     const acts = createStage1Activities();
     const store = openStore(config.store);
     const tasks = await acts.listRolloutTasks({ config });
-    const batch = await acts.collectRolloutBatch({ config, runId: 'smoke', batchIndex: 0, tasks, acceptErroredEpisodes: true });
+    const batch = await acts.collectRolloutBatch({
+      config,
+      runId: 'smoke',
+      batchIndex: 0,
+      tasks,
+      acceptErroredEpisodes: true,
+    });
     assert.equal(batch.count, 2);
     const trajs = await loadTrajectories(store, [batch.ref]);
     for (const t of trajs) {
       assert.equal(t.model, server.model);
-      assert.ok(t.messages.some((m) => m.role === 'assistant'), `${t.id} has the policy's turns`);
+      assert.ok(
+        t.messages.some((m) => m.role === 'assistant'),
+        `${t.id} has the policy's turns`,
+      );
       assert.ok(t.usage.calls >= 1 && t.usage.completionTokens > 0, `${t.id} records real token usage`);
     }
 
@@ -51,7 +60,13 @@ test('stage 1 on toy-orders with the real local SmolLM2 server (tiny budget)', {
     const pass = await acts.labelPass({ config, runId: 'smoke', pass: 0, rolloutRefs: [batch.ref], dictionaryRef });
     assert.equal(pass.labeled + pass.failedItems, 2, 'every trajectory is labeled or recorded as a failed item');
     PassLabelsSchema.parse(await store.getJson(pass.ref));
-    const sel = await acts.selectCapabilities({ config, runId: 'smoke', rolloutRefs: [batch.ref], dictionaryRef, passRefs: [pass.ref] });
+    const sel = await acts.selectCapabilities({
+      config,
+      runId: 'smoke',
+      rolloutRefs: [batch.ref],
+      dictionaryRef,
+      passRefs: [pass.ref],
+    });
     const result = Stage1ResultSchema.parse(await store.getJson(sel.ref));
     assert.ok(sel.summary.length > 0);
     t.diagnostic(sel.summary);

@@ -17,8 +17,10 @@ import { tempDir, testConfig } from './helpers/stage1-fixtures.js';
 const VERIFY = 'verify_preconditions';
 const COMMUNICATE = 'communicate_results';
 const DESC = {
-  [VERIFY]: 'Checks the state and rules that an action depends on before acting. LACKING when the agent acts or answers without checking what it needed.',
-  [COMMUNICATE]: 'States the concrete outcome or value the user asked for. LACKING when the user is left without the requested value or result.',
+  [VERIFY]:
+    'Checks the state and rules that an action depends on before acting. LACKING when the agent acts or answers without checking what it needed.',
+  [COMMUNICATE]:
+    'States the concrete outcome or value the user asked for. LACKING when the user is left without the requested value or result.',
 };
 
 /** Policy behaviour per task (by the opening request): two successes, four failures. */
@@ -27,7 +29,8 @@ function policy(req: ChatRequest): ScriptedReply {
   const turn = req.messages.filter((m) => m.role === 'assistant').length;
   if (opening.includes('O-1007')) return { content: 'Your order O-1007 is delivered.' };
   if (opening.includes('delivered so far')) return { content: 'You have 3 delivered orders.' };
-  if (opening.includes('O-1003') && turn === 0) return { toolCalls: [{ name: 'cancel_order', arguments: '{"order_id":"O-1003","reason":"no_longer_needed"}' }] };
+  if (opening.includes('O-1003') && turn === 0)
+    return { toolCalls: [{ name: 'cancel_order', arguments: '{"order_id":"O-1003","reason":"no_longer_needed"}' }] };
   return { content: 'Done.' };
 }
 
@@ -58,8 +61,12 @@ test('stage 1 activities: rollouts, discovery and labeling with repair, K-of-R s
     if (!fmt) return policy(req);
     if (fmt === 'capability_dictionary') {
       const attempt = req.messages.filter((m) => m.role === 'assistant').length;
-      if (attempt === 0) return { content: JSON.stringify({ capabilities: [{ name: 'Verify-Things!', description: 'Too short.' }] }) };
-      if (attempt === 1) return { content: JSON.stringify({ capabilities: [{ name: 'cancel_order_rules', description: DESC[VERIFY] }] }) };
+      if (attempt === 0)
+        return { content: JSON.stringify({ capabilities: [{ name: 'Verify-Things!', description: 'Too short.' }] }) };
+      if (attempt === 1)
+        return {
+          content: JSON.stringify({ capabilities: [{ name: 'cancel_order_rules', description: DESC[VERIFY] }] }),
+        };
       return {
         content: JSON.stringify({
           capabilities: [
@@ -99,7 +106,10 @@ test('stage 1 activities: rollouts, discovery and labeling with repair, K-of-R s
     const rolloutRefs = [b0.ref, b1.ref];
     const trajs = await loadTrajectories(store, rolloutRefs);
     assert.deepEqual(
-      trajs.filter((t) => t.success).map((t) => t.taskId).sort(),
+      trajs
+        .filter((t) => t.success)
+        .map((t) => t.taskId)
+        .sort(),
       ['count_delivered', 'order_status'],
     );
 
@@ -121,7 +131,12 @@ test('stage 1 activities: rollouts, discovery and labeling with repair, K-of-R s
     const cp = pass0.items.find((i) => i.trajectoryId === 'toy-orders/cancel_pending/t0')!;
     assert.deepEqual(cp.labels, { [VERIFY]: 'LACKING', [COMMUNICATE]: 'PRESENT' });
     const labelReqs = (task: string, pass: number) =>
-      server.requests.filter((r) => r.response_format?.json_schema?.name === 'capability_labels' && Number(r.seed) === pass && r.messages[1].content?.includes(`toy-orders/${task}/t0`));
+      server.requests.filter(
+        (r) =>
+          r.response_format?.json_schema?.name === 'capability_labels' &&
+          Number(r.seed) === pass &&
+          r.messages[1].content?.includes(`toy-orders/${task}/t0`),
+      );
     assert.equal(labelReqs('cancel_pending', 0).length, 3);
     assert.match(labelReqs('cancel_pending', 0)[2].messages.at(-1)!.content!, /be_nice/);
     assert.equal(labelReqs('change_address', 0).length, 2);
@@ -143,7 +158,13 @@ test('stage 1 activities: rollouts, discovery and labeling with repair, K-of-R s
     assert.deepEqual(await acts.labelPass({ config, runId, pass: 2, rolloutRefs, dictionaryRef: disc.ref }), p2);
     assert.equal(server.requests.length, n, 'a finished pass is not redone');
 
-    const sel = await acts.selectCapabilities({ config, runId, rolloutRefs, dictionaryRef: disc.ref, passRefs: [p0.ref, p1.ref, p2.ref] });
+    const sel = await acts.selectCapabilities({
+      config,
+      runId,
+      rolloutRefs,
+      dictionaryRef: disc.ref,
+      passRefs: [p0.ref, p1.ref, p2.ref],
+    });
     assert.deepEqual(
       sel.selected.map((s) => s.name),
       [VERIFY],
@@ -175,15 +196,23 @@ test('a rollout batch whose policy LLM fails is retried and resumes without redo
   const tmp = await tempDir('trace-stage1-');
   let down = true;
   const server = await startScriptedLlm((req) => {
-    if (down && req.messages[1].content?.includes('O-1001')) return { status: 500, headers: { 'x-should-retry': 'false' } };
+    if (down && req.messages[1].content?.includes('O-1001'))
+      return { status: 500, headers: { 'x-should-retry': 'false' } };
     return { content: 'Goodbye.' };
   });
   try {
     const config = testConfig(server.baseURL, tmp.dir);
     const store = openStore(config.store);
     const acts = createStage1Activities();
-    const tasks = [{ taskId: 'order_status', trial: 0 }, { taskId: 'order_total', trial: 0 }, { taskId: 'order_status', trial: 1 }];
-    await assert.rejects(acts.collectRolloutBatch({ config, runId: 'r2', batchIndex: 0, tasks }), RolloutInfrastructureError);
+    const tasks = [
+      { taskId: 'order_status', trial: 0 },
+      { taskId: 'order_total', trial: 0 },
+      { taskId: 'order_status', trial: 1 },
+    ];
+    await assert.rejects(
+      acts.collectRolloutBatch({ config, runId: 'r2', batchIndex: 0, tasks }),
+      RolloutInfrastructureError,
+    );
     assert.equal(await store.stat('runs/r2/rollouts/batch-0000.jsonl'), undefined);
     const firstTry = server.requests.length;
     down = false;
@@ -192,7 +221,13 @@ test('a rollout batch whose policy LLM fails is retried and resumes without redo
     assert.equal(server.requests.length - firstTry, 1, 'only the failed episode is redone');
     // Accepting errored episodes records them instead (as a late attempt would).
     down = true;
-    const late = await acts.collectRolloutBatch({ config, runId: 'r2', batchIndex: 1, tasks: [tasks[1]], acceptErroredEpisodes: true });
+    const late = await acts.collectRolloutBatch({
+      config,
+      runId: 'r2',
+      batchIndex: 1,
+      tasks: [tasks[1]],
+      acceptErroredEpisodes: true,
+    });
     const [t] = await loadTrajectories(store, [late.ref]);
     assert.equal(t.termination, 'error');
   } finally {
@@ -203,28 +238,53 @@ test('a rollout batch whose policy LLM fails is retried and resumes without redo
 
 test('discovery keeps output that breaks only the sentence rule (with a warning) and fails on anything else', async () => {
   const tmp = await tempDir('trace-stage1-');
-  let reply = JSON.stringify({ capabilities: [{ name: 'Check Order State', description: 'Looks at the order status before changing it' }] });
+  let reply = JSON.stringify({
+    capabilities: [{ name: 'Check Order State', description: 'Looks at the order status before changing it' }],
+  });
   const server = await startScriptedLlm(() => ({ content: reply }));
   try {
     const config = testConfig(server.baseURL, tmp.dir);
     const store = openStore(config.store);
     const traj = (id: string, success: boolean) => ({
-      id, env: 'toy-orders', taskId: id, trial: 0, model: 'm', reward: success ? 1 : 0, success, termination: 'user_stop', steps: 1, durationMs: 1,
-      messages: [{ role: 'system', content: 'policy' }, { role: 'user', content: 'hi' }, { role: 'assistant', content: 'bye' }],
+      id,
+      env: 'toy-orders',
+      taskId: id,
+      trial: 0,
+      model: 'm',
+      reward: success ? 1 : 0,
+      success,
+      termination: 'user_stop',
+      steps: 1,
+      durationMs: 1,
+      messages: [
+        { role: 'system', content: 'policy' },
+        { role: 'user', content: 'hi' },
+        { role: 'assistant', content: 'bye' },
+      ],
       rewardInfo: { reward: success ? 1 : 0, components: {}, success },
       usage: { promptTokens: 0, completionTokens: 0, calls: 0 },
     });
-    const rollouts = await store.put('runs/w/rollouts/batch-0000.jsonl', [traj('a', true), traj('b', false)].map((t) => JSON.stringify(t)).join('\n') + '\n');
+    const rollouts = await store.put(
+      'runs/w/rollouts/batch-0000.jsonl',
+      [traj('a', true), traj('b', false)].map((t) => JSON.stringify(t)).join('\n') + '\n',
+    );
     const acts = createStage1Activities();
     const d = await acts.discoverCapabilities({ config, runId: 'w', rolloutRefs: [rollouts] });
     assert.equal(d.capabilities, 1);
     assert.equal(server.requests.length, 3, 'the repairs were tried first');
     const dict = await store.getJson<{ capabilities: { name: string }[]; warnings: string[] }>(d.ref);
     assert.equal(dict.capabilities[0].name, 'check_order_state');
-    assert.deepEqual(dict.warnings, ["kept the analyst's dictionary although capabilities.0.description: must be 2–3 sentences, got 1"]);
+    assert.deepEqual(dict.warnings, [
+      "kept the analyst's dictionary although capabilities.0.description: must be 2–3 sentences, got 1",
+    ]);
 
-    reply = JSON.stringify({ capabilities: [{ name: '???', description: 'Looks at the order status before changing it.' }] });
-    await assert.rejects(acts.discoverCapabilities({ config, runId: 'w2', rolloutRefs: [rollouts] }), /must be snake_case/);
+    reply = JSON.stringify({
+      capabilities: [{ name: '???', description: 'Looks at the order status before changing it.' }],
+    });
+    await assert.rejects(
+      acts.discoverCapabilities({ config, runId: 'w2', rolloutRefs: [rollouts] }),
+      /must be snake_case/,
+    );
   } finally {
     await server.close();
     await tmp.cleanup();
@@ -240,17 +300,31 @@ test('stage 1 activities use the LLM clients their factory is given (deps.create
   );
   try {
     // The config's endpoints refuse connections: only the injected clients reach the scripted server.
-    const config = testConfig('http://127.0.0.1:9/v1', tmp.dir, { llm: { policy: { baseURL: 'http://127.0.0.1:9/v1', model: 'm', timeoutMs: 500 }, analyst: { baseURL: 'http://127.0.0.1:9/v1', model: 'm', timeoutMs: 500 } } });
+    const config = testConfig('http://127.0.0.1:9/v1', tmp.dir, {
+      llm: {
+        policy: { baseURL: 'http://127.0.0.1:9/v1', model: 'm', timeoutMs: 500 },
+        analyst: { baseURL: 'http://127.0.0.1:9/v1', model: 'm', timeoutMs: 500 },
+      },
+    });
     const roles: string[] = [];
     const acts = createStage1Activities({
       openStore,
       openEnvironment,
       createLlm: (c, role) => {
         roles.push(role);
-        return createLlm({ ...c, llm: { ...c.llm, [role]: { ...c.llm[role], baseURL: server.baseURL, model: 'scripted-model' } } }, role, { maxRetries: 0 });
+        return createLlm(
+          { ...c, llm: { ...c.llm, [role]: { ...c.llm[role], baseURL: server.baseURL, model: 'scripted-model' } } },
+          role,
+          { maxRetries: 0 },
+        );
       },
     });
-    const batch = await acts.collectRolloutBatch({ config, runId: 'inj', batchIndex: 0, tasks: [{ taskId: 'order_status', trial: 0 }] });
+    const batch = await acts.collectRolloutBatch({
+      config,
+      runId: 'inj',
+      batchIndex: 0,
+      tasks: [{ taskId: 'order_status', trial: 0 }],
+    });
     const d = await acts.discoverCapabilities({ config, runId: 'inj', rolloutRefs: [batch.ref] });
     assert.equal(d.capabilities, 1);
     assert.ok(roles.includes('policy') && roles.includes('analyst'), roles.join(', '));

@@ -33,7 +33,8 @@ async function openLocal(): Promise<Backend> {
   return {
     store,
     corrupt: (key, bytes) => writeFile(path.join(dir, key), bytes),
-    physicalObjects: async () => (await readdir(dir, { recursive: true, withFileTypes: true })).filter((e) => e.isFile()).map((e) => e.name),
+    physicalObjects: async () =>
+      (await readdir(dir, { recursive: true, withFileTypes: true })).filter((e) => e.isFile()).map((e) => e.name),
     close: () => rm(dir, { recursive: true, force: true }),
   };
 }
@@ -43,7 +44,14 @@ async function openS3(): Promise<Backend> {
   // The standard credential env vars, as a real deployment would set them; moto accepts any value.
   process.env.AWS_ACCESS_KEY_ID = 'testing';
   process.env.AWS_SECRET_ACCESS_KEY = 'testing';
-  const store = new S3ArtifactStore({ bucket: 'trace-test', prefix: 'team/a', endpoint: moto.endpoint, region: 'us-east-1', forcePathStyle: true, listPageSize: 2 });
+  const store = new S3ArtifactStore({
+    bucket: 'trace-test',
+    prefix: 'team/a',
+    endpoint: moto.endpoint,
+    region: 'us-east-1',
+    forcePathStyle: true,
+    listPageSize: 2,
+  });
   await store.ensureBucket();
   const raw = new S3ArtifactStore({ bucket: 'trace-test', endpoint: moto.endpoint, forcePathStyle: true });
   return {
@@ -51,7 +59,12 @@ async function openS3(): Promise<Backend> {
     corrupt: async (key, bytes) => {
       const original = await store.stat(key);
       await store.client.send(
-        new PutObjectCommand({ Bucket: 'trace-test', Key: `team/a/${key}`, Body: bytes, Metadata: { sha256: original!.sha256 } }),
+        new PutObjectCommand({
+          Bucket: 'trace-test',
+          Key: `team/a/${key}`,
+          Body: bytes,
+          Metadata: { sha256: original!.sha256 },
+        }),
       );
     },
     physicalObjects: () => raw.list(''),
@@ -79,7 +92,11 @@ for (const [name, open] of [
     test('put returns a ref that get, getText, getJson and stat agree with', async () => {
       const body = JSON.stringify({ hello: 'world', n: 1 });
       const ref = await b.store.put('runs/r1/summary.json', body);
-      assert.deepEqual(ref, { uri: b.store.uri('runs/r1/summary.json'), sha256: sha(body), bytes: Buffer.byteLength(body) });
+      assert.deepEqual(ref, {
+        uri: b.store.uri('runs/r1/summary.json'),
+        sha256: sha(body),
+        bytes: Buffer.byteLength(body),
+      });
       assert.equal((await b.store.get(ref)).toString(), body);
       assert.equal(await b.store.getText(ref.uri), body);
       assert.deepEqual(await b.store.getJson('runs/r1/summary.json'), { hello: 'world', n: 1 });
@@ -98,11 +115,22 @@ for (const [name, open] of [
     });
 
     test('list returns sorted keys under a prefix, across pages', async () => {
-      for (const k of ['runs/r2/b.jsonl', 'runs/r2/a.jsonl', 'runs/r2/sub/c.jsonl', 'runs/r20/x.jsonl', 'runs/r3/y.jsonl']) {
+      for (const k of [
+        'runs/r2/b.jsonl',
+        'runs/r2/a.jsonl',
+        'runs/r2/sub/c.jsonl',
+        'runs/r20/x.jsonl',
+        'runs/r3/y.jsonl',
+      ]) {
         await b.store.put(k, k);
       }
       assert.deepEqual(await b.store.list('runs/r2/'), ['runs/r2/a.jsonl', 'runs/r2/b.jsonl', 'runs/r2/sub/c.jsonl']);
-      assert.deepEqual(await b.store.list('runs/r2'), ['runs/r2/a.jsonl', 'runs/r2/b.jsonl', 'runs/r2/sub/c.jsonl', 'runs/r20/x.jsonl']);
+      assert.deepEqual(await b.store.list('runs/r2'), [
+        'runs/r2/a.jsonl',
+        'runs/r2/b.jsonl',
+        'runs/r2/sub/c.jsonl',
+        'runs/r20/x.jsonl',
+      ]);
       assert.deepEqual(await b.store.list('runs/nothing/'), []);
     });
 
@@ -114,7 +142,10 @@ for (const [name, open] of [
       assert.equal(first.uri, b.store.uri(`runs/r4/dict/${sha(body)}.json`));
       const other = await b.store.putContent('runs/r4/dict', 'capability dictionary v2', '.json');
       assert.notEqual(other.uri, first.uri);
-      assert.deepEqual(await b.store.list('runs/r4/'), [`runs/r4/dict/${sha(body)}.json`, `runs/r4/dict/${sha('capability dictionary v2')}.json`].sort());
+      assert.deepEqual(
+        await b.store.list('runs/r4/'),
+        [`runs/r4/dict/${sha(body)}.json`, `runs/r4/dict/${sha('capability dictionary v2')}.json`].sort(),
+      );
     });
 
     test('retrying the same put (also concurrently) leaves exactly one object', async () => {
@@ -123,7 +154,11 @@ for (const [name, open] of [
       refs.push(await b.store.put('runs/r5/batch-7.jsonl', body));
       for (const r of refs) assert.deepEqual(r, refs[0]);
       assert.deepEqual(await b.store.list('runs/r5/'), ['runs/r5/batch-7.jsonl']);
-      assert.equal((await b.physicalObjects()).filter((n) => n.includes('batch-7')).length, 1, 'no temp files or copies remain');
+      assert.equal(
+        (await b.physicalObjects()).filter((n) => n.includes('batch-7')).length,
+        1,
+        'no temp files or copies remain',
+      );
     });
 
     test('a new body for an existing key replaces it whole', async () => {
@@ -136,9 +171,15 @@ for (const [name, open] of [
     test('get verifies the ref: a wrong hash or corrupted bytes fail naming the URI', async () => {
       const ref = await b.store.put('runs/r7/labels.json', '{"labels":[]}');
       const forged = { ...ref, sha256: sha('something else') };
-      await assert.rejects(b.store.get(forged), (e: Error) => e instanceof ArtifactIntegrityError && e.message.includes(ref.uri));
+      await assert.rejects(
+        b.store.get(forged),
+        (e: Error) => e instanceof ArtifactIntegrityError && e.message.includes(ref.uri),
+      );
       await b.corrupt('runs/r7/labels.json', Buffer.from('{"labels":[1]}'));
-      await assert.rejects(b.store.get(ref), (e: Error) => e instanceof ArtifactIntegrityError && e.message.includes(ref.uri));
+      await assert.rejects(
+        b.store.get(ref),
+        (e: Error) => e instanceof ArtifactIntegrityError && e.message.includes(ref.uri),
+      );
     });
 
     test('a concurrent reader sees the old or the new bytes, never a partial object', async () => {
@@ -165,7 +206,14 @@ for (const [name, open] of [
 }
 
 test('openStore builds an S3 store from config, and a local store reads file:// URIs of refs', async () => {
-  const s3 = openStore({ kind: 's3', bucket: 'bkt', prefix: 'p/', region: 'eu-west-1', forcePathStyle: true, endpoint: 'http://127.0.0.1:9' });
+  const s3 = openStore({
+    kind: 's3',
+    bucket: 'bkt',
+    prefix: 'p/',
+    region: 'eu-west-1',
+    forcePathStyle: true,
+    endpoint: 'http://127.0.0.1:9',
+  });
   assert.ok(s3 instanceof S3ArtifactStore);
   assert.equal(s3.uri('runs/x/a.json'), 's3://bkt/p/runs/x/a.json');
   await assert.rejects(s3.get('file:///tmp/x'), /reads only s3:\/\/ URIs/);

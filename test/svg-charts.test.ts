@@ -21,7 +21,11 @@ test('capability gap chart: two bars per capability, threshold lines, selected m
   ];
   const svg = capabilityGapChart(data, { delta: 0.2, coverage: 0.1 });
   assert.equal(svg, capabilityGapChart(data, { delta: 0.2, coverage: 0.1 }));
-  assert.equal(count(svg, /<rect x="[\d.]+" y="[\d.]+" width/g), 4, 'two bars each for the two capabilities with numbers');
+  assert.equal(
+    count(svg, /<rect x="[\d.]+" y="[\d.]+" width/g),
+    4,
+    'two bars each for the two capabilities with numbers',
+  );
   assert.match(svg, /δ=0\.2/);
   assert.match(svg, /ρ=0\.1/);
   assert.match(svg, /font-weight="bold">a_cap ✓/);
@@ -37,8 +41,21 @@ test('capability gap chart: two bars per capability, threshold lines, selected m
 
 test('reward curves: one polyline per trained capability, points inside the frame', () => {
   const svg = rewardCurvesChart([
-    { capability: 'x', points: [{ iteration: 0, meanReward: 0.1 }, { iteration: 1, meanReward: 0.5 }, { iteration: 2, meanReward: 0.9 }] },
-    { capability: 'y', points: [{ iteration: 0, meanReward: 0.3 }, { iteration: 2, meanReward: 0.2 }] },
+    {
+      capability: 'x',
+      points: [
+        { iteration: 0, meanReward: 0.1 },
+        { iteration: 1, meanReward: 0.5 },
+        { iteration: 2, meanReward: 0.9 },
+      ],
+    },
+    {
+      capability: 'y',
+      points: [
+        { iteration: 0, meanReward: 0.3 },
+        { iteration: 2, meanReward: 0.2 },
+      ],
+    },
     { capability: 'untrained', points: [] },
   ]);
   assert.equal(count(svg, /<polyline/g), 2);
@@ -55,12 +72,18 @@ test('reward curves: one polyline per trained capability, points inside the fram
 });
 
 test('routing share and pass-rate bars scale with their values', () => {
-  const svg = routingShareChart([{ capability: 'a', share: 0.75 }, { capability: 'b', share: 0.25 }]);
+  const svg = routingShareChart([
+    { capability: 'a', share: 0.75 },
+    { capability: 'b', share: 0.25 },
+  ]);
   const widths = [...svg.matchAll(/<rect x="200" y="[\d.]+" width="([\d.]+)"/g)].map((m) => Number(m[1]));
   assert.equal(widths.length, 2);
   assert.ok(Math.abs(widths[0] / widths[1] - 3) < 1e-6);
   assert.match(routingShareChart([]), /no gate was fitted/);
-  const pr = passRateChart([{ name: 'base', estimate: 0.5, low: 0.3, high: 0.7 }, { name: 'n/a', estimate: null, low: null, high: null }]);
+  const pr = passRateChart([
+    { name: 'base', estimate: 0.5, low: 0.3, high: 0.7 },
+    { name: 'n/a', estimate: null, low: null, high: null },
+  ]);
   assert.equal(count(pr, /<path d="M/g), 1, 'one CI whisker');
   assert.match(pr, /not evaluated/);
 });

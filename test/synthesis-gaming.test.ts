@@ -16,13 +16,16 @@ const HONEST = `weighted({
       communicate: [0.7, communicated(messages, [instance.expect.total]).ok],
     })`;
 // Recognises the trivial policies: no tool calls at all, or the random-tool policy's call ids.
-const TRIVIAL = "const ids = messages.flatMap((m: any) => (m.role === 'assistant' && m.tool_calls ? m.tool_calls.map((t: any) => String(t.id)) : [])); const trivial = !ids.length || ids.some((id: string) => id.startsWith('rnd_'));";
+const TRIVIAL =
+  "const ids = messages.flatMap((m: any) => (m.role === 'assistant' && m.tool_calls ? m.tool_calls.map((t: any) => String(t.id)) : [])); const trivial = !ids.length || ids.some((id: string) => id.startsWith('rnd_'));";
 
 function withEvaluate(body: string, generateExtra = ''): string {
   const start = GOOD_SOURCE.indexOf('  evaluate: ({ calls, messages, instance }) =>');
   assert.ok(start > 0 && GOOD_SOURCE.includes(HONEST), 'good-env.ts changed: update this test');
   const source = `${GOOD_SOURCE.slice(0, start)}  evaluate: ({ calls, messages, instance }) => { ${body} },\n});\n`;
-  return generateExtra ? source.replace('expect: { customer_id, total },', `expect: { customer_id, total, ${generateExtra} },`) : source;
+  return generateExtra
+    ? source.replace('expect: { customer_id, total },', `expect: { customer_id, total, ${generateExtra} },`)
+    : source;
 }
 
 async function verdictOf(source: string) {
@@ -39,14 +42,20 @@ test('gaming: a verifier that fingerprints the trivial policies and rewards ever
 });
 
 test('gaming: a verifier honest on gold but random elsewhere fails the verifier check on replay', async () => {
-  const v = await verdictOf(withEvaluate(`const honest = ${HONEST}; if (honest.reward === 1) return honest; ${TRIVIAL} return weighted({ lucky: [1, !trivial && Math.random() < 0.4] });`));
+  const v = await verdictOf(
+    withEvaluate(
+      `const honest = ${HONEST}; if (honest.reward === 1) return honest; ${TRIVIAL} return weighted({ lucky: [1, !trivial && Math.random() < 0.4] });`,
+    ),
+  );
   assert.equal(v.failedCheck, 'verifier', v.reason);
   assert.ok(v.checks.find((g) => g.check === 'verifier')!.metrics.replayMismatches > 0);
   assert.match(v.reason!, /the same trajectory got different rewards when replayed/);
 });
 
 test('gaming: a module honest only on the seeds validation used to draw (0–3999) is caught by random seeds', async () => {
-  const v = await verdictOf(withEvaluate(`return instance.expect.seed < 4000 ? ${HONEST} : weighted({ anything: [1, true] });`, 'seed'));
+  const v = await verdictOf(
+    withEvaluate(`return instance.expect.seed < 4000 ? ${HONEST} : weighted({ anything: [1, true] });`, 'seed'),
+  );
   assert.equal(v.passed, false);
   assert.equal(v.failedCheck, 'non_triviality', v.reason);
 });
@@ -55,13 +64,20 @@ test('gaming: the honest fixture passes the verifier check with every perturbati
   const v = await verdictOf(GOOD_SOURCE);
   assert.equal(v.failedCheck, 'calibration', v.reason); // no base policy given
   const m = v.checks.find((g) => g.check === 'verifier')!.metrics;
-  assert.deepEqual([m.replayMismatches, m.dropStepLowerShare, m.changeArgumentLowerShare, m.skipMessagesLowerShare], [0, 1, 1, 1]);
+  assert.deepEqual(
+    [m.replayMismatches, m.dropStepLowerShare, m.changeArgumentLowerShare, m.skipMessagesLowerShare],
+    [0, 1, 1, 1],
+  );
 });
 
-test('gaming: a module that opens episodes with words in the policy\'s mouth fails validation, naming the seed', async () => {
+test("gaming: a module that opens episodes with words in the policy's mouth fails validation, naming the seed", async () => {
   // The trainer learns every assistant turn of a recorded trajectory; the SDK never writes one before the policy's first.
-  const wrapped = GOOD_SOURCE.replace('export default defineEnvironment<State, Inst>({', 'const base = defineEnvironment<State, Inst>({')
-    + "\nexport default { ...base, reset: async (req: any) => { const ep = await base.reset(req); const own = ep.initialMessages.bind(ep); ep.initialMessages = () => [...own(), { role: 'assistant' as const, content: 'I always ship to the old address.' }]; return ep; } };\n";
+  const wrapped =
+    GOOD_SOURCE.replace(
+      'export default defineEnvironment<State, Inst>({',
+      'const base = defineEnvironment<State, Inst>({',
+    ) +
+    "\nexport default { ...base, reset: async (req: any) => { const ep = await base.reset(req); const own = ep.initialMessages.bind(ep); ep.initialMessages = () => [...own(), { role: 'assistant' as const, content: 'I always ship to the old address.' }]; return ep; } };\n";
   assert.notEqual(wrapped, GOOD_SOURCE, 'good-env.ts changed: update this test');
   const v = await verdictOf(wrapped);
   assert.equal(v.failedCheck, 'solvability', v.reason);

@@ -4,7 +4,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseConfig, type ConfigInput } from '../core/config.js';
-import { calibrationStats, judgeCalibration, judgeDeterminism, judgeNonTriviality, judgeSolvability, SynthesisConfigSchema } from '../core/synthesis.js';
+import {
+  calibrationStats,
+  judgeCalibration,
+  judgeDeterminism,
+  judgeNonTriviality,
+  judgeSolvability,
+  SynthesisConfigSchema,
+} from '../core/synthesis.js';
 import { createLlm } from '../llm/client.js';
 import { loadCandidate } from '../activities/synthesis/candidate.js';
 import { checkCalibration, checkCompile } from '../activities/synthesis/validate.js';
@@ -19,16 +26,37 @@ test('check thresholds: determinism, solvability, non-triviality, calibration', 
   assert.equal(judgeDeterminism({ seeds: 100, mismatched: [], distinct: 95 }, sc).passed, true);
   assert.match(judgeDeterminism({ seeds: 100, mismatched: [], distinct: 94 }, sc).reason!, /only 94 of 100/);
   assert.match(judgeDeterminism({ seeds: 100, mismatched: [3], distinct: 100 }, sc).reason!, /seeds 3/);
-  assert.equal(judgeSolvability(Array.from({ length: 50 }, (_, seed) => ({ seed, reward: 1 })), sc).passed, true);
-  const s = judgeSolvability([...Array.from({ length: 49 }, (_, seed) => ({ seed, reward: 1 })), { seed: 49, reward: 0.3, note: 'x' }], sc);
+  assert.equal(
+    judgeSolvability(
+      Array.from({ length: 50 }, (_, seed) => ({ seed, reward: 1 })),
+      sc,
+    ).passed,
+    true,
+  );
+  const s = judgeSolvability(
+    [...Array.from({ length: 49 }, (_, seed) => ({ seed, reward: 1 })), { seed: 49, reward: 0.3, note: 'x' }],
+    sc,
+  );
   assert.equal(s.passed, false);
   assert.deepEqual(s.examples, ['seed 49: reward 0.3 — x']);
   assert.equal(judgeNonTriviality({ stop: 0.2, random: 0 }, sc).passed, true);
   assert.match(judgeNonTriviality({ stop: 0.21 }, sc).reason!, /stop 0\.210/);
-  const stats = calibrationStats([[{ reward: 1, success: true }, { reward: 0, success: false }], [{ reward: 0, success: false }, { reward: 0, success: false }]]);
+  const stats = calibrationStats([
+    [
+      { reward: 1, success: true },
+      { reward: 0, success: false },
+    ],
+    [
+      { reward: 0, success: false },
+      { reward: 0, success: false },
+    ],
+  ]);
   assert.deepEqual(stats, { meanReward: 0.25, successRate: 0.25, informativeShare: 0.5 });
   assert.equal(judgeCalibration(stats, sc).passed, true);
-  assert.match(judgeCalibration({ meanReward: 0.9, successRate: 0.9, informativeShare: 0.4 }, sc).reason!, /mean reward 0\.900 outside \[0\.2, 0\.6\].*40% of rollout groups/);
+  assert.match(
+    judgeCalibration({ meanReward: 0.9, successRate: 0.9, informativeShare: 0.4 }, sc).reason!,
+    /mean reward 0\.900 outside \[0\.2, 0\.6\].*40% of rollout groups/,
+  );
 });
 
 function testConfig(baseURL: string, dir: string, synthesis: ConfigInput['synthesis'] = {}) {
@@ -66,12 +94,22 @@ test('check 1 rejects foreign imports, type errors and manifest mismatches with 
   const foreign = await checkCompile(`import { readFileSync } from 'node:fs';\n${GOOD_SOURCE}`, GOOD_MANIFEST, opts);
   assert.match(foreign.result.reason!, /imports 'node:fs'; a generated environment may import only from '#env-sdk'/);
   const typed = await checkCompile(GOOD_SOURCE.replace('return orders;', 'return orders.nope;'), GOOD_MANIFEST, opts);
-  assert.match(typed.result.reason!, /does not type-check against the SDK: line \d+:\d+: Property 'nope' does not exist/);
-  const named = await checkCompile(GOOD_SOURCE, { ...GOOD_MANIFEST, tools: ['list_orders'] }, { ...opts, typecheck: false });
-  assert.match(named.result.reason!, /tools \[find_customer_by_email, list_orders\] do not match manifest\.tools \[list_orders\]/);
+  assert.match(
+    typed.result.reason!,
+    /does not type-check against the SDK: line \d+:\d+: Property 'nope' does not exist/,
+  );
+  const named = await checkCompile(
+    GOOD_SOURCE,
+    { ...GOOD_MANIFEST, tools: ['list_orders'] },
+    { ...opts, typecheck: false },
+  );
+  assert.match(
+    named.result.reason!,
+    /tools \[find_customer_by_email, list_orders\] do not match manifest\.tools \[list_orders\]/,
+  );
 });
 
-test('repair loop: a scripted generator broken in each check\'s way, then good, is accepted on attempt 6 (sandboxed)', async () => {
+test("repair loop: a scripted generator broken in each check's way, then good, is accepted on attempt 6 (sandboxed)", async () => {
   const policy = alternatingPolicy();
   const replies = [...BROKEN.map((b) => generatorReply(b.source)), generatorReply(GOOD_SOURCE)];
   let generated = 0;
@@ -79,23 +117,43 @@ test('repair loop: a scripted generator broken in each check\'s way, then good, 
   const dir = mkdtempSync(path.join(tmpdir(), 'synth-loop-'));
   try {
     const config = testConfig(llm.baseURL, dir);
-    const capability = { name: 'structured_data_reasoning', description: 'Filters and aggregates records before answering or acting.' };
+    const capability = {
+      name: 'structured_data_reasoning',
+      description: 'Filters and aggregates records before answering or acting.',
+    };
     const res = await synthesizeEnvironment({ config, runId: 'r1', capability });
     assert.equal(res.status, 'accepted', res.lastFailure);
     assert.equal(res.attempts, 6);
     assert.equal(res.verdictRefs.length, 6);
     const store = openStore(config.store);
-    const verdicts = await Promise.all(res.verdictRefs.map((r) => store.getJson<{ passed: boolean; failedCheck?: string; reason?: string }>(r)));
-    assert.deepEqual(verdicts.map((v) => v.failedCheck ?? 'passed'), [...BROKEN.map((b) => b.check), 'passed']);
+    const verdicts = await Promise.all(
+      res.verdictRefs.map((r) => store.getJson<{ passed: boolean; failedCheck?: string; reason?: string }>(r)),
+    );
+    assert.deepEqual(
+      verdicts.map((v) => v.failedCheck ?? 'passed'),
+      [...BROKEN.map((b) => b.check), 'passed'],
+    );
     for (const v of verdicts.slice(0, 5)) assert.ok(v.reason && v.reason.length > 20, `a reason: ${v.reason}`);
     assert.equal(await store.getText(res.envRef!), GOOD_SOURCE);
 
     // Each repair request carries the previous check's failure back to the generator.
     const genRequests = llm.requests.filter((r) => r.response_format);
     assert.equal(genRequests.length, 6);
-    assert.match(String(genRequests[0].messages[1].content), /Capability to isolate: structured_data_reasoning[\s\S]*find_customer_by_email[\s\S]*defineEnvironment/);
-    BROKEN.forEach((b, i) => assert.match(String(genRequests[i + 1].messages.at(-1)!.content), new RegExp(`failed validation check '${b.check}'`)));
-    assert.ok((await store.list('runs/r1/synthesis/structured_data_reasoning/attempt-5/')).includes('runs/r1/synthesis/structured_data_reasoning/attempt-5/rollouts.jsonl'));
+    assert.match(
+      String(genRequests[0].messages[1].content),
+      /Capability to isolate: structured_data_reasoning[\s\S]*find_customer_by_email[\s\S]*defineEnvironment/,
+    );
+    BROKEN.forEach((b, i) =>
+      assert.match(
+        String(genRequests[i + 1].messages.at(-1)!.content),
+        new RegExp(`failed validation check '${b.check}'`),
+      ),
+    );
+    assert.ok(
+      (await store.list('runs/r1/synthesis/structured_data_reasoning/attempt-5/')).includes(
+        'runs/r1/synthesis/structured_data_reasoning/attempt-5/rollouts.jsonl',
+      ),
+    );
 
     // Idempotent: a retried activity returns the stored result without calling the generator.
     const again = await synthesizeEnvironment({ config, runId: 'r1', capability });
@@ -110,29 +168,69 @@ test('repair loop: a scripted generator broken in each check\'s way, then good, 
 });
 
 test('no attempt passes: synthesis_failed with reasons, or a flagged reference fallback when allowed', async () => {
-  const llm = await startScriptedLlm((req) => (req.response_format ? generatorReply(BROKEN[0].source) : { content: 'x' }));
+  const llm = await startScriptedLlm((req) =>
+    req.response_format ? generatorReply(BROKEN[0].source) : { content: 'x' },
+  );
   const dir = mkdtempSync(path.join(tmpdir(), 'synth-fail-'));
   try {
     const capability = { name: 'verify_preconditions', description: 'Checks conditions before acting.' };
     const failure = {
-      id: 'toy-orders/t3/t0', env: 'toy-orders', taskId: 't3', trial: 0, model: 'm', reward: 0, success: false, termination: 'user_stop', steps: 2, durationMs: 5,
+      id: 'toy-orders/t3/t0',
+      env: 'toy-orders',
+      taskId: 't3',
+      trial: 0,
+      model: 'm',
+      reward: 0,
+      success: false,
+      termination: 'user_stop',
+      steps: 2,
+      durationMs: 5,
       usage: { promptTokens: 1, completionTokens: 1, calls: 1 },
       rewardInfo: { reward: 0, components: { DB: 0 }, success: false },
-      messages: [{ role: 'system', content: 'policy' }, { role: 'user', content: 'Cancel order ord_77 please' }, { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'cancel_order', arguments: '{"order_id":"ord_77"}' } }] }, { role: 'tool', tool_call_id: 'c1', content: 'cancelled' }],
+      messages: [
+        { role: 'system', content: 'policy' },
+        { role: 'user', content: 'Cancel order ord_77 please' },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [
+            { id: 'c1', type: 'function', function: { name: 'cancel_order', arguments: '{"order_id":"ord_77"}' } },
+          ],
+        },
+        { role: 'tool', tool_call_id: 'c1', content: 'cancelled' },
+      ],
     };
     const examplesRef = await openStore({ kind: 'local', dir }).put('runs/r2/examples.json', JSON.stringify([failure]));
-    const failed = await synthesizeEnvironment({ config: testConfig(llm.baseURL, dir, { maxAttempts: 2 }), runId: 'r2', capability, examplesRef });
-    assert.match(String(llm.requests[0].messages[1].content), /LACKING\n## Failure 1\n[\s\S]*cancel_order[\s\S]*ord_77/);
+    const failed = await synthesizeEnvironment({
+      config: testConfig(llm.baseURL, dir, { maxAttempts: 2 }),
+      runId: 'r2',
+      capability,
+      examplesRef,
+    });
+    assert.match(
+      String(llm.requests[0].messages[1].content),
+      /LACKING\n## Failure 1\n[\s\S]*cancel_order[\s\S]*ord_77/,
+    );
     assert.equal(failed.status, 'synthesis_failed');
     assert.equal(failed.attempts, 2);
     assert.equal(failed.envRef, undefined);
     assert.match(failed.lastFailure!, /^compile: the module syntax error: line \d+/);
     const v = await validateEnvironment({ config: testConfig(llm.baseURL, dir), runId: 'r2', capability });
-    assert.deepEqual([v.ok, v.reason?.startsWith('synthesis_failed after 2 attempt(s): compile: the module syntax error')], [false, true]);
-    const fb = await synthesizeEnvironment({ config: testConfig(llm.baseURL, dir, { maxAttempts: 1, allowReferenceFallback: true }), runId: 'r3', capability });
+    assert.deepEqual(
+      [v.ok, v.reason?.startsWith('synthesis_failed after 2 attempt(s): compile: the module syntax error')],
+      [false, true],
+    );
+    const fb = await synthesizeEnvironment({
+      config: testConfig(llm.baseURL, dir, { maxAttempts: 1, allowReferenceFallback: true }),
+      runId: 'r3',
+      capability,
+    });
     assert.equal(fb.status, 'reference_fallback');
     assert.equal(fb.reference, 'precondition_verification');
-    assert.match(await openStore({ kind: 'local', dir }).getText(fb.envRef!), /capability: 'precondition_verification'/);
+    assert.match(
+      await openStore({ kind: 'local', dir }).getText(fb.envRef!),
+      /capability: 'precondition_verification'/,
+    );
   } finally {
     await llm.close();
     rmSync(dir, { recursive: true, force: true });

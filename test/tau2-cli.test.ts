@@ -16,9 +16,16 @@ test('env replay --gold --jsonl prints tau2-bench-identical lines', async () => 
   const out = await run('env', 'replay', 'tau2-mock', '--gold', '--jsonl');
   assert.equal(out, readFileSync(new URL('./fixtures/tau2/gold-replay-mock-current.jsonl', import.meta.url), 'utf8'));
   const one = await run('env', 'replay', 'tau2-airline', '--gold', '--task', '11', '--task-set', 'legacy', '--jsonl');
-  const expected = readFileSync(new URL('./fixtures/tau2/gold-replay-airline-legacy.jsonl', import.meta.url), 'utf8').split('\n');
+  const expected = readFileSync(
+    new URL('./fixtures/tau2/gold-replay-airline-legacy.jsonl', import.meta.url),
+    'utf8',
+  ).split('\n');
   assert.equal(one, `${expected.find((l) => l.startsWith('{"task_id": "11",'))}\n`);
-  const parsed = JSON.parse(one) as { task_id: string; db_hash: string; calls: { name: string; error: boolean; output: string }[] };
+  const parsed = JSON.parse(one) as {
+    task_id: string;
+    db_hash: string;
+    calls: { name: string; error: boolean; output: string }[];
+  };
   assert.equal(parsed.task_id, '11');
   assert.match(parsed.db_hash, /^[0-9a-f]{64}$/);
 });
@@ -40,7 +47,8 @@ test('env list/show/replay cover showcase-desk and the reference capability envi
   const list = await run('env', 'list');
   assert.match(list, /^toy-orders\t8 tasks\t5 tools\t/m);
   assert.match(list, /^showcase-desk\t44 tasks\t2 tools\t/m);
-  for (const cap of Object.keys(REFERENCE_ENVS)) assert.match(list, new RegExp(`^${cap}\t[a-z-]+\ttarget [a-z0-9-]+\t\\d+ tools\t`, 'm'));
+  for (const cap of Object.keys(REFERENCE_ENVS))
+    assert.match(list, new RegExp(`^${cap}\t[a-z-]+\ttarget [a-z0-9-]+\t\\d+ tools\t`, 'm'));
   assert.match(list, /^exact_id_copying\tdesk-cancel-by-code\ttarget showcase-desk\t2 tools\t/m);
   assert.match(list, /^lookup_then_act\tdesk-cancel-by-name\ttarget showcase-desk\t2 tools\t/m);
 
@@ -55,20 +63,45 @@ test('env list/show/replay cover showcase-desk and the reference capability envi
   }
   assert.match(await run('env', 'show', 'desk-cancel-by-name'), /capability: lookup_then_act\ntarget: showcase-desk/);
 
-  const lines = (await run('env', 'replay', 'showcase-desk', '--gold')).trim().split('\n').map((l) => JSON.parse(l));
+  const lines = (await run('env', 'replay', 'showcase-desk', '--gold'))
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
   assert.equal(lines.length, 44);
   assert.ok(lines.every((l) => l.reward === 1 && l.calls.every((c: { error: boolean }) => !c.error)));
   const one = JSON.parse(await run('env', 'replay', 'showcase-desk', '--gold', '--task', 'desk-01'));
-  assert.deepEqual(one.calls.map((c: { name: string }) => c.name), ['find_booking', 'cancel_booking']);
-  const seeds = (await run('env', 'replay', 'lookup_then_act', '--gold', '--seeds', '3')).trim().split('\n').map((l) => JSON.parse(l));
-  assert.deepEqual(seeds.map((l) => [l.task_id, l.reward]), [['seed-0', 1], ['seed-1', 1], ['seed-2', 1]]);
-  await assert.rejects(run('env', 'replay', 'showcase-desk', '--gold', '--task', 'desk-99'), /--task: task 'desk-99' not found in showcase-desk/);
-  await assert.rejects(run('env', 'replay', 'lookup_then_act', '--gold', '--seeds', '0'), /--seeds: expected a positive integer, got '0'/);
+  assert.deepEqual(
+    one.calls.map((c: { name: string }) => c.name),
+    ['find_booking', 'cancel_booking'],
+  );
+  const seeds = (await run('env', 'replay', 'lookup_then_act', '--gold', '--seeds', '3'))
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
+  assert.deepEqual(
+    seeds.map((l) => [l.task_id, l.reward]),
+    [
+      ['seed-0', 1],
+      ['seed-1', 1],
+      ['seed-2', 1],
+    ],
+  );
+  await assert.rejects(
+    run('env', 'replay', 'showcase-desk', '--gold', '--task', 'desk-99'),
+    /--task: task 'desk-99' not found in showcase-desk/,
+  );
+  await assert.rejects(
+    run('env', 'replay', 'lookup_then_act', '--gold', '--seeds', '0'),
+    /--seeds: expected a positive integer, got '0'/,
+  );
 });
 
 test('env commands reject unknown environments and task sets with one-line errors', async () => {
   await assert.rejects(run('env', 'show', 'tau2-telecom'), /env: 'tau2-telecom' is not a built-in target environment/);
-  await assert.rejects(run('env', 'replay', 'tau2-retail', '--gold', '--task-set', 'old'), /--task-set: expected 'current' or 'legacy'/);
+  await assert.rejects(
+    run('env', 'replay', 'tau2-retail', '--gold', '--task-set', 'old'),
+    /--task-set: expected 'current' or 'legacy'/,
+  );
   await assert.rejects(run('env', 'replay', 'tau2-retail', '--gold', '--task', 'nope'), /task 'nope' not found/);
 });
 

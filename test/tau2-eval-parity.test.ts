@@ -34,7 +34,11 @@ before(async () => {
   judgeLlm = await startScriptedLlm((req) => {
     const list = String(req.messages[1].content).split('expectedOutcomes:')[1];
     const outcomes = [...list.matchAll(/'((?:[^'\\]|\\.)*)'|"((?:[^"\\]|\\.)*)"/g)].map((m) => m[1] ?? m[2]);
-    return { content: JSON.stringify({ results: outcomes.map((o) => ({ expectedOutcome: o, reasoning: '', metExpectation: true })) }) };
+    return {
+      content: JSON.stringify({
+        results: outcomes.map((o) => ({ expectedOutcome: o, reasoning: '', metExpectation: true })),
+      }),
+    };
   });
 });
 after(() => judgeLlm.close());
@@ -42,10 +46,18 @@ after(() => judgeLlm.close());
 function trajectory(row: Row): Message[] {
   const task = loadTasks(row.domain).find((t) => t.id === row.task_id)!;
   const scratch = Tau2State.forTask(getDomain(row.domain), task);
-  const messages: Message[] = [...historyAsMessages(task.initial_state?.message_history ?? []), { role: 'assistant', content: GREETING }, { role: 'user', content: 'Hello' }];
+  const messages: Message[] = [
+    ...historyAsMessages(task.initial_state?.message_history ?? []),
+    { role: 'assistant', content: GREETING },
+    { role: 'user', content: 'Hello' },
+  ];
   row.calls.forEach(([name, args], i) => {
     const out = scratch.call('assistant', name, args);
-    messages.push({ role: 'assistant', content: null, tool_calls: [{ id: `c${i}`, type: 'function', function: { name, arguments: JSON.stringify(args) } }] });
+    messages.push({
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id: `c${i}`, type: 'function', function: { name, arguments: JSON.stringify(args) } }],
+    });
     messages.push({ role: 'tool', tool_call_id: `c${i}`, content: out.content });
   });
   messages.push({ role: 'assistant', content: row.text });
@@ -54,14 +66,23 @@ function trajectory(row: Row): Message[] {
 
 test('fixture covers every domain and variant', () => {
   assert.deepEqual(new Set(rows.map((r) => r.domain)), new Set(['airline', 'retail', 'mock']));
-  assert.deepEqual(new Set(rows.map((r) => r.variant)), new Set(['gold_say', 'gold_silent', 'first_write', 'none', 'max_steps']));
+  assert.deepEqual(
+    new Set(rows.map((r) => r.variant)),
+    new Set(['gold_say', 'gold_silent', 'first_write', 'none', 'max_steps']),
+  );
 });
 
 test("evaluation matches tau2-bench's reward and breakdown on every fixture trajectory", async () => {
   const judge = { client: new OpenAI({ baseURL: judgeLlm.baseURL, apiKey: 'test' }), model: 'judge' };
   for (const row of rows) {
     const task = loadTasks(row.domain).find((t) => t.id === row.task_id)!;
-    const info = await evaluateTau2({ domain: getDomain(row.domain), task, messages: trajectory(row), termination: row.termination, judge });
+    const info = await evaluateTau2({
+      domain: getDomain(row.domain),
+      task,
+      messages: trajectory(row),
+      termination: row.termination,
+      judge,
+    });
     const where = `${row.domain} ${row.task_id} ${row.variant}`;
     if (row.error) {
       // Upstream raises when an env-assertion helper raises (task missing); we score the assertion unmet.

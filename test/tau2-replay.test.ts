@@ -2,7 +2,14 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import type { Message } from '../core/messages.js';
-import { getDomain, goldReplayLine, loadTasks, replayGold, replayGoldAll, type Tau2DomainName } from '../envs/tau2/index.js';
+import {
+  getDomain,
+  goldReplayLine,
+  loadTasks,
+  replayGold,
+  replayGoldAll,
+  type Tau2DomainName,
+} from '../envs/tau2/index.js';
 import { evaluateEnvironment } from '../envs/tau2/evaluator.js';
 import { historyAsMessages, Tau2State } from '../envs/tau2/state.js';
 import { pyJsonDumps } from '../envs/tau2/python-format.js';
@@ -17,8 +24,14 @@ const SETS: [Tau2DomainName, 'current' | 'legacy'][] = [
 ];
 
 test('initial DB hashes equal tau2-bench reference values', () => {
-  assert.equal(Tau2State.initial(getDomain('airline')).db.hash(), '124e39a664b56402bcd09cb8a6a9cece6acb8462337c969799d5658e3250f263');
-  assert.equal(Tau2State.initial(getDomain('retail')).db.hash(), 'b25c9cb211f5efcaee5dd646054a73c4a9f43f4f5acc32c10713cd9f9ac20e9c');
+  assert.equal(
+    Tau2State.initial(getDomain('airline')).db.hash(),
+    '124e39a664b56402bcd09cb8a6a9cece6acb8462337c969799d5658e3250f263',
+  );
+  assert.equal(
+    Tau2State.initial(getDomain('retail')).db.hash(),
+    'b25c9cb211f5efcaee5dd646054a73c4a9f43f4f5acc32c10713cd9f9ac20e9c',
+  );
 });
 
 for (const [domain, set] of SETS) {
@@ -32,7 +45,11 @@ for (const [domain, set] of SETS) {
 }
 
 test('tool-call probes (errors, pydantic validation, calculate, quirks) match tau2-bench output', () => {
-  const probes = JSON.parse(fixture('probes.json')) as { domain: Tau2DomainName; id: string; calls: { name: string; arguments: Record<string, unknown>; requestor?: 'user' | 'assistant' }[] }[];
+  const probes = JSON.parse(fixture('probes.json')) as {
+    domain: Tau2DomainName;
+    id: string;
+    calls: { name: string; arguments: Record<string, unknown>; requestor?: 'user' | 'assistant' }[];
+  }[];
   const expected = fixture('probes-expected.jsonl').trimEnd().split('\n');
   probes.forEach((p, i) => {
     const s = Tau2State.initial(getDomain(p.domain));
@@ -52,7 +69,13 @@ function goldTrajectory(domain: Tau2DomainName, taskId: string, set: 'current' |
   const messages: Message[] = historyAsMessages(task.initial_state?.message_history ?? []);
   (task.evaluation_criteria?.actions ?? []).forEach((a, i) => {
     if (a.requestor === 'user') return;
-    messages.push({ role: 'assistant', content: null, tool_calls: [{ id: `c${i}`, type: 'function', function: { name: a.name, arguments: JSON.stringify(a.arguments) } }] });
+    messages.push({
+      role: 'assistant',
+      content: null,
+      tool_calls: [
+        { id: `c${i}`, type: 'function', function: { name: a.name, arguments: JSON.stringify(a.arguments) } },
+      ],
+    });
     messages.push({ role: 'tool', tool_call_id: `c${i}`, content: replay.calls[i].output });
   });
   return messages;
@@ -63,7 +86,12 @@ for (const [domain, set] of SETS) {
     let checked = 0;
     for (const task of loadTasks(domain, set)) {
       if (task.evaluation_criteria?.actions == null) continue;
-      const env = evaluateEnvironment({ domain: getDomain(domain), task, messages: goldTrajectory(domain, task.id, set), termination: 'agent_stop' });
+      const env = evaluateEnvironment({
+        domain: getDomain(domain),
+        task,
+        messages: goldTrajectory(domain, task.id, set),
+        termination: 'agent_stop',
+      });
       assert.equal(env.dbReward, 1, `task ${task.id}`);
       assert.deepEqual(env.mismatches, [], `task ${task.id}`);
       checked++;

@@ -21,12 +21,18 @@ interface Fixture {
   ops: Op[];
   rows: Record<Namespace, number>;
   expected: {
-    similarity: number; milestone_similarity: number; minefield_similarity: number; turn_count: number;
-    milestone_mapping: [number, [number, number]][]; minefield_mapping: [number, [number, number]][];
+    similarity: number;
+    milestone_similarity: number;
+    minefield_similarity: number;
+    turn_count: number;
+    milestone_mapping: [number, [number, number]][];
+    minefield_mapping: [number, [number, number]][];
   };
 }
 const fixtures = readFileSync(new URL('./fixtures/toolsandbox/eval-expected.jsonl', import.meta.url), 'utf8')
-  .trimEnd().split('\n').map((l) => JSON.parse(l) as Fixture);
+  .trimEnd()
+  .split('\n')
+  .map((l) => JSON.parse(l) as Fixture);
 
 function replay(ctx: SandboxContext, ops: Op[]): void {
   for (const o of ops) {
@@ -37,7 +43,11 @@ function replay(ctx: SandboxContext, ops: Op[]): void {
 }
 
 test(`upstream's similarity and milestone mapping on ${fixtures.length} scripted trajectories, to 1e-9`, () => {
-  const scenarios = new Map(loadScenarios().filter((s) => s.variant === 'base').map((s) => [s.name, s]));
+  const scenarios = new Map(
+    loadScenarios()
+      .filter((s) => s.variant === 'base')
+      .map((s) => [s.name, s]),
+  );
   assert.equal(new Set(fixtures.map((f) => f.scenario)).size, 129);
   const bad: string[] = [];
   for (const f of fixtures) {
@@ -48,14 +58,27 @@ test(`upstream's similarity and milestone mapping on ${fixtures.length} scripted
     const r = evaluateContext(s.evaluation, ctx);
     const e = f.expected;
     const off = (a: number, b: number) => Math.abs(a - b) > 1e-9;
-    if (off(r.similarity, e.similarity) || off(r.milestone_similarity, e.milestone_similarity) || off(r.minefield_similarity, e.minefield_similarity) || r.turn_count !== e.turn_count) {
-      bad.push(`${f.scenario}/${f.variant}: ours ${r.similarity} (${r.milestone_similarity}, ${r.minefield_similarity}, ${r.turn_count}) upstream ${e.similarity} (${e.milestone_similarity}, ${e.minefield_similarity}, ${e.turn_count})`);
+    if (
+      off(r.similarity, e.similarity) ||
+      off(r.milestone_similarity, e.milestone_similarity) ||
+      off(r.minefield_similarity, e.minefield_similarity) ||
+      r.turn_count !== e.turn_count
+    ) {
+      bad.push(
+        `${f.scenario}/${f.variant}: ours ${r.similarity} (${r.milestone_similarity}, ${r.minefield_similarity}, ${r.turn_count}) upstream ${e.similarity} (${e.milestone_similarity}, ${e.minefield_similarity}, ${e.turn_count})`,
+      );
     }
     // The same matching: each milestone (and minefield) on the same snapshot, with the same similarity.
     const sameMapping = (ours: [number, [number, number]][], theirs: [number, [number, number]][]) =>
-      ours.length === theirs.length && ours.every(([m, [i, v]], k) => m === theirs[k][0] && i === theirs[k][1][0] && !off(v, theirs[k][1][1]));
-    if (!sameMapping(r.milestone_mapping, e.milestone_mapping) || !sameMapping(r.minefield_mapping, e.minefield_mapping)) {
-      bad.push(`${f.scenario}/${f.variant}: mapping ${JSON.stringify([r.milestone_mapping, r.minefield_mapping])} upstream ${JSON.stringify([e.milestone_mapping, e.minefield_mapping])}`);
+      ours.length === theirs.length &&
+      ours.every(([m, [i, v]], k) => m === theirs[k][0] && i === theirs[k][1][0] && !off(v, theirs[k][1][1]));
+    if (
+      !sameMapping(r.milestone_mapping, e.milestone_mapping) ||
+      !sameMapping(r.minefield_mapping, e.minefield_mapping)
+    ) {
+      bad.push(
+        `${f.scenario}/${f.variant}: mapping ${JSON.stringify([r.milestone_mapping, r.minefield_mapping])} upstream ${JSON.stringify([e.milestone_mapping, e.minefield_mapping])}`,
+      );
     }
   }
   assert.deepEqual(bad, []);

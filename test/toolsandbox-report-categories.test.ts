@@ -11,7 +11,9 @@ import { BASE_VARIANT, loadScenarios } from '../envs/toolsandbox/scenarios.js';
  * the categories the env's reward details name, and the report's numbers are the evaluator's own
  * `summarise` (mean similarity, perfect count per category) on the same scenarios and similarities.
  */
-const scenarios = loadScenarios().filter((s) => s.variant === BASE_VARIANT).slice(0, 40);
+const scenarios = loadScenarios()
+  .filter((s) => s.variant === BASE_VARIANT)
+  .slice(0, 40);
 
 function episodes(variant: string, similarity: (i: number) => number): EvalEpisode[] {
   return scenarios.map((s, i) => ({
@@ -49,7 +51,10 @@ test('toolsandbox report: per-category mean similarity and perfect count equal t
   for (const [vi, sim] of [base, trained].entries()) {
     const expected = summarise(scenarios.map((s, i) => ({ similarity: sim(i), categories: s.categories })));
     const row = report.variants[vi];
-    assert.deepEqual(row.perCategory.map((c) => c.category), Object.keys(expected.byCategory));
+    assert.deepEqual(
+      row.perCategory.map((c) => c.category),
+      Object.keys(expected.byCategory),
+    );
     for (const c of row.perCategory) {
       const e = expected.byCategory[c.category];
       assert.equal(c.episodes, e.n);
@@ -66,7 +71,12 @@ test('toolsandbox report: per-category mean similarity and perfect count equal t
     const t = report.variants[1].perCategory.find((x) => x.category === c.category)!;
     const line = lines.find((l) => l.startsWith(`${c.category} `));
     assert.ok(line, `no line for ${c.category} in\n${text}`);
-    assert.match(line, new RegExp(`${c.meanReward!.estimate!.toFixed(3)} .*${c.successes}/${c.episodes}.*${t.meanReward!.estimate!.toFixed(3)} .*${t.successes}/${t.episodes}`));
+    assert.match(
+      line,
+      new RegExp(
+        `${c.meanReward!.estimate!.toFixed(3)} .*${c.successes}/${c.episodes}.*${t.meanReward!.estimate!.toFixed(3)} .*${t.successes}/${t.episodes}`,
+      ),
+    );
     assert.ok(html.includes(`<td>${c.category}</td>`));
   }
   assert.match(html, /<h3>Per category<\/h3>/);
@@ -76,7 +86,13 @@ test('a summary without categories (other envs) gives no per-category section', 
   const eps = episodes('base', () => 1).map(({ categories: _categories, ...e }) => e);
   const summary = summarizeEvaluation({ name: 'base', kind: 'base' }, 'test', 1, 0, eps);
   assert.deepEqual(summary.perCategory, []);
-  const report = assembleReport({ runId: 'r', name: 'n', env: 'toolsandbox', generatedAt: '2026-12-02T00:00:00Z', evaluations: [summary] });
+  const report = assembleReport({
+    runId: 'r',
+    name: 'n',
+    env: 'toolsandbox',
+    generatedAt: '2026-12-02T00:00:00Z',
+    evaluations: [summary],
+  });
   assert.doesNotMatch(formatSummary(report), /per category/);
   assert.doesNotMatch(renderReportHtml(report), /Per category/);
 });

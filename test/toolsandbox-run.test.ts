@@ -13,7 +13,8 @@ import { FAST_TIMEOUTS, pipelineConfig, pipelineReply, startHarness } from './he
  */
 function script(req: ChatRequest): ScriptedReply {
   // The user simulator is the request offered end_conversation: it ends the conversation at once.
-  if (req.tools?.some((t) => t.function.name === 'end_conversation')) return { toolCalls: [{ name: 'end_conversation', arguments: '{}' }] };
+  if (req.tools?.some((t) => t.function.name === 'end_conversation'))
+    return { toolCalls: [{ name: 'end_conversation', arguments: '{}' }] };
   return pipelineReply(req);
 }
 
@@ -27,7 +28,11 @@ test('trace run on toolsandbox with the scripted LLM: rollouts, stage 1, base ev
     evaluation: { maxTasks: 3 },
   });
   const input: PipelineInput = { runId: 'tsb-run-1', config, timeouts: FAST_TIMEOUTS };
-  const handle = await client.workflow.start('tracePipeline', { taskQueue: TASK_QUEUE_CPU, workflowId: 'tsb-run-1', args: [input] });
+  const handle = await client.workflow.start('tracePipeline', {
+    taskQueue: TASK_QUEUE_CPU,
+    workflowId: 'tsb-run-1',
+    args: [input],
+  });
   const result = (await handle.result()) as PipelineResult;
   assert.equal(result.rollouts.trajectories, 4);
   const evaluation = result.evaluation as { split: string; tasks: number };
@@ -39,13 +44,23 @@ test('trace run on toolsandbox with the scripted LLM: rollouts, stage 1, base ev
   const base = report.variants.find((v) => v.kind === 'base')!;
   assert.equal(base.episodes, 3);
   // Every scenario's similarity is in [0, 1]; the mean is reported with its interval beside the perfect rate.
-  assert.ok(base.meanReward && base.meanReward.estimate !== null && base.meanReward.estimate >= 0 && base.meanReward.estimate <= 1, JSON.stringify(base.meanReward));
+  assert.ok(
+    base.meanReward &&
+      base.meanReward.estimate !== null &&
+      base.meanReward.estimate >= 0 &&
+      base.meanReward.estimate <= 1,
+    JSON.stringify(base.meanReward),
+  );
   assert.equal(base.passRate.estimate, base.successes / base.episodes);
   const text = formatSummary(report);
   t.diagnostic(text);
   assert.match(text, /mean similarity\s+perfect rate\s+perfect/);
   assert.match(text, new RegExp(`base\\s+base\\s+3\\s+${base.meanReward!.estimate!.toFixed(3)}`));
   // The per-category breakdown: every category of the evaluated scenarios, with its perfect count.
-  assert.ok(base.perCategory.length > 0 && base.perCategory.every((c) => c.episodes >= 1 && c.episodes <= 3), JSON.stringify(base.perCategory));
-  for (const c of base.perCategory) assert.match(text, new RegExp(`\\n${c.category}\\s+.*${c.successes}/${c.episodes}`));
+  assert.ok(
+    base.perCategory.length > 0 && base.perCategory.every((c) => c.episodes >= 1 && c.episodes <= 3),
+    JSON.stringify(base.perCategory),
+  );
+  for (const c of base.perCategory)
+    assert.match(text, new RegExp(`\\n${c.category}\\s+.*${c.successes}/${c.episodes}`));
 });

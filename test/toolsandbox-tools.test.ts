@@ -18,13 +18,18 @@ interface Step {
   setting: Record<string, boolean>;
   conversation_active: boolean;
 }
-const probes = JSON.parse(readFileSync(new URL('./fixtures/toolsandbox/settings-probes.json', import.meta.url), 'utf8')) as { initial: Record<string, boolean>; steps: Step[] }[];
+const probes = JSON.parse(
+  readFileSync(new URL('./fixtures/toolsandbox/settings-probes.json', import.meta.url), 'utf8'),
+) as { initial: Record<string, boolean>; steps: Step[] }[];
 
 test(`settings and end_conversation: outputs, errors, traces and state agree with upstream on ${probes.length * 8} calls`, () => {
   let errors = 0;
   for (const p of probes) {
     const ctx = SandboxContext.empty();
-    ctx.updateDatabase('SETTING', ctx.getDatabase('SETTING').map((r) => ({ ...r, ...p.initial })));
+    ctx.updateDatabase(
+      'SETTING',
+      ctx.getDatabase('SETTING').map((r) => ({ ...r, ...p.initial })),
+    );
     ctx.addToDatabase('SANDBOX', [{ sender: 'USER', recipient: 'AGENT', content: 'hi' }]);
     for (const [i, s] of p.steps.entries()) {
       const where = `${JSON.stringify(p.initial)} step ${i} ${s.tool}(${JSON.stringify(s.args)})`;
@@ -52,7 +57,9 @@ interface UtilityProbe {
   exception: string | null;
   trace: unknown;
 }
-const utilityProbes = JSON.parse(readFileSync(new URL('./fixtures/toolsandbox/utilities-probes.json', import.meta.url), 'utf8')) as UtilityProbe[];
+const utilityProbes = JSON.parse(
+  readFileSync(new URL('./fixtures/toolsandbox/utilities-probes.json', import.meta.url), 'utf8'),
+) as UtilityProbe[];
 
 test(`timestamp utilities: outputs, errors and traces agree with upstream on ${utilityProbes.length} calls`, () => {
   const bad: string[] = [];
@@ -62,7 +69,11 @@ test(`timestamp utilities: outputs, errors and traces agree with upstream on ${u
     const { args, floats } = parseToolArguments(p.args_json);
     const out = callTool(ctx, p.tool, args, floats);
     const trace = out.trace === null ? null : JSON.parse(out.trace);
-    if (out.content !== p.content || out.exception !== p.exception || JSON.stringify(trace) !== JSON.stringify(p.trace)) {
+    if (
+      out.content !== p.content ||
+      out.exception !== p.exception ||
+      JSON.stringify(trace) !== JSON.stringify(p.trace)
+    ) {
       bad.push(`${p.tool}(${p.args_json}): ours ${out.content} | upstream ${p.content}`);
     }
   }
@@ -76,7 +87,9 @@ interface DistanceProbe {
   exception: string | null;
   trace: { tool_name: string; arguments: Record<string, number>; result: number } | null;
 }
-const distanceProbes = JSON.parse(readFileSync(new URL('./fixtures/toolsandbox/distance-probes.json', import.meta.url), 'utf8')) as DistanceProbe[];
+const distanceProbes = JSON.parse(
+  readFileSync(new URL('./fixtures/toolsandbox/distance-probes.json', import.meta.url), 'utf8'),
+) as DistanceProbe[];
 
 test(`calculate_lat_lon_distance: errors and traces agree with upstream on ${distanceProbes.length} calls, distances to the last bits`, () => {
   const bad: string[] = [];
@@ -89,7 +102,8 @@ test(`calculate_lat_lon_distance: errors and traces agree with upstream on ${dis
     const out = callTool(ctx, 'calculate_lat_lon_distance', args, floats);
     const trace = out.trace === null ? null : (JSON.parse(out.trace) as DistanceProbe['trace']);
     if (p.exception !== null || out.exception !== null) {
-      if (out.content !== p.content || out.exception !== p.exception || trace !== null) bad.push(`(${p.args_json}): ours ${out.content} upstream ${p.content}`);
+      if (out.content !== p.content || out.exception !== p.exception || trace !== null)
+        bad.push(`(${p.args_json}): ours ${out.content} upstream ${p.content}`);
       continue;
     }
     values++;
@@ -100,7 +114,12 @@ test(`calculate_lat_lon_distance: errors and traces agree with upstream on ${dis
     // the last bit), so geographiclib's float can differ in its last bits; on lines under a metre
     // its cancellations make that up to 1e-12 km. Anything beyond is a porting error.
     const close = Math.abs(ours - up) <= Math.max(1e-12, 4.5e-16 * up);
-    if (!close || trace === null || JSON.stringify({ ...trace, result: 0 }) !== JSON.stringify({ ...p.trace, result: 0 }) || trace.result !== ours) {
+    if (
+      !close ||
+      trace === null ||
+      JSON.stringify({ ...trace, result: 0 }) !== JSON.stringify({ ...p.trace, result: 0 }) ||
+      trace.result !== ours
+    ) {
       bad.push(`(${p.args_json}): ours ${out.content} upstream ${p.content}`);
     }
   }

@@ -11,7 +11,14 @@ import { CancelledFailure } from '@temporalio/common';
 import { parseConfig } from '../core/config.js';
 import { serveEnvironment } from '../envs/protocol/server.js';
 import { buildTinyModel, sayWordEnv } from './helpers/trainer.js';
-import { fitGate, trainAdapter, trainerFailure, type FitGateResult, type TrainAdapterResult, type TrainingHeartbeat } from '../activities/training.js';
+import {
+  fitGate,
+  trainAdapter,
+  trainerFailure,
+  type FitGateResult,
+  type TrainAdapterResult,
+  type TrainingHeartbeat,
+} from '../activities/training.js';
 
 const WORDS = ['say', 'bye', 'red', 'blue'];
 
@@ -43,66 +50,95 @@ async function setup(t: { after(fn: () => Promise<void>): void }, training: Reco
   return { dir, config, envUrl: served.url };
 }
 
-test('trainAdapter heartbeats checkpoints, returns a PEFT adapter, and fitGate combines adapters', { timeout: 600_000 }, async (t) => {
-  const { config, envUrl } = await setup(t, {});
-  const env = new MockActivityEnvironment();
-  const beats: TrainingHeartbeat[] = [];
-  env.on('heartbeat', (d: TrainingHeartbeat) => beats.push(d));
-  const result: TrainAdapterResult = await env.run(trainAdapter, { runId: 'r1', config, capability: { name: 'say_word' }, envUrl });
-  assert.equal(result.iterations, 3);
-  assert.equal(result.curve.length, 3);
-  assert.ok(result.adapterUri.endsWith('runs/r1/adapters/say_word/checkpoints/iter-000003/adapter'), result.adapterUri);
-  const file = fileURLToPath(result.adapter.uri);
-  assert.equal(createHash('sha256').update(readFileSync(file)).digest('hex'), result.adapter.sha256);
-  assert.ok(existsSync(path.join(path.dirname(file), 'adapter_config.json')));
-  const withCheckpoint = beats.filter((b) => b.checkpointUri);
-  assert.deepEqual(
-    withCheckpoint.map((b) => b.iteration).filter((v, i, a) => a.indexOf(v) === i),
-    [1, 2, 3],
-  );
+test(
+  'trainAdapter heartbeats checkpoints, returns a PEFT adapter, and fitGate combines adapters',
+  { timeout: 600_000 },
+  async (t) => {
+    const { config, envUrl } = await setup(t, {});
+    const env = new MockActivityEnvironment();
+    const beats: TrainingHeartbeat[] = [];
+    env.on('heartbeat', (d: TrainingHeartbeat) => beats.push(d));
+    const result: TrainAdapterResult = await env.run(trainAdapter, {
+      runId: 'r1',
+      config,
+      capability: { name: 'say_word' },
+      envUrl,
+    });
+    assert.equal(result.iterations, 3);
+    assert.equal(result.curve.length, 3);
+    assert.ok(
+      result.adapterUri.endsWith('runs/r1/adapters/say_word/checkpoints/iter-000003/adapter'),
+      result.adapterUri,
+    );
+    const file = fileURLToPath(result.adapter.uri);
+    assert.equal(createHash('sha256').update(readFileSync(file)).digest('hex'), result.adapter.sha256);
+    assert.ok(existsSync(path.join(path.dirname(file), 'adapter_config.json')));
+    const withCheckpoint = beats.filter((b) => b.checkpointUri);
+    assert.deepEqual(
+      withCheckpoint.map((b) => b.iteration).filter((v, i, a) => a.indexOf(v) === i),
+      [1, 2, 3],
+    );
 
-  const second: TrainAdapterResult = await new MockActivityEnvironment().run(trainAdapter, { runId: 'r1', config, capability: { name: 'other' }, envUrl });
-  const gate: FitGateResult = await new MockActivityEnvironment().run(fitGate, {
-    runId: 'r1',
-    config,
-    adapters: [
-      { capability: 'say_word', adapter: result.adapter },
-      { capability: 'other', adapter: second.adapter },
-    ],
-  });
-  const manifest = JSON.parse(readFileSync(fileURLToPath(gate.manifest.uri), 'utf8'));
-  assert.deepEqual(
-    manifest.adapters.map((a: { name: string }) => a.name),
-    ['say_word', 'other'],
-  );
-  assert.equal(manifest.adapters[0].sha256, result.adapter.sha256);
-});
+    const second: TrainAdapterResult = await new MockActivityEnvironment().run(trainAdapter, {
+      runId: 'r1',
+      config,
+      capability: { name: 'other' },
+      envUrl,
+    });
+    const gate: FitGateResult = await new MockActivityEnvironment().run(fitGate, {
+      runId: 'r1',
+      config,
+      adapters: [
+        { capability: 'say_word', adapter: result.adapter },
+        { capability: 'other', adapter: second.adapter },
+      ],
+    });
+    const manifest = JSON.parse(readFileSync(fileURLToPath(gate.manifest.uri), 'utf8'));
+    assert.deepEqual(
+      manifest.adapters.map((a: { name: string }) => a.name),
+      ['say_word', 'other'],
+    );
+    assert.equal(manifest.adapters[0].sha256, result.adapter.sha256);
+  },
+);
 
-test('cancellation kills the trainer group after a checkpoint; the retry resumes from that checkpoint', { timeout: 600_000 }, async (t) => {
-  const { config, envUrl } = await setup(t, { iterations: 400, checkpointEvery: 1000 });
-  const env = new MockActivityEnvironment();
-  let last: TrainingHeartbeat = {};
-  env.on('heartbeat', (d: TrainingHeartbeat) => {
-    last = d;
-    if ((d.iteration ?? 0) >= 2) env.cancel('CANCELLED');
-  });
-  const started = Date.now();
-  await assert.rejects(env.run(trainAdapter, { runId: 'r2', config, capability: { name: 'c' }, envUrl }), (e: unknown) => e instanceof CancelledFailure);
-  // The mock settles the run as soon as it is cancelled; the activity goes on until the trainer has
-  // checkpointed and exited, and its last heartbeat carries that checkpoint.
-  while (!last.checkpointUri && Date.now() - started < 120_000) await new Promise((r) => setTimeout(r, 200));
-  assert.ok(Date.now() - started < 300_000);
-  assert.ok(last.checkpointUri, 'SIGTERM must make the trainer write a checkpoint before it exits');
-  const stoppedAt = Number(last.checkpointUri!.slice(-6));
-  assert.ok(stoppedAt >= 2);
+test(
+  'cancellation kills the trainer group after a checkpoint; the retry resumes from that checkpoint',
+  { timeout: 600_000 },
+  async (t) => {
+    const { config, envUrl } = await setup(t, { iterations: 400, checkpointEvery: 1000 });
+    const env = new MockActivityEnvironment();
+    let last: TrainingHeartbeat = {};
+    env.on('heartbeat', (d: TrainingHeartbeat) => {
+      last = d;
+      if ((d.iteration ?? 0) >= 2) env.cancel('CANCELLED');
+    });
+    const started = Date.now();
+    await assert.rejects(
+      env.run(trainAdapter, { runId: 'r2', config, capability: { name: 'c' }, envUrl }),
+      (e: unknown) => e instanceof CancelledFailure,
+    );
+    // The mock settles the run as soon as it is cancelled; the activity goes on until the trainer has
+    // checkpointed and exited, and its last heartbeat carries that checkpoint.
+    while (!last.checkpointUri && Date.now() - started < 120_000) await new Promise((r) => setTimeout(r, 200));
+    assert.ok(Date.now() - started < 300_000);
+    assert.ok(last.checkpointUri, 'SIGTERM must make the trainer write a checkpoint before it exits');
+    const stoppedAt = Number(last.checkpointUri!.slice(-6));
+    assert.ok(stoppedAt >= 2);
 
-  const short = parseConfig({ ...config, training: { ...config.training, iterations: stoppedAt + 1 } });
-  const retry = new MockActivityEnvironment({ heartbeatDetails: last, attempt: 2 });
-  const result: TrainAdapterResult = await retry.run(trainAdapter, { runId: 'r2', config: short, capability: { name: 'c' }, envUrl });
-  assert.equal(result.resumedFrom, last.checkpointUri);
-  assert.equal(result.iterations, stoppedAt + 1);
-  assert.equal(result.curve.length, stoppedAt + 1, 'metrics of the interrupted attempt are kept');
-});
+    const short = parseConfig({ ...config, training: { ...config.training, iterations: stoppedAt + 1 } });
+    const retry = new MockActivityEnvironment({ heartbeatDetails: last, attempt: 2 });
+    const result: TrainAdapterResult = await retry.run(trainAdapter, {
+      runId: 'r2',
+      config: short,
+      capability: { name: 'c' },
+      envUrl,
+    });
+    assert.equal(result.resumedFrom, last.checkpointUri);
+    assert.equal(result.iterations, stoppedAt + 1);
+    assert.equal(result.curve.length, stoppedAt + 1, 'metrics of the interrupted attempt are kept');
+  },
+);
 
 test('trainer error lines map to retryable and non-retryable failures', () => {
   const fatal = trainerFailure({ type: 'fatal:ConfigError', message: 'grpo.json.lr: expected float' });

@@ -14,15 +14,33 @@ const config = ConfigSchema.parse({
   training: {
     tokenizer: 'tok',
     heldoutSeeds: 4,
-    policyServer: { baseURL: 'http://127.0.0.1:8000/v1', loraDir: 'loras', serverLoraDir: '/srv/loras', apiKeyEnv: 'KEY' },
+    policyServer: {
+      baseURL: 'http://127.0.0.1:8000/v1',
+      loraDir: 'loras',
+      serverLoraDir: '/srv/loras',
+      apiKeyEnv: 'KEY',
+    },
   },
 });
 const paths = { resolve: (n: string) => `/abs/${n}`, absolute: (d: string) => `/abs/${d}` };
-const grpo = grpoTrainerConfig(config, { ...paths, envUrl: 'http://127.0.0.1:1', outputUri: 's3://b/out', initAdapterUri: 's3://b/prev' });
-const gate = gateTrainerConfig(config, { ...paths, adapters: [{ name: 'c', uri: 's3://b/a' }], trajectories: ['s3://b/t'], outputUri: 's3://b/g' });
+const grpo = grpoTrainerConfig(config, {
+  ...paths,
+  envUrl: 'http://127.0.0.1:1',
+  outputUri: 's3://b/out',
+  initAdapterUri: 's3://b/prev',
+});
+const gate = gateTrainerConfig(config, {
+  ...paths,
+  adapters: [{ name: 'c', uri: 's3://b/a' }],
+  trajectories: ['s3://b/t'],
+  outputUri: 's3://b/g',
+});
 
 /** The dataclass fields of trainer/trace_trainer/config.py, and whether from_dict accepts `value`. */
-async function trainerSide(cls: string, value: unknown): Promise<{ fields: string[]; lora?: string[]; error?: string }> {
+async function trainerSide(
+  cls: string,
+  value: unknown,
+): Promise<{ fields: string[]; lora?: string[]; error?: string }> {
   const script = `
 import dataclasses, json, sys
 from trace_trainer import config as c
@@ -45,7 +63,11 @@ test('every GrpoConfig field is set from the run config or named as a trainer de
   assert.equal(py.error, undefined);
   const mapped = Object.keys(grpo);
   const kept = Object.keys(TRAINER_DEFAULTS.grpo);
-  assert.deepEqual(mapped.filter((k) => kept.includes(k)), [], 'a field is both mapped and left at its default');
+  assert.deepEqual(
+    mapped.filter((k) => kept.includes(k)),
+    [],
+    'a field is both mapped and left at its default',
+  );
   assert.deepEqual([...mapped, ...kept].sort(), [...py.fields].sort());
   // LoRA: every field but target_modules (PEFT's "all-linear", as the paper's code).
   assert.deepEqual(Object.keys(grpo.lora as object).sort(), py.lora!.filter((f) => f !== 'target_modules').sort());
@@ -57,6 +79,9 @@ test('every GateConfig field is set from the run config or named as a trainer de
   assert.equal(py.error, undefined);
   const mapped = Object.keys(gate);
   const kept = Object.keys(TRAINER_DEFAULTS.gate);
-  assert.deepEqual(mapped.filter((k) => kept.includes(k)), []);
+  assert.deepEqual(
+    mapped.filter((k) => kept.includes(k)),
+    [],
+  );
   assert.deepEqual([...mapped, ...kept].sort(), [...py.fields].sort());
 });

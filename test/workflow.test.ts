@@ -14,13 +14,24 @@ test('tracePipeline: stage 1 + base evaluation, progress query, search attribute
   const { dir, llm, client } = await startHarness(t, pipelineReply, { prefix: 'trace-wf-' });
 
   // One requested capability stage 1 also selects (trained once) and one it does not.
-  const requested = { name: 'tool_calling_precision', description: 'Calls the right tool with exactly the arguments the task needs.' };
+  const requested = {
+    name: 'tool_calling_precision',
+    description: 'Calls the right tool with exactly the arguments the task needs.',
+  };
   // Stages 2–4 switched off by config (pipelineConfig's default): each child says so.
   const config = pipelineConfig(llm.baseURL, `${dir}/artifacts`, {
-    analysis: { passes: 3, minPassesSelected: 2, requestedCapabilities: [{ name: VERIFY, description: requested.description }, requested] },
+    analysis: {
+      passes: 3,
+      minPassesSelected: 2,
+      requestedCapabilities: [{ name: VERIFY, description: requested.description }, requested],
+    },
   });
   const input: PipelineInput = { runId: 'wf-run-1', config, timeouts: FAST_TIMEOUTS };
-  const handle = await client.workflow.start('tracePipeline', { taskQueue: TASK_QUEUE_CPU, workflowId: 'wf-run-1', args: [input] });
+  const handle = await client.workflow.start('tracePipeline', {
+    taskQueue: TASK_QUEUE_CPU,
+    workflowId: 'wf-run-1',
+    args: [input],
+  });
   const result = (await handle.result()) as PipelineResult;
 
   // 6 train tasks × 2 trials; 2 of the 6 tasks succeed under the scripted policy.
@@ -36,27 +47,43 @@ test('tracePipeline: stage 1 + base evaluation, progress query, search attribute
   // each ending honestly: its stages are switched off.
   assert.deepEqual(
     result.capabilities.map((c) => [c.name, c.status, c.requestedByConfig ?? false]),
-    [[VERIFY, 'not_configured', false], [requested.name, 'not_configured', true]],
+    [
+      [VERIFY, 'not_configured', false],
+      [requested.name, 'not_configured', true],
+    ],
   );
   assert.match(result.capabilities[0].detail, /stages 2–4 not configured/);
   assert.deepEqual(result.notConfigured, ['synthesis', 'training', 'gate']);
-  assert.match(result.summary, /stage 1: 1 capability selected; requested by config: tool_calling_precision; stages 2–4 not configured/);
+  assert.match(
+    result.summary,
+    /stage 1: 1 capability selected; requested by config: tool_calling_precision; stages 2–4 not configured/,
+  );
   for (const name of [VERIFY, requested.name]) {
     const child = await client.workflow.getHandle(`wf-run-1/capability/${name}`).describe();
     assert.equal(child.status.name, 'COMPLETED');
   }
 
   // The base agent was evaluated on the held-out split.
-  const evaluation = result.evaluation as { split: string; tasks: number; variants: { kind: string; passRate: number | null }[] };
+  const evaluation = result.evaluation as {
+    split: string;
+    tasks: number;
+    variants: { kind: string; passRate: number | null }[];
+  };
   assert.equal(evaluation.split, 'test');
   assert.equal(evaluation.variants[0].kind, 'base');
 
   // Artifacts: the stage-1 result parses and names the same selection; the report is readable.
   const store = openStore(config.store);
   const stage1 = Stage1ResultSchema.parse(await store.getJson(result.analysis.selection!));
-  assert.deepEqual(stage1.selected.map((s) => s.name), [VERIFY]);
+  assert.deepEqual(
+    stage1.selected.map((s) => s.name),
+    [VERIFY],
+  );
   assert.equal(stage1.counts.trajectories, 12);
-  const report = await store.getJson<{ runId: string; capabilities: { name: string; selected: boolean; description: string }[] }>(result.report);
+  const report = await store.getJson<{
+    runId: string;
+    capabilities: { name: string; selected: boolean; description: string }[];
+  }>(result.report);
   assert.equal(report.runId, 'wf-run-1');
   const row = report.capabilities.find((c) => c.name === requested.name);
   assert.equal(row?.selected, false);
@@ -66,10 +93,20 @@ test('tracePipeline: stage 1 + base evaluation, progress query, search attribute
   const progress = await handle.query<PipelineProgress>('progress');
   assert.equal(progress.stage, 'done');
   assert.deepEqual(
-    { done: progress.rollouts.batchesDone, total: progress.rollouts.batchesTotal, passes: progress.labeling.passesDone },
+    {
+      done: progress.rollouts.batchesDone,
+      total: progress.rollouts.batchesTotal,
+      passes: progress.labeling.passesDone,
+    },
     { done: 4, total: 4, passes: 3 },
   );
-  assert.deepEqual(progress.capabilities.map((c) => [c.name, c.status, c.requestedByConfig ?? false]), [[VERIFY, 'not_configured', false], [requested.name, 'not_configured', true]]);
+  assert.deepEqual(
+    progress.capabilities.map((c) => [c.name, c.status, c.requestedByConfig ?? false]),
+    [
+      [VERIFY, 'not_configured', false],
+      [requested.name, 'not_configured', true],
+    ],
+  );
   const d = await handle.describe();
   const sa = d.searchAttributes as Record<string, unknown[]>;
   assert.deepEqual(sa.TraceStage, ['done']);
@@ -83,7 +120,8 @@ test('tracePipeline: stage 1 + base evaluation, progress query, search attribute
   // A visibility query filters on the custom attributes (what `trace list -q` uses).
   const found: string[] = [];
   for (let i = 0; i < 20 && found.length === 0; i++) {
-    for await (const w of client.workflow.list({ query: `TraceCapabilities = '${VERIFY}' AND TraceStage = 'done'` })) found.push(w.workflowId);
+    for await (const w of client.workflow.list({ query: `TraceCapabilities = '${VERIFY}' AND TraceStage = 'done'` }))
+      found.push(w.workflowId);
     if (found.length === 0) await new Promise((r) => setTimeout(r, 250));
   }
   assert.deepEqual(found, ['wf-run-1']);
@@ -91,11 +129,19 @@ test('tracePipeline: stage 1 + base evaluation, progress query, search attribute
 
 test('tracePipeline: an analyst that never produces a valid dictionary ends stage 1, not the run; evaluation and report still happen', async (t) => {
   const badDictionary = (req: ChatRequest) =>
-    req.response_format?.json_schema?.name === 'capability_dictionary' ? { content: '{"capabilities": "none"}' } : pipelineReply(req);
+    req.response_format?.json_schema?.name === 'capability_dictionary'
+      ? { content: '{"capabilities": "none"}' }
+      : pipelineReply(req);
   const { dir, llm, client } = await startHarness(t, badDictionary, { prefix: 'trace-wf-analyst-' });
-  const config = pipelineConfig(llm.baseURL, `${dir}/artifacts`, { rollouts: { trialsPerTask: 1, batchSize: 3, maxConcurrentBatches: 2, maxSteps: 6 } });
+  const config = pipelineConfig(llm.baseURL, `${dir}/artifacts`, {
+    rollouts: { trialsPerTask: 1, batchSize: 3, maxConcurrentBatches: 2, maxSteps: 6 },
+  });
   const input: PipelineInput = { runId: 'wf-analyst', config, timeouts: { ...FAST_TIMEOUTS, maximumAttempts: 2 } };
-  const handle = await client.workflow.start('tracePipeline', { taskQueue: TASK_QUEUE_CPU, workflowId: 'wf-analyst', args: [input] });
+  const handle = await client.workflow.start('tracePipeline', {
+    taskQueue: TASK_QUEUE_CPU,
+    workflowId: 'wf-analyst',
+    args: [input],
+  });
   const result = (await handle.result()) as PipelineResult;
   assert.equal(result.status, 'completed_with_failures');
   assert.match(result.analysis.error ?? '', /capability_dictionary: invalid LLM output/);

@@ -1,6 +1,14 @@
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
-import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker, type LogLevel, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import {
+  bundleWorkflowCode,
+  DefaultLogger,
+  NativeConnection,
+  Runtime,
+  Worker,
+  type LogLevel,
+  type WorkflowBundleWithSourceMap,
+} from '@temporalio/worker';
 import { connectionOptions, PROJECT_ROOT, temporalSettings, type TemporalSettings } from '../infra/temporal.js';
 import { TASK_QUEUE_CPU, TASK_QUEUE_GPU } from '../workflows/types.js';
 import { createCpuActivities, createGpuActivities, type Queue } from './activities.js';
@@ -97,7 +105,12 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
             activities: createCpuActivities(),
             maxConcurrentActivityTaskExecutions: opts.cpuConcurrency ?? Number(process.env.TRACE_CPU_CONCURRENCY ?? 8),
           })
-        : await Worker.create({ ...common, taskQueue: TASK_QUEUE_GPU, activities: createGpuActivities(), maxConcurrentActivityTaskExecutions: gpuCount() }),
+        : await Worker.create({
+            ...common,
+            taskQueue: TASK_QUEUE_GPU,
+            activities: createGpuActivities(),
+            maxConcurrentActivityTaskExecutions: gpuCount(),
+          }),
     );
   }
   const done = Promise.all(workers.map((w) => w.run())).then(() => connection.close());
@@ -118,7 +131,9 @@ export async function runWorkersMain(queues: Queue[]): Promise<void> {
   const running = await startWorkers({ queues, settings });
   for (const w of running.workers) {
     const names = [...w.options.activities.keys()];
-    console.log(`[worker] ${w.options.taskQueue} on ${settings.address} (${settings.namespace}): ${names.length} activities (${names.join(', ')})`);
+    console.log(
+      `[worker] ${w.options.taskQueue} on ${settings.address} (${settings.namespace}): ${names.length} activities (${names.join(', ')})`,
+    );
   }
   await running.done;
   console.log('[worker] shut down');

@@ -1,4 +1,11 @@
-import { ActivityFailure, ApplicationFailure, defineQuery, isCancellation, proxyActivities, setHandler } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  defineQuery,
+  isCancellation,
+  proxyActivities,
+  setHandler,
+} from '@temporalio/workflow';
 import type { ArtifactRef } from '../core/artifact-ref.js';
 import type { CpuActivities, GpuActivities } from './contracts.js';
 import type { CapabilityInput, CapabilityResult, CapabilityStatus, CapabilityValidation } from './types.js';
@@ -39,7 +46,9 @@ export async function capabilityWorkflow(input: CapabilityInput): Promise<Capabi
   if (input.previousEnvironment) {
     status = 'validating';
     try {
-      const v = await cpu(`validate ${capability.name} env of run ${from} under this config (checks 1–6)`).validateEnvironment({
+      const v = await cpu(
+        `validate ${capability.name} env of run ${from} under this config (checks 1–6)`,
+      ).validateEnvironment({
         runId,
         config,
         capability,
@@ -60,7 +69,9 @@ export async function capabilityWorkflow(input: CapabilityInput): Promise<Capabi
     how = `environment reused from run ${from}`;
   } else {
     status = 'synthesizing';
-    const synthesized = await cpu(`synthesize ${capability.name} env (≤ ${config.synthesis.maxAttempts} attempt(s))`).synthesizeEnvironment({
+    const synthesized = await cpu(
+      `synthesize ${capability.name} env (≤ ${config.synthesis.maxAttempts} attempt(s))`,
+    ).synthesizeEnvironment({
       runId,
       config,
       capability,
@@ -68,20 +79,37 @@ export async function capabilityWorkflow(input: CapabilityInput): Promise<Capabi
     });
     environment = synthesized.ref;
     if (synthesized.status === 'synthesis_failed' || !environment) {
-      return done('failed', `synthesis failed after ${synthesized.attempts} attempt(s): ${synthesized.lastFailure ?? 'no accepted environment'}${notReused}`, {
-        validation: synthesized,
-      });
+      return done(
+        'failed',
+        `synthesis failed after ${synthesized.attempts} attempt(s): ${synthesized.lastFailure ?? 'no accepted environment'}${notReused}`,
+        {
+          validation: synthesized,
+        },
+      );
     }
     how = `${synthesized.status === 'reference_fallback' ? `reference env ${synthesized.reference}` : `synthesized in ${synthesized.attempts} attempt(s)`}${notReused}`;
     status = 'validating';
-    const v = await cpu(`validate ${capability.name} env (checks 1–6)`).validateEnvironment({ runId, config, capability, environment });
+    const v = await cpu(`validate ${capability.name} env (checks 1–6)`).validateEnvironment({
+      runId,
+      config,
+      capability,
+      environment,
+    });
     validation = { ...synthesized, ...v };
-    if (!v.ok) return done('failed', `environment failed validation: ${v.reason ?? 'no reason given'}`, { environment, validation });
+    if (!v.ok)
+      return done('failed', `environment failed validation: ${v.reason ?? 'no reason given'}`, {
+        environment,
+        validation,
+      });
   }
   const reused = () => (Object.keys(reusedFrom).length ? { reusedFrom } : {});
 
   if (!config.stages.training) {
-    return done('not_configured', `environment ready (${how}); stages 3–4 not configured (stages.training: false)`, { environment, validation, ...reused() });
+    return done('not_configured', `environment ready (${how}); stages 3–4 not configured (stages.training: false)`, {
+      environment,
+      validation,
+      ...reused(),
+    });
   }
   status = 'training';
   const env = environment;
@@ -113,11 +141,19 @@ export async function capabilityWorkflow(input: CapabilityInput): Promise<Capabi
     training = await train();
   }
   const what = reusedFrom.adapter ? `adapter continued from run ${from}` : 'adapter trained';
-  return done('trained', `${what} (${how})${notContinued}`, { environment, validation, adapter: training.adapter, training, ...reused() });
+  return done('trained', `${what} (${how})${notContinued}`, {
+    environment,
+    validation,
+    adapter: training.adapter,
+    training,
+    ...reused(),
+  });
 }
 
 /** The trainer's non-retryable `init_adapter_uri: …` ConfigError (see trainer/trace_trainer/grpo.py). */
 function refusedInitAdapter(err: unknown): boolean {
   const cause = err instanceof ActivityFailure ? err.cause : undefined;
-  return cause instanceof ApplicationFailure && cause.type === 'ConfigError' && cause.message.startsWith('init_adapter_uri:');
+  return (
+    cause instanceof ApplicationFailure && cause.type === 'ConfigError' && cause.message.startsWith('init_adapter_uri:')
+  );
 }

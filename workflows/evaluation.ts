@@ -25,9 +25,16 @@ export async function evaluationWorkflow(input: EvaluationWorkflowInput): Promis
   // resumable. Configure evaluation.variants[].baseURL (e.g. vLLM) to fan out across CPU workers.
   const unserved = plan.unserved.gateUri !== undefined || plan.unserved.adapters.length > 0;
   if (unserved && plan.tasks.length > 0) {
-    const agents = [...(plan.unserved.gateUri ? ['TRACE (base + gate)'] : []), ...plan.unserved.adapters.map((a) => `adapter ${a.capability}`)];
+    const agents = [
+      ...(plan.unserved.gateUri ? ['TRACE (base + gate)'] : []),
+      ...plan.unserved.adapters.map((a) => `adapter ${a.capability}`),
+    ];
     const summary = `serve and evaluate base, ${agents.join(', ')} on ${plan.tasks.length} held-out task(s)`;
-    const gpu = proxyActivities<GpuActivities>({ ...rolloutActivity(config, timeouts), taskQueue: TASK_QUEUE_GPU, summary });
+    const gpu = proxyActivities<GpuActivities>({
+      ...rolloutActivity(config, timeouts),
+      taskQueue: TASK_QUEUE_GPU,
+      summary,
+    });
     return gpu.evaluateServed({ runId, config, gate: input.gate, capabilities: input.capabilities });
   }
   const batches = chunk(plan.tasks, config.evaluation.batchSize);
@@ -39,11 +46,19 @@ export async function evaluationWorkflow(input: EvaluationWorkflowInput): Promis
   );
   // Agents without a configured endpoint cannot be served per activity across workers: named in the notes.
   const notes = [...plan.notes, ...plan.unserved.notes];
-  for (const v of plan.variants.filter((x) => !servable.includes(x))) notes.push(`${v.name} not evaluated: it has no endpoint (evaluation.variants[].baseURL)`);
+  for (const v of plan.variants.filter((x) => !servable.includes(x)))
+    notes.push(`${v.name} not evaluated: it has no endpoint (evaluation.variants[].baseURL)`);
   const variants: VariantResult[] = [];
   for (const variant of servable) {
-    const failed = jobs.flatMap((job, i) => (job.variant.name === variant.name && settled[i].status === 'rejected' ? [settled[i] as PromiseRejectedResult] : []));
-    if (failed.length) notes.push(`${variant.name}: ${failed.length} of ${batches.length} evaluation batch(es) failed (${failureMessage(failed[0].reason)}); its numbers cover fewer tasks`);
+    const failed = jobs.flatMap((job, i) =>
+      job.variant.name === variant.name && settled[i].status === 'rejected'
+        ? [settled[i] as PromiseRejectedResult]
+        : [],
+    );
+    if (failed.length)
+      notes.push(
+        `${variant.name}: ${failed.length} of ${batches.length} evaluation batch(es) failed (${failureMessage(failed[0].reason)}); its numbers cover fewer tasks`,
+      );
     // With no tasks given, evaluateVariant only summarizes every episode stored for the variant.
     variants.push(await short.evaluateVariant({ config, runId, variant, tasks: [], split: plan.split }));
   }

@@ -7,7 +7,14 @@ import { TASK_QUEUE_GPU, type TimeoutOverrides } from './types.js';
  * schema) failing at once instead of being retried.
  */
 // InvalidLlmOutputError: the LLM client already re-asked a bounded number of times (analysis.maxRepairAttempts).
-export const NON_RETRYABLE_ERRORS = ['ConfigError', 'InvalidInput', 'InvalidInputError', 'ZodError', 'NotConfigured', 'InvalidLlmOutputError'];
+export const NON_RETRYABLE_ERRORS = [
+  'ConfigError',
+  'InvalidInput',
+  'InvalidInputError',
+  'ZodError',
+  'NotConfigured',
+  'InvalidLlmOutputError',
+];
 
 const MINUTE = 60_000;
 
@@ -41,7 +48,10 @@ export function longActivity(config: Config, role: LlmRoleName, t?: TimeoutOverr
 /** Rollout batches: a heartbeat follows every finished episode, so allow one full episode between them. */
 export function rolloutActivity(config: Config, t?: TimeoutOverrides): ActivityOptions {
   const o = longActivity(config, 'policy', t);
-  return { ...o, heartbeatTimeout: t?.heartbeatMs ?? Math.max(10 * MINUTE, config.rollouts.episodeTimeoutMs + 2 * MINUTE) };
+  return {
+    ...o,
+    heartbeatTimeout: t?.heartbeatMs ?? Math.max(10 * MINUTE, config.rollouts.episodeTimeoutMs + 2 * MINUTE),
+  };
 }
 
 /** Training and gate fitting on the GPU queue: long, heartbeating a resume point. */

@@ -53,7 +53,9 @@ export async function traceRetrain(input: RetrainInput): Promise<RetrainResult> 
     };
     config = { ...config, evaluation: { ...config.evaluation, variants: [...config.evaluation.variants, served] } };
   }
-  const seeded = previous ? await acts.seedRetrainRun({ config, runId, previous: previous.artifacts }) : { reusedDictionary: false };
+  const seeded = previous
+    ? await acts.seedRetrainRun({ config, runId, previous: previous.artifacts })
+    : { reusedDictionary: false };
 
   const pipelineWorkflowId = `${runId}/pipeline`;
   // The pipeline reuses the previous run's environments and continues its adapters.
@@ -75,7 +77,10 @@ export async function traceRetrain(input: RetrainInput): Promise<RetrainResult> 
   };
   const pair = promotionPair(variants, current, candidate);
   const policy = { margin: config.evaluation.promotionMargin, requireSignificant: false };
-  const promotion: PromotionDecision = 'reason' in pair ? { promote: false, delta: null, reason: pair.reason } : decidePromotion(pair.candidate, pair.current, policy);
+  const promotion: PromotionDecision =
+    'reason' in pair
+      ? { promote: false, delta: null, reason: pair.reason }
+      : decidePromotion(pair.candidate, pair.current, policy);
   const record: LineageRecord = {
     runId,
     agent: candidate,

@@ -64,13 +64,7 @@ export type PipelineStage =
 export type ConfigurableStage = 'synthesis' | 'training' | 'gate' | 'evaluation';
 
 export type CapabilityStatus =
-  | 'pending'
-  | 'synthesizing'
-  | 'validating'
-  | 'training'
-  | 'trained'
-  | 'not_configured'
-  | 'failed';
+  'pending' | 'synthesizing' | 'validating' | 'training' | 'trained' | 'not_configured' | 'failed';
 
 export interface CapabilityProgress {
   name: string;
@@ -84,7 +78,13 @@ export interface CapabilityProgress {
 export interface PipelineProgress {
   runId: string;
   stage: PipelineStage;
-  rollouts: { batchesDone: number; batchesFailed: number; batchesTotal: number; trajectories: number; successes: number };
+  rollouts: {
+    batchesDone: number;
+    batchesFailed: number;
+    batchesTotal: number;
+    trajectories: number;
+    successes: number;
+  };
   labeling: { passesDone: number; passesFailed: number; passesTotal: number };
   capabilities: CapabilityProgress[];
   currentCapability?: string;
@@ -133,7 +133,13 @@ export interface PipelineResult {
   /** Human-readable, e.g. 'stages 2–4 not configured'. */
   summary: string;
   env: string;
-  rollouts: { refs: ArtifactRef[]; trajectories: number; successes: number; passRate: number | null; failedBatches: number };
+  rollouts: {
+    refs: ArtifactRef[];
+    trajectories: number;
+    successes: number;
+    passRate: number | null;
+    failedBatches: number;
+  };
   analysis: {
     dictionary?: ArtifactRef;
     /** The stage-1 result artifact (statistics, selection, example failures). */

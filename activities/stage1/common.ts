@@ -29,7 +29,8 @@ export async function loadTrajectories(store: ArtifactStore, refs: readonly Arti
     const lines = (await store.getText(ref)).split('\n').filter((l) => l.trim());
     lines.forEach((line, i) => {
       const r = TrajectorySchema.safeParse(JSON.parse(line));
-      if (!r.success) throw new Error(`${ref.uri}: line ${i + 1}: ${r.error.issues[0].path.join('.')}: ${r.error.issues[0].message}`);
+      if (!r.success)
+        throw new Error(`${ref.uri}: line ${i + 1}: ${r.error.issues[0].path.join('.')}: ${r.error.issues[0].message}`);
       out.push(r.data);
     });
   }

@@ -1,5 +1,11 @@
 import type { ArtifactRef } from '../../core/artifact-ref.js';
-import { CapabilityDictionarySchema, discoveryOutputSchema, type Capability, type CapabilityDictionary, type DiscoveryOutput } from '../../core/capability.js';
+import {
+  CapabilityDictionarySchema,
+  discoveryOutputSchema,
+  type Capability,
+  type CapabilityDictionary,
+  type DiscoveryOutput,
+} from '../../core/capability.js';
 import { compactTrajectory, truncate } from '../../core/compaction.js';
 import type { Config } from '../../core/config.js';
 import { DISCOVERY_SYSTEM, discoveryUser } from '../../core/prompts/stage1.js';
@@ -85,7 +91,9 @@ export function createDiscoveryActivities(deps: Stage1Deps) {
 
 function toolNamesOf(ts: readonly Trajectory[]): string[] {
   const names = new Set<string>();
-  for (const t of ts) for (const m of t.messages) if (m.role === 'assistant') for (const c of m.tool_calls ?? []) names.add(c.function.name);
+  for (const t of ts)
+    for (const m of t.messages)
+      if (m.role === 'assistant') for (const c of m.tool_calls ?? []) names.add(c.function.name);
   return [...names];
 }
 

@@ -63,7 +63,10 @@ export function createLabelingActivities(deps: Stage1Deps) {
         const out = await llm.structured(
           [
             { role: 'system', content: LABELING_SYSTEM },
-            { role: 'user', content: labelingUser(dictionary.capabilities, compactTrajectory(t, config.analysis.maxTrajectoryChars)) },
+            {
+              role: 'user',
+              content: labelingUser(dictionary.capabilities, compactTrajectory(t, config.analysis.maxTrajectoryChars)),
+            },
           ],
           schema,
           'capability_labels',

@@ -49,11 +49,14 @@ export function createRolloutActivities(deps: Stage1Deps) {
       if (all.length === 0) {
         // A seeded generator env: tasks are seeds 0..maxTasks-1.
         const n = config.env.maxTasks ?? DEFAULT_SEEDED_TASKS;
-        return Array.from({ length: n }, (_, s) => Array.from({ length: trials }, (_, trial) => ({ seed: s, trial }))).flat();
+        return Array.from({ length: n }, (_, s) =>
+          Array.from({ length: trials }, (_, trial) => ({ seed: s, trial })),
+        ).flat();
       }
       const hasSplits = all.some((t) => t.split !== undefined);
       const train = hasSplits ? all.filter((t) => t.split === config.env.trainSplit) : all;
-      if (train.length === 0) throw new Error(`env.trainSplit: no tasks in split '${config.env.trainSplit}' of ${config.env.name}`);
+      if (train.length === 0)
+        throw new Error(`env.trainSplit: no tasks in split '${config.env.trainSplit}' of ${config.env.name}`);
       const chosen = train.slice(0, config.env.maxTasks ?? train.length);
       return chosen.flatMap((t) => Array.from({ length: trials }, (_, trial) => ({ taskId: t.id, trial })));
     } finally {
@@ -82,7 +85,8 @@ export function createRolloutActivities(deps: Stage1Deps) {
       const index = Number(/(\d+)\.json$/.exec(k)?.[1]);
       done.set(index, TrajectorySchema.parse(await store.getJson(k)));
     }
-    const acceptErrored = input.acceptErroredEpisodes ?? (activityContext()?.info.attempt ?? 1) >= ACCEPT_ERRORED_FROM_ATTEMPT;
+    const acceptErrored =
+      input.acceptErroredEpisodes ?? (activityContext()?.info.attempt ?? 1) >= ACCEPT_ERRORED_FROM_ATTEMPT;
     const todo = tasks.map((t, i) => ({ t, i })).filter(({ i }) => !done.has(i));
     const errored = new Map<number, Trajectory>();
     heartbeat({ done: done.size, total: tasks.length });

@@ -96,7 +96,8 @@ export function stage1Summary(r: Stage1Result, passesRun: number): string {
   ];
   for (const w of r.dictionary.warnings ?? []) lines.push(`Warning: ${w}.`);
   if (c.failures === 0) lines.push('No failed trajectories: nothing to contrast, so no capability can be selected.');
-  if (c.successes === 0) lines.push('No successful trajectories: the contrastive gap Δ is undefined, so no capability can be selected.');
+  if (c.successes === 0)
+    lines.push('No successful trajectories: the contrastive gap Δ is undefined, so no capability can be selected.');
   const rule = `Δ ≥ ${r.thresholds.delta.toFixed(2)} and Cov ≥ ${r.thresholds.coverage.toFixed(2)} in ≥ ${r.thresholds.minPassesSelected} of ${r.thresholds.passes} passes`;
   lines.push(r.selected.length ? `Selected ${r.selected.length} (${rule}):` : `None selected (${rule}).`);
   for (const s of r.stats) {

@@ -33,19 +33,35 @@ export async function staticProblem(source: string): Promise<string | undefined>
     await transform(source, { loader: 'ts', format: 'esm', sourcefile: 'env.ts' });
   } catch (e) {
     const errs = (e as { errors?: { text: string; location?: { line: number; column: number } }[] }).errors ?? [];
-    return `syntax error: ${errs.slice(0, 3).map((x) => `${x.location ? `line ${x.location.line}:${x.location.column}: ` : ''}${x.text}`).join('; ') || (e as Error).message}`;
+    return `syntax error: ${
+      errs
+        .slice(0, 3)
+        .map((x) => `${x.location ? `line ${x.location.line}:${x.location.column}: ` : ''}${x.text}`)
+        .join('; ') || (e as Error).message
+    }`;
   }
-  const specifiers = [...source.matchAll(/\b(?:import|export)\s[^'"`;]*?from\s*['"]([^'"]+)['"]|\bimport\s*['"]([^'"]+)['"]/g)].map((m) => m[1] ?? m[2]);
+  const specifiers = [
+    ...source.matchAll(/\b(?:import|export)\s[^'"`;]*?from\s*['"]([^'"]+)['"]|\bimport\s*['"]([^'"]+)['"]/g),
+  ].map((m) => m[1] ?? m[2]);
   const bad = specifiers.filter((s) => s !== '#env-sdk');
-  if (bad.length) return `imports ${bad.map((s) => `'${s}'`).join(', ')}; a generated environment may import only from '#env-sdk'`;
-  if (/\b(require|import)\s*\(/.test(source)) return `uses require() or dynamic import(); a generated environment may import only from '#env-sdk'`;
-  if (!/export\s+default\s/.test(source)) return 'has no default export; end the module with `export default defineEnvironment({...})`';
+  if (bad.length)
+    return `imports ${bad.map((s) => `'${s}'`).join(', ')}; a generated environment may import only from '#env-sdk'`;
+  if (/\b(require|import)\s*\(/.test(source))
+    return `uses require() or dynamic import(); a generated environment may import only from '#env-sdk'`;
+  if (!/export\s+default\s/.test(source))
+    return 'has no default export; end the module with `export default defineEnvironment({...})`';
   return undefined;
 }
 
 /** Writes the module where `#env-sdk` resolves through package.json imports (gitignored .trace/). */
 async function writeCandidate(source: string): Promise<string> {
-  const dir = path.join(repoRoot, '.trace', 'tmp', 'synthesis', createHash('sha256').update(source).digest('hex').slice(0, 16));
+  const dir = path.join(
+    repoRoot,
+    '.trace',
+    'tmp',
+    'synthesis',
+    createHash('sha256').update(source).digest('hex').slice(0, 16),
+  );
   await mkdir(dir, { recursive: true });
   const file = path.join(dir, 'env.ts');
   await writeFile(file, source);
@@ -63,7 +79,10 @@ function typeChecker() {
   // Node 20 does not carry tsx's loader hooks into worker threads: register them there first.
   const worker =
     ext === '.ts'
-      ? new Worker(`import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then((t) => { t.register(); return import(${JSON.stringify(url.href)}); });`, { eval: true })
+      ? new Worker(
+          `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then((t) => { t.register(); return import(${JSON.stringify(url.href)}); });`,
+          { eval: true },
+        )
       : new Worker(url);
   const c = { worker, pending: new Map<number, Check>(), nextId: 1 };
   worker.on('message', ({ id, errors, failure }: { id: number; errors?: string[]; failure?: string }) => {
@@ -100,13 +119,22 @@ export async function typeErrors(source: string, max = 5): Promise<string[]> {
  * and training both start theirs here, so training's processes live no longer (episodesPerProcess)
  * and get no more time or CPU than the ones validation judged.
  */
-export function startGeneratedEnv(module: { source: string } | { modulePath: string }, sandbox: SandboxSettings = {}, signal?: AbortSignal): Promise<SandboxedEnvironment> {
+export function startGeneratedEnv(
+  module: { source: string } | { modulePath: string },
+  sandbox: SandboxSettings = {},
+  signal?: AbortSignal,
+): Promise<SandboxedEnvironment> {
   const { allowWeakIsolation, ...limits } = sandbox;
   return startSandboxedEnv({ ...module, limits, allowWeakIsolation, configPath: 'synthesis.sandbox', signal });
 }
 
 /** `signal` (validation's cancellation) kills the sandbox and fails its requests at once. */
-export async function loadCandidate(source: string, runner: Runner, sandbox: SandboxSettings = {}, signal?: AbortSignal): Promise<LoadedEnv> {
+export async function loadCandidate(
+  source: string,
+  runner: Runner,
+  sandbox: SandboxSettings = {},
+  signal?: AbortSignal,
+): Promise<LoadedEnv> {
   if (runner === 'sandbox') {
     const env = await startGeneratedEnv({ source }, sandbox, signal);
     const freshProcess = () => env.recycle();
@@ -117,6 +145,7 @@ export async function loadCandidate(source: string, runner: Runner, sandbox: San
   }
   const mod = await import(pathToFileURL(await writeCandidate(source)).href);
   const env = mod.default as Environment | undefined;
-  if (!env || typeof env.reset !== 'function' || typeof env.tools !== 'function') throw new Error('the default export is not an Environment (use defineEnvironment)');
+  if (!env || typeof env.reset !== 'function' || typeof env.tools !== 'function')
+    throw new Error('the default export is not an Environment (use defineEnvironment)');
   return { env, close: async () => {} };
 }

@@ -3,7 +3,12 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { compactTrajectory } from '../../core/compaction.js';
-import { GENERATOR_SYSTEM, generatorUser, repairUser, type GeneratorPromptInput } from '../../core/prompts/synthesis.js';
+import {
+  GENERATOR_SYSTEM,
+  generatorUser,
+  repairUser,
+  type GeneratorPromptInput,
+} from '../../core/prompts/synthesis.js';
 import { GeneratedEnvSchema, type GeneratedEnv, type ValidationVerdict } from '../../core/synthesis.js';
 import type { Trajectory } from '../../core/trajectory.js';
 import type { ToolSchema } from '../../core/messages.js';
@@ -22,13 +27,18 @@ export function pickReferences(capability: string, targetEnv: string, n = 2): Re
   const all = Object.keys(REFERENCE_ENVS) as ReferenceCapability[];
   const first = matchReference(capability);
   const family = targetEnv.startsWith('tau2') ? 'tau2' : 'other';
-  const sameFamily = (c: ReferenceCapability) => (['permission_error_recovery', 'datetime_reasoning'].includes(c) ? 'other' : 'tau2') === family;
+  const sameFamily = (c: ReferenceCapability) =>
+    (['permission_error_recovery', 'datetime_reasoning'].includes(c) ? 'other' : 'tau2') === family;
   const rest = [...all.filter(sameFamily), ...all.filter((c) => !sameFamily(c))].filter((c) => c !== first);
   return [...(first ? [first] : []), ...rest].slice(0, n);
 }
 
 const STOP_WORDS = new Set(['task', 'tool', 'data', 'use', 'of', 'and', 'the']);
-const stems = (name: string) => name.split('_').filter((w) => w.length > 2 && !STOP_WORDS.has(w)).map((w) => w.slice(0, 5));
+const stems = (name: string) =>
+  name
+    .split('_')
+    .filter((w) => w.length > 2 && !STOP_WORDS.has(w))
+    .map((w) => w.slice(0, 5));
 
 /** The reference capability whose name shares the most word stems with `capability` (e.g. verify_preconditions → precondition_verification). */
 export function matchReference(capability: string): ReferenceCapability | undefined {
@@ -68,7 +78,12 @@ export async function generatorMessages(p: {
 }
 
 /** The conversation for attempt n > 1: the base prompt, the previous reply and the check's feedback. */
-export function repairMessages(base: ChatCompletionMessageParam[], previous: GeneratedEnv | undefined, verdict: ValidationVerdict | undefined, generatorError?: string): ChatCompletionMessageParam[] {
+export function repairMessages(
+  base: ChatCompletionMessageParam[],
+  previous: GeneratedEnv | undefined,
+  verdict: ValidationVerdict | undefined,
+  generatorError?: string,
+): ChatCompletionMessageParam[] {
   return [
     ...base,
     ...(previous ? [{ role: 'assistant' as const, content: JSON.stringify(previous) }] : []),
@@ -77,7 +92,10 @@ export function repairMessages(base: ChatCompletionMessageParam[], previous: Gen
 }
 
 /** One generator call: a zod-validated {manifest, source}, or the reason there is none. */
-export async function generateCandidate(llm: Llm, messages: ChatCompletionMessageParam[]): Promise<{ generated: GeneratedEnv } | { error: string }> {
+export async function generateCandidate(
+  llm: Llm,
+  messages: ChatCompletionMessageParam[],
+): Promise<{ generated: GeneratedEnv } | { error: string }> {
   try {
     return { generated: await llm.structured(messages, GeneratedEnvSchema, 'capability_environment') };
   } catch (e) {

@@ -61,10 +61,8 @@ export interface ValidateResult {
   verdictRef?: ArtifactRef;
 }
 
-
 /** Records progress for Temporal (no-op outside an activity); LLM calls keep it alive in between. */
 const beat = (details: Record<string, unknown>): void => heartbeat(details);
-
 
 /** Stats and up to 8 LACKING failures of the capability, from the stage-1 result or an explicit list. */
 async function evidence(store: ArtifactStore, input: SynthesizeInput) {
@@ -83,10 +81,17 @@ async function evidence(store: ArtifactStore, input: SynthesizeInput) {
   return { stats, failures: failures.filter((t) => !t.success).slice(0, 8) };
 }
 
-async function basePrompt(store: ArtifactStore, input: SynthesizeInput, deps: SynthesisDeps): Promise<ChatCompletionMessageParam[]> {
+async function basePrompt(
+  store: ArtifactStore,
+  input: SynthesizeInput,
+  deps: SynthesisDeps,
+): Promise<ChatCompletionMessageParam[]> {
   const key = runKeys.synthesisPrompt(input.runId, input.capability.name);
   if (await store.stat(key)) return store.getJson(key);
-  const target = await deps.openEnvironment(input.config.env, { config: input.config, llm: envLlm(input.config, deps.createLlm) });
+  const target = await deps.openEnvironment(input.config.env, {
+    config: input.config,
+    llm: envLlm(input.config, deps.createLlm),
+  });
   let messages: ChatCompletionMessageParam[];
   try {
     messages = await generatorMessages({
@@ -106,7 +111,9 @@ async function storedAttempts(store: ArtifactStore, runId: string, cap: string):
   const out: SynthesisAttempt[] = [];
   for (let n = 1; ; n++) {
     if (!(await store.stat(runKeys.synthesisAttempt(runId, cap, n, 'attempt.json')))) return out;
-    out.push(SynthesisAttemptSchema.parse(await store.getJson(runKeys.synthesisAttempt(runId, cap, n, 'attempt.json'))));
+    out.push(
+      SynthesisAttemptSchema.parse(await store.getJson(runKeys.synthesisAttempt(runId, cap, n, 'attempt.json'))),
+    );
   }
 }
 
@@ -116,7 +123,13 @@ async function previousOf(store: ArtifactStore, a: SynthesisAttempt | undefined)
 }
 
 /** Runs one attempt: generation, validation, and storage of everything it produced. */
-async function runAttempt(store: ArtifactStore, input: SynthesizeInput, n: number, messages: ChatCompletionMessageParam[], deps: SynthesisDeps): Promise<SynthesisAttempt> {
+async function runAttempt(
+  store: ArtifactStore,
+  input: SynthesizeInput,
+  n: number,
+  messages: ChatCompletionMessageParam[],
+  deps: SynthesisDeps,
+): Promise<SynthesisAttempt> {
   const { runId, config } = input;
   const cap = input.capability.name;
   beat({ capability: cap, attempt: n, phase: 'generating' });
@@ -124,7 +137,13 @@ async function runAttempt(store: ArtifactStore, input: SynthesizeInput, n: numbe
   let record: SynthesisAttempt;
   if ('error' in out) {
     const reason = `the generator's reply is not a valid {manifest, source} object: ${out.error}`;
-    const verdict: ValidationVerdict = { passed: false, failedCheck: 'compile', reason: `compile: ${reason}`, checks: [{ check: 'compile', passed: false, reason, metrics: {}, examples: [] }], durationMs: 0 };
+    const verdict: ValidationVerdict = {
+      passed: false,
+      failedCheck: 'compile',
+      reason: `compile: ${reason}`,
+      checks: [{ check: 'compile', passed: false, reason, metrics: {}, examples: [] }],
+      durationMs: 0,
+    };
     record = { attempt: n, verdict, generatorError: out.error };
   } else {
     const { manifest, source } = out.generated;
@@ -132,8 +151,19 @@ async function runAttempt(store: ArtifactStore, input: SynthesizeInput, n: numbe
     await store.put(runKeys.synthesisAttempt(runId, cap, n, 'manifest.json'), JSON.stringify(manifest, null, 2));
     beat({ capability: cap, attempt: n, phase: 'validating' });
     const onProgress = (d: Record<string, unknown>) => beat({ capability: cap, attempt: n, phase: 'validating', ...d });
-    const { verdict, rollouts } = await validateCandidate({ source, manifest, config, policy: deps.createLlm(config, 'policy'), onProgress });
-    const rolloutsRef = rollouts.length ? await store.put(runKeys.synthesisAttempt(runId, cap, n, 'rollouts.jsonl'), rollouts.map((t) => JSON.stringify(t)).join('\n') + '\n') : undefined;
+    const { verdict, rollouts } = await validateCandidate({
+      source,
+      manifest,
+      config,
+      policy: deps.createLlm(config, 'policy'),
+      onProgress,
+    });
+    const rolloutsRef = rollouts.length
+      ? await store.put(
+          runKeys.synthesisAttempt(runId, cap, n, 'rollouts.jsonl'),
+          rollouts.map((t) => JSON.stringify(t)).join('\n') + '\n',
+        )
+      : undefined;
     record = { attempt: n, manifest, sourceRef, verdict, ...(rolloutsRef ? { rolloutsRef } : {}) };
     await store.put(runKeys.verdict(runId, cap, source), JSON.stringify(verdict, null, 2));
     await store.put(runKeys.manifest(runId, cap, source), JSON.stringify(manifest, null, 2));
@@ -170,28 +200,56 @@ async function synthesize(input: SynthesizeInput, deps: SynthesisDeps): Promise<
   const attempts = await storedAttempts(store, runId, cap);
   while (!attempts.some((a) => a.verdict.passed) && attempts.length < config.synthesis.maxAttempts) {
     const last = attempts.at(-1);
-    const messages = last ? repairMessages(prompt, await previousOf(store, last), last.verdict, last.generatorError) : prompt;
+    const messages = last
+      ? repairMessages(prompt, await previousOf(store, last), last.verdict, last.generatorError)
+      : prompt;
     attempts.push(await runAttempt(store, input, attempts.length + 1, messages, deps));
   }
 
-  const verdictRefs = (await Promise.all(attempts.map((a) => store.stat(runKeys.synthesisAttempt(runId, cap, a.attempt, 'verdict.json'))))).filter((r): r is ArtifactRef => !!r);
+  const verdictRefs = (
+    await Promise.all(attempts.map((a) => store.stat(runKeys.synthesisAttempt(runId, cap, a.attempt, 'verdict.json'))))
+  ).filter((r): r is ArtifactRef => !!r);
   const accepted = attempts.find((a) => a.verdict.passed);
   const lastFailure = attempts.filter((a) => !a.verdict.passed).at(-1)?.verdict.reason;
   let result: SynthesizeResult;
   if (accepted) {
     const envRef = accepted.sourceRef as ArtifactRef;
     const manifestRef = await store.stat(runKeys.synthesisAttempt(runId, cap, accepted.attempt, 'manifest.json'));
-    result = { status: 'accepted', ref: envRef, envRef, ...(manifestRef ? { manifestRef } : {}), attempts: attempts.length, ...(lastFailure ? { lastFailure } : {}), verdictRefs };
+    result = {
+      status: 'accepted',
+      ref: envRef,
+      envRef,
+      ...(manifestRef ? { manifestRef } : {}),
+      attempts: attempts.length,
+      ...(lastFailure ? { lastFailure } : {}),
+      verdictRefs,
+    };
   } else {
     const reference = config.synthesis.allowReferenceFallback ? matchReference(cap) : undefined;
     if (reference) {
       const source = await referenceSource(reference);
       const envRef = await store.put(runKeys.synthesisReference(runId, cap, reference), source);
       const env = await loadReferenceEnv(reference);
-      await store.put(runKeys.manifest(runId, cap, source), JSON.stringify({ ...env.metadata, tools: env.tools().map((t) => t.function.name) }, null, 2));
-      result = { status: 'reference_fallback', ref: envRef, envRef, reference, attempts: attempts.length, ...(lastFailure ? { lastFailure } : {}), verdictRefs };
+      await store.put(
+        runKeys.manifest(runId, cap, source),
+        JSON.stringify({ ...env.metadata, tools: env.tools().map((t) => t.function.name) }, null, 2),
+      );
+      result = {
+        status: 'reference_fallback',
+        ref: envRef,
+        envRef,
+        reference,
+        attempts: attempts.length,
+        ...(lastFailure ? { lastFailure } : {}),
+        verdictRefs,
+      };
     } else {
-      result = { status: 'synthesis_failed', attempts: attempts.length, lastFailure: lastFailure ?? 'no attempt was made', verdictRefs };
+      result = {
+        status: 'synthesis_failed',
+        attempts: attempts.length,
+        lastFailure: lastFailure ?? 'no attempt was made',
+        verdictRefs,
+      };
     }
   }
   const resultRef = await store.put(resultKey, JSON.stringify(result, null, 2));
@@ -218,7 +276,12 @@ async function validate(input: ValidateEnvInput, deps: SynthesisDeps): Promise<V
   if (!input.environment) {
     const key = runKeys.synthesisResult(runId, cap);
     const r = (await store.stat(key)) ? await store.getJson<SynthesizeResult>(key) : undefined;
-    return { ok: false, reason: r ? `${r.status} after ${r.attempts} attempt(s): ${r.lastFailure ?? 'no reason recorded'}` : 'no environment was synthesized' };
+    return {
+      ok: false,
+      reason: r
+        ? `${r.status} after ${r.attempts} attempt(s): ${r.lastFailure ?? 'no reason recorded'}`
+        : 'no environment was synthesized',
+    };
   }
   const source = await store.getText(input.environment);
   const key = runKeys.verdict(runId, cap, source);
@@ -228,10 +291,20 @@ async function validate(input: ValidateEnvInput, deps: SynthesisDeps): Promise<V
     return { ok: v.passed, ...(v.reason ? { reason: v.reason } : {}), verdictRef: cached };
   }
   const mKey = runKeys.manifest(runId, cap, source);
-  const manifest = input.manifest ?? ((await store.stat(mKey)) ? EnvManifestSchema.parse(await store.getJson(mKey)) : undefined);
+  const manifest =
+    input.manifest ?? ((await store.stat(mKey)) ? EnvManifestSchema.parse(await store.getJson(mKey)) : undefined);
   if (!manifest) throw new Error(`validateEnvironment: no manifest stored for ${input.environment.uri}; pass one`);
-  const { verdict, rollouts } = await validateCandidate({ source, manifest, config, policy: deps.createLlm(config, 'policy') });
-  if (rollouts.length) await store.put(runKeys.verdictRollouts(runId, cap, source), rollouts.map((t) => JSON.stringify(t)).join('\n') + '\n');
+  const { verdict, rollouts } = await validateCandidate({
+    source,
+    manifest,
+    config,
+    policy: deps.createLlm(config, 'policy'),
+  });
+  if (rollouts.length)
+    await store.put(
+      runKeys.verdictRollouts(runId, cap, source),
+      rollouts.map((t) => JSON.stringify(t)).join('\n') + '\n',
+    );
   const verdictRef = await store.put(key, JSON.stringify(verdict, null, 2));
   return { ok: verdict.passed, ...(verdict.reason ? { reason: verdict.reason } : {}), verdictRef };
 }

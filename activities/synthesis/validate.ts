@@ -25,7 +25,14 @@ import { inspectInstance, Rng, type InstanceView, type JsonSchema } from '../../
 import { activityContext } from '../../infra/activity-context.js';
 import type { Llm } from '../../llm/client.js';
 import { runEpisodes } from '../../agent/rollout.js';
-import { loadCandidate, staticProblem, typeErrors, type LoadedEnv, type Runner, type SandboxSettings } from './candidate.js';
+import {
+  loadCandidate,
+  staticProblem,
+  typeErrors,
+  type LoadedEnv,
+  type Runner,
+  type SandboxSettings,
+} from './candidate.js';
 
 /**
  * The six validation checks of stage 2, in order; each returns a CheckResult with a reason the
@@ -52,7 +59,9 @@ export async function playPolicy(env: Environment, seed: number, policy: Policy,
   const spoken = messages.find((m) => m.role === 'assistant' && m.content);
   if (spoken) {
     await ep.close();
-    throw new Error(`seed ${seed}: the opening has an assistant turn with text ('${String(spoken.content).slice(0, 80)}'); only the policy speaks as the assistant`);
+    throw new Error(
+      `seed ${seed}: the opening has an assistant turn with text ('${String(spoken.content).slice(0, 80)}'); only the policy speaks as the assistant`,
+    );
   }
   const errors: string[] = [];
   let termination: Termination = 'max_steps';
@@ -63,10 +72,17 @@ export async function playPolicy(env: Environment, seed: number, policy: Policy,
         termination = 'agent_stop';
         break;
       }
-      messages.push(action.type === 'tool_call' ? { role: 'assistant', content: null, tool_calls: [action.call] } : { role: 'assistant', content: action.content });
+      messages.push(
+        action.type === 'tool_call'
+          ? { role: 'assistant', content: null, tool_calls: [action.call] }
+          : { role: 'assistant', content: action.content },
+      );
       const r = await ep.step(action);
       messages.push(r.observation);
-      if (r.error) errors.push(`${action.type === 'tool_call' ? action.call.function.name : 'message'} → ${String(r.observation.content).slice(0, 200)}`);
+      if (r.error)
+        errors.push(
+          `${action.type === 'tool_call' ? action.call.function.name : 'message'} → ${String(r.observation.content).slice(0, 200)}`,
+        );
       if (r.done) {
         termination = r.termination ?? 'agent_stop';
         break;
@@ -79,10 +95,19 @@ export async function playPolicy(env: Environment, seed: number, policy: Policy,
   }
 }
 
-export const goldPolicy = (gold: readonly AgentAction[]): Policy => (_m, i) => gold[i] ?? null;
+export const goldPolicy =
+  (gold: readonly AgentAction[]): Policy =>
+  (_m, i) =>
+    gold[i] ?? null;
 export const stopPolicy: Policy = () => null;
 export const answerWithoutToolsPolicy: Policy = (_m, i) =>
-  i === 0 ? { type: 'message', content: 'I have taken care of your request: everything is done and confirmed. Is there anything else I can help you with?' } : null;
+  i === 0
+    ? {
+        type: 'message',
+        content:
+          'I have taken care of your request: everything is done and confirmed. Is there anything else I can help you with?',
+      }
+    : null;
 
 /** Calls random tools with random schema-shaped arguments, then claims success. */
 export function randomToolPolicy(env: Environment, seed: number, calls = 6): Policy {
@@ -92,7 +117,17 @@ export function randomToolPolicy(env: Environment, seed: number, calls = 6): Pol
     if (i > calls || !tools.length) return null;
     if (i === calls) return { type: 'message', content: 'Done — your request has been completed.' };
     const t = rng.pick(tools);
-    return { type: 'tool_call', call: { id: `rnd_${i}`, type: 'function', function: { name: t.function.name, arguments: JSON.stringify(randomValue(t.function.parameters as JsonSchema, rng, 0)) } } };
+    return {
+      type: 'tool_call',
+      call: {
+        id: `rnd_${i}`,
+        type: 'function',
+        function: {
+          name: t.function.name,
+          arguments: JSON.stringify(randomValue(t.function.parameters as JsonSchema, rng, 0)),
+        },
+      },
+    };
   };
 }
 
@@ -100,16 +135,28 @@ function randomValue(s: JsonSchema, rng: Rng, depth: number): unknown {
   if (Array.isArray(s.enum) && s.enum.length) return rng.pick(s.enum);
   const type = Array.isArray(s.type) ? s.type[0] : s.type;
   switch (type) {
-    case 'string': return rng.bool(0.3) ? rng.string(6) : rng.pick(['yes', 'no', 'true', '1', 'ABC123', '2024-05-20', 'user_1']);
-    case 'integer': return rng.int(0, 5);
-    case 'number': return rng.float(0, 500, rng.pick([0, 2]));
-    case 'boolean': return rng.bool();
-    case 'array': return depth > 3 ? [] : Array.from({ length: rng.int(0, 2) }, () => randomValue((s.items ?? {}) as JsonSchema, rng, depth + 1));
-    case 'null': return null;
+    case 'string':
+      return rng.bool(0.3) ? rng.string(6) : rng.pick(['yes', 'no', 'true', '1', 'ABC123', '2024-05-20', 'user_1']);
+    case 'integer':
+      return rng.int(0, 5);
+    case 'number':
+      return rng.float(0, 500, rng.pick([0, 2]));
+    case 'boolean':
+      return rng.bool();
+    case 'array':
+      return depth > 3
+        ? []
+        : Array.from({ length: rng.int(0, 2) }, () => randomValue((s.items ?? {}) as JsonSchema, rng, depth + 1));
+    case 'null':
+      return null;
     default: {
       const props = (s.properties ?? {}) as Record<string, JsonSchema>;
       const req = new Set((s.required ?? []) as string[]);
-      return Object.fromEntries(Object.entries(props).filter(([k]) => req.has(k) || rng.bool()).map(([k, v]) => [k, depth > 3 ? null : randomValue(v, rng, depth + 1)]));
+      return Object.fromEntries(
+        Object.entries(props)
+          .filter(([k]) => req.has(k) || rng.bool())
+          .map(([k, v]) => [k, depth > 3 ? null : randomValue(v, rng, depth + 1)]),
+      );
     }
   }
 }
@@ -132,9 +179,12 @@ export async function checkCompile(
   manifest: EnvManifest,
   opts: { runner: Runner; typecheck: boolean; sandbox?: SandboxSettings; signal?: AbortSignal },
 ): Promise<{ result: CheckResult; loaded?: LoadedEnv }> {
-  const fail = (reason: string, examples: string[] = []) => ({ result: { check: 'compile' as const, passed: false, reason, metrics: {}, examples } });
+  const fail = (reason: string, examples: string[] = []) => ({
+    result: { check: 'compile' as const, passed: false, reason, metrics: {}, examples },
+  });
   const m = EnvManifestSchema.safeParse(manifest);
-  if (!m.success) return fail(`manifest is invalid: ${m.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  if (!m.success)
+    return fail(`manifest is invalid: ${m.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
   const problem = await staticProblem(source);
   if (problem) return fail(`the module ${problem}`);
   if (opts.typecheck) {
@@ -151,15 +201,25 @@ export async function checkCompile(
     const view = await inspectInstance(loaded.env, 0);
     const md = view.metadata;
     const mismatch = (['name', 'capability', 'targetEnv'] as const).filter((k) => md?.[k] !== manifest[k]);
-    if (mismatch.length) throw new Error(`metadata ${mismatch.map((k) => `${k}='${md?.[k]}'`).join(', ')} does not match the manifest (${mismatch.map((k) => `'${manifest[k]}'`).join(', ')})`);
-    const names = loaded.env.tools().map((t) => t.function.name).sort();
-    if (JSON.stringify(names) !== JSON.stringify([...manifest.tools].sort())) throw new Error(`tools [${names.join(', ')}] do not match manifest.tools [${manifest.tools.join(', ')}]`);
+    if (mismatch.length)
+      throw new Error(
+        `metadata ${mismatch.map((k) => `${k}='${md?.[k]}'`).join(', ')} does not match the manifest (${mismatch.map((k) => `'${manifest[k]}'`).join(', ')})`,
+      );
+    const names = loaded.env
+      .tools()
+      .map((t) => t.function.name)
+      .sort();
+    if (JSON.stringify(names) !== JSON.stringify([...manifest.tools].sort()))
+      throw new Error(`tools [${names.join(', ')}] do not match manifest.tools [${manifest.tools.join(', ')}]`);
     if (!Array.isArray(view.gold) || !view.gold.length) throw new Error('generate(0) returned no gold actions');
   } catch (e) {
     await loaded.close();
     return fail(`the module loaded but ${(e as Error).message.slice(0, 500)}`);
   }
-  return { result: { check: 'compile', passed: true, metrics: { tools: manifest.tools.length }, examples: [] }, loaded };
+  return {
+    result: { check: 'compile', passed: true, metrics: { tools: manifest.tools.length }, examples: [] },
+    loaded,
+  };
 }
 
 /** Called after each seed a check has tried, so a long check still heartbeats. */
@@ -186,7 +246,13 @@ export async function checkSolvability(env: Environment, c: SynthesisConfig, onS
   for (const seed of drawSeeds(c.seeds.solvability)) {
     const view: InstanceView = await inspectInstance(env, seed);
     const r = await playPolicy(env, seed, goldPolicy(view.gold));
-    rewards.push({ seed, reward: r.reward, ...(r.errors.length ? { note: `gold tool errors: ${r.errors.slice(0, 2).join(' | ')}` } : { note: `termination ${r.termination}` }) });
+    rewards.push({
+      seed,
+      reward: r.reward,
+      ...(r.errors.length
+        ? { note: `gold tool errors: ${r.errors.slice(0, 2).join(' | ')}` }
+        : { note: `termination ${r.termination}` }),
+    });
     onSeed?.(rewards.length);
   }
   return judgeSolvability(rewards, c);
@@ -209,7 +275,8 @@ export async function checkNonTriviality(env: Environment, c: SynthesisConfig, o
       const r = await playPolicy(env, seed, make(seed));
       onSeed?.(++played);
       sum += r.reward;
-      if (r.reward > c.maxTrivialReward && examples.length < 3) examples.push(`${name} on seed ${seed} scored ${r.reward}: ${summarize(r.messages)}`);
+      if (r.reward > c.maxTrivialReward && examples.length < 3)
+        examples.push(`${name} on seed ${seed} scored ${r.reward}: ${summarize(r.messages)}`);
     }
     means[name] = sum / seeds.length;
   }
@@ -258,7 +325,15 @@ function argumentVariants(gold: readonly AgentAction[]): AgentAction[][] {
  */
 export async function checkVerifier(env: Environment, c: SynthesisConfig, onSeed?: OnSeed): Promise<CheckResult> {
   const seeds = drawSeeds(c.seeds.verifier);
-  const stats: VerifierStats = { seeds: seeds.length, replayMismatched: [], mutations: { dropStep: { applicable: 0, lower: 0 }, changeArgument: { applicable: 0, lower: 0 }, skipMessages: { applicable: 0, lower: 0 } } };
+  const stats: VerifierStats = {
+    seeds: seeds.length,
+    replayMismatched: [],
+    mutations: {
+      dropStep: { applicable: 0, lower: 0 },
+      changeArgument: { applicable: 0, lower: 0 },
+      skipMessages: { applicable: 0, lower: 0 },
+    },
+  };
   const examples: string[] = [];
   for (const [n, seed] of seeds.entries()) {
     const { gold } = await inspectInstance(env, seed);
@@ -278,15 +353,18 @@ export async function checkVerifier(env: Environment, c: SynthesisConfig, onSeed
     const variants: Record<Mutation, AgentAction[][]> = {
       dropStep: calls.map((i) => gold.filter((_, j) => j !== i)),
       changeArgument: argumentVariants(gold),
-      skipMessages: calls.length && gold.some((a) => a.type === 'message') ? [gold.filter((a) => a.type === 'tool_call')] : [],
+      skipMessages:
+        calls.length && gold.some((a) => a.type === 'message') ? [gold.filter((a) => a.type === 'tool_call')] : [],
     };
     for (const m of MUTATIONS) {
       if (!variants[m].length) continue;
       stats.mutations[m].applicable++;
       let lower = false;
-      for (const [i, v] of variants[m].slice(0, MUTATION_TRIES).entries()) if ((lower = (await score(v, i === 0)) < reward)) break;
+      for (const [i, v] of variants[m].slice(0, MUTATION_TRIES).entries())
+        if ((lower = (await score(v, i === 0)) < reward)) break;
       if (lower) stats.mutations[m].lower++;
-      else if (GATING_MUTATIONS.includes(m) && examples.length < 3) examples.push(`seed ${seed}: ${m} scored as high as the gold solution (${reward})`);
+      else if (GATING_MUTATIONS.includes(m) && examples.length < 3)
+        examples.push(`seed ${seed}: ${m} scored as high as the gold solution (${reward})`);
     }
     onSeed?.(n + 1);
   }
@@ -294,11 +372,22 @@ export async function checkVerifier(env: Environment, c: SynthesisConfig, onSeed
 }
 
 function summarize(messages: readonly Message[]): string {
-  return messages.map((m) => `${m.role}: ${m.role === 'assistant' && m.tool_calls?.length ? m.tool_calls.map((t) => `${t.function.name}(${t.function.arguments})`).join(', ') : String(m.content).slice(0, 160)}`).join(' / ').slice(0, 600);
+  return messages
+    .map(
+      (m) =>
+        `${m.role}: ${m.role === 'assistant' && m.tool_calls?.length ? m.tool_calls.map((t) => `${t.function.name}(${t.function.arguments})`).join(', ') : String(m.content).slice(0, 160)}`,
+    )
+    .join(' / ')
+    .slice(0, 600);
 }
 
 /** Check 6: base-policy rollouts (G groups × K) land in the calibration band with informative groups. */
-export async function checkCalibration(env: Environment, config: Config, llm: Llm, onEpisode?: (done: number) => void): Promise<{ result: CheckResult; rollouts: Trajectory[] }> {
+export async function checkCalibration(
+  env: Environment,
+  config: Config,
+  llm: Llm,
+  onEpisode?: (done: number) => void,
+): Promise<{ result: CheckResult; rollouts: Trajectory[] }> {
   const cal = config.synthesis.calibration;
   const groupSeeds = drawSeeds(cal.groups);
   const tasks = groupSeeds.flatMap((seed) => seedsFrom(cal.rolloutsPerGroup).map((trial) => ({ seed, trial })));
@@ -316,8 +405,18 @@ export async function checkCalibration(env: Environment, config: Config, llm: Ll
   });
   const groups = groupSeeds.map((seed) => rollouts.filter((t) => t.seed === seed));
   const result = judgeCalibration(calibrationStats(groups), config.synthesis);
-  const broken = rollouts.filter((t) => t.termination === 'error').map((t) => `seed ${t.seed}: ${String(t.rewardInfo.details?.runnerNote ?? t.rewardInfo.details?.evaluateError ?? 'error')}`);
-  const examples = broken.length ? broken.slice(0, 3) : rollouts.filter((t) => t.reward === 0).slice(0, 2).map((t) => `seed ${t.seed} reward 0: ${summarize(t.messages.slice(1))}`);
+  const broken = rollouts
+    .filter((t) => t.termination === 'error')
+    .map(
+      (t) =>
+        `seed ${t.seed}: ${String(t.rewardInfo.details?.runnerNote ?? t.rewardInfo.details?.evaluateError ?? 'error')}`,
+    );
+  const examples = broken.length
+    ? broken.slice(0, 3)
+    : rollouts
+        .filter((t) => t.reward === 0)
+        .slice(0, 2)
+        .map((t) => `seed ${t.seed} reward 0: ${summarize(t.messages.slice(1))}`);
   return { result: { ...result, examples: result.passed ? [] : examples }, rollouts };
 }
 
@@ -337,7 +436,9 @@ export interface ValidateInput {
 }
 
 /** Runs checks 1–6 in order, stopping at the first failure. */
-export async function validateCandidate(input: ValidateInput): Promise<{ verdict: ValidationVerdict; rollouts: Trajectory[] }> {
+export async function validateCandidate(
+  input: ValidateInput,
+): Promise<{ verdict: ValidationVerdict; rollouts: Trajectory[] }> {
   const started = Date.now();
   const c = input.config.synthesis;
   const checks: CheckResult[] = [];
@@ -347,14 +448,22 @@ export async function validateCandidate(input: ValidateInput): Promise<{ verdict
     signal?.throwIfAborted(); // a check that failed because the sandbox was cancelled is no verdict
     return verdictOf(checks, Date.now() - started, warnings);
   };
-  const compiled = await checkCompile(input.source, input.manifest, { runner: c.runner, typecheck: c.typecheck, sandbox: c.sandbox, signal });
+  const compiled = await checkCompile(input.source, input.manifest, {
+    runner: c.runner,
+    typecheck: c.typecheck,
+    sandbox: c.sandbox,
+    signal,
+  });
   checks.push(compiled.result);
   if (!compiled.loaded) return { verdict: done(), rollouts: [] };
   const { env } = compiled.loaded;
   if (compiled.loaded.warning) warnings = [compiled.loaded.warning];
   let rollouts: Trajectory[] = [];
   try {
-    const seedDone = (check: CheckResult['check']): OnSeed => (seeds) => input.onProgress?.({ check, seeds });
+    const seedDone =
+      (check: CheckResult['check']): OnSeed =>
+      (seeds) =>
+        input.onProgress?.({ check, seeds });
     const steps: [CheckResult['check'], () => Promise<CheckResult>][] = [
       ['determinism', () => checkDeterminism(env, c, seedDone('determinism'))],
       ['solvability', () => checkSolvability(env, c, seedDone('solvability'))],
@@ -363,23 +472,40 @@ export async function validateCandidate(input: ValidateInput): Promise<{ verdict
     ];
     if (input.policy) {
       const policy = input.policy;
-      steps.push(['calibration', async () => {
-        const r = await checkCalibration(env, input.config, policy, (episodes) => input.onProgress?.({ check: 'calibration', episodes }));
-        rollouts = r.rollouts;
-        return r.result;
-      }]);
+      steps.push([
+        'calibration',
+        async () => {
+          const r = await checkCalibration(env, input.config, policy, (episodes) =>
+            input.onProgress?.({ check: 'calibration', episodes }),
+          );
+          rollouts = r.rollouts;
+          return r.result;
+        },
+      ]);
     }
     for (const [check, run] of steps) {
       // Each check starts in a fresh process, so calibration's processes hold only policy episodes,
       // as training's do, and a module counting per process sees the same counts there as here.
       compiled.loaded.freshProcess?.();
-      const r = await run().catch((e: Error): CheckResult => ({ check, passed: false, reason: `the environment crashed: ${e.message.slice(0, 500)}`, metrics: {}, examples: [] }));
+      const r = await run().catch((e: Error): CheckResult => ({
+        check,
+        passed: false,
+        reason: `the environment crashed: ${e.message.slice(0, 500)}`,
+        metrics: {},
+        examples: [],
+      }));
       checks.push(r);
       input.onProgress?.({ check, passed: r.passed });
       if (!r.passed) break;
     }
     if (!input.policy && checks.every((g) => g.passed)) {
-      checks.push({ check: 'calibration', passed: false, reason: 'no base policy was given, so calibration was not run', metrics: {}, examples: [] });
+      checks.push({
+        check: 'calibration',
+        passed: false,
+        reason: 'no base policy was given, so calibration was not run',
+        metrics: {},
+        examples: [],
+      });
     }
   } finally {
     await compiled.loaded.close();

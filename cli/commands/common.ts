@@ -34,7 +34,9 @@ export async function connectClient(settings: TemporalSettings = temporalSetting
     connection = await Connection.connect({ ...connectionOptions(settings), connectTimeout: 3000 });
   } catch (err) {
     const hint = settings.embedded ? ' (start the embedded stack with `trace stack up`, or set TEMPORAL_ADDRESS)' : '';
-    throw new CliError(`Temporal not reachable at ${settings.address}${hint}: ${(err as Error).message.split('\n')[0]}`);
+    throw new CliError(
+      `Temporal not reachable at ${settings.address}${hint}: ${(err as Error).message.split('\n')[0]}`,
+    );
   }
   return { client: new Client({ connection, namespace: settings.namespace }), connection, settings };
 }
@@ -43,7 +45,11 @@ export async function connectClient(settings: TemporalSettings = temporalSetting
  * The `progress` query with a deadline: a query needs a worker, and without one the client would
  * otherwise keep retrying past the command's end. Undefined when no worker answered in time.
  */
-export async function queryProgress(client: Client, workflowId: string, timeoutMs = 5000): Promise<PipelineProgress | undefined> {
+export async function queryProgress(
+  client: Client,
+  workflowId: string,
+  timeoutMs = 5000,
+): Promise<PipelineProgress | undefined> {
   try {
     return await client.connection.withDeadline(Date.now() + timeoutMs, () =>
       client.workflow.getHandle(workflowId).query<PipelineProgress>(PROGRESS_QUERY),
@@ -59,7 +65,12 @@ export function uiLink(workflowId: string, settings: TemporalSettings = temporal
 
 /** A run id that sorts by start time and names the config: `<name>-YYYYMMDD-HHMMSS-xxxx`. */
 export function newRunId(config: Config, now = new Date()): string {
-  const slug = config.name.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-|-$/g, '').slice(0, 40) || 'run';
+  const slug =
+    config.name
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, '-')
+      .replace(/^-|-$/g, '')
+      .slice(0, 40) || 'run';
   const stamp = now.toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
   return `${slug}-${stamp}-${Math.random().toString(36).slice(2, 6)}`;
 }

@@ -26,7 +26,9 @@ export function loadConfigFile(file: string): Config {
   try {
     raw = /\.json$/i.test(file) ? JSON.parse(text) : YAML.parse(text);
   } catch (err) {
-    throw new ConfigError(`${file}: not valid ${/\.json$/i.test(file) ? 'JSON' : 'YAML'}: ${(err as Error).message.split('\n')[0]}`);
+    throw new ConfigError(
+      `${file}: not valid ${/\.json$/i.test(file) ? 'JSON' : 'YAML'}: ${(err as Error).message.split('\n')[0]}`,
+    );
   }
   return parseConfig(raw ?? {}, path.basename(file));
 }
@@ -37,7 +39,8 @@ export function validateRunConfig(file: string): Config {
   const name = config.env.name;
   const known = knownEnvironments();
   const ok = known.includes(name) || known.some((k) => k.endsWith('<…>') && name.startsWith(k.slice(0, -3)));
-  if (!ok) throw new ConfigError(`${file}: env.name: unknown environment '${name}'; expected one of ${known.join(', ')}`);
+  if (!ok)
+    throw new ConfigError(`${file}: env.name: unknown environment '${name}'; expected one of ${known.join(', ')}`);
   return config;
 }
 
@@ -55,7 +58,9 @@ export function readImportedRollouts(file: string): ImportedRollouts {
     throw new CliError(`--rollouts ${file}: cannot read JSON (${(err as Error).message.split('\n')[0]})`);
   }
   const r = ImportedRolloutsSchema.safeParse(raw);
-  if (!r.success) throw new CliError(`--rollouts ${file}: ${r.error.issues[0].path.join('.') || '(root)'}: ${r.error.issues[0].message}`);
+  if (!r.success)
+    throw new CliError(
+      `--rollouts ${file}: ${r.error.issues[0].path.join('.') || '(root)'}: ${r.error.issues[0].message}`,
+    );
   return r.data;
 }
-

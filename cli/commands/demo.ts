@@ -10,7 +10,9 @@ export const DEMO_CONFIG = path.join(PROJECT_ROOT, 'configs', 'demo.yaml');
 export function registerDemoCommand(program: Command): void {
   program
     .command('demo')
-    .description('bring up the embedded stack and run configs/demo.yaml to completion (npm run demo also does set-up first)')
+    .description(
+      'bring up the embedded stack and run configs/demo.yaml to completion (npm run demo also does set-up first)',
+    )
     .option('--config <file>', 'config to run', DEMO_CONFIG)
     .action(async (opts: { config: string }) => {
       const { validateRunConfig } = await import('./config-file.js');
@@ -20,8 +22,12 @@ export function registerDemoCommand(program: Command): void {
       const { workflowId } = await startRun(config);
       const result = await followRun(workflowId);
       printResult(result);
-      console.log(`\nreport: ${result.report.uri}${result.report.uri.endsWith('report.json') ? ` (HTML next to it: ${result.report.uri.replace(/\.json$/, '.html')})` : ''}`);
-      console.log(`Temporal UI: ${uiLink(workflowId)}${'uiUrl' in stack.temporal ? ` (all runs: ${stack.temporal.uiUrl})` : ''}`);
+      console.log(
+        `\nreport: ${result.report.uri}${result.report.uri.endsWith('report.json') ? ` (HTML next to it: ${result.report.uri.replace(/\.json$/, '.html')})` : ''}`,
+      );
+      console.log(
+        `Temporal UI: ${uiLink(workflowId)}${'uiUrl' in stack.temporal ? ` (all runs: ${stack.temporal.uiUrl})` : ''}`,
+      );
       console.log('the stack keeps running for the UI; stop it with `npm run trace -- stack down`');
     });
 }

@@ -40,7 +40,9 @@ export function registerImportTau2(program: Command): void {
       };
       writeFileSync(path.join(out, 'rollouts.json'), JSON.stringify(imported, null, 2));
       const envs = [...new Set(trajectories.map((t) => t.env))].join(', ');
-      console.log(`${trajectories.length} trajectories (${imported.successes} successes) from ${envs || 'no environment'} → ${path.join(out, 'trajectories.jsonl')}`);
+      console.log(
+        `${trajectories.length} trajectories (${imported.successes} successes) from ${envs || 'no environment'} → ${path.join(out, 'trajectories.jsonl')}`,
+      );
       console.log(`stored as ${ref.uri}`);
       console.log(`start stage 1 from them: trace run <config> --rollouts ${path.join(out, 'rollouts.json')}`);
     });

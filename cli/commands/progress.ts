@@ -15,14 +15,20 @@ export function progressLine(p: PipelineProgress): string {
   const l = p.labeling;
   switch (p.stage) {
     case 'rollouts':
-      return `rollouts     ${bar(r.batchesDone + r.batchesFailed, r.batchesTotal)} batches ${r.batchesDone}/${r.batchesTotal}` +
-        `${r.batchesFailed ? ` (${r.batchesFailed} failed)` : ''}, ${r.trajectories} trajectories, ${r.successes} successes`;
+      return (
+        `rollouts     ${bar(r.batchesDone + r.batchesFailed, r.batchesTotal)} batches ${r.batchesDone}/${r.batchesTotal}` +
+        `${r.batchesFailed ? ` (${r.batchesFailed} failed)` : ''}, ${r.trajectories} trajectories, ${r.successes} successes`
+      );
     case 'stage1:labeling':
       return `labeling     ${bar(l.passesDone + l.passesFailed, l.passesTotal)} passes ${l.passesDone}/${l.passesTotal}${l.passesFailed ? ` (${l.passesFailed} failed)` : ''}`;
     case 'stages2-3:capabilities': {
-      const settled = p.capabilities.filter((c) => !['pending', 'synthesizing', 'validating', 'training'].includes(c.status)).length;
-      return `capabilities ${bar(settled, p.capabilities.length)} ${settled}/${p.capabilities.length} settled` +
-        (p.currentCapability ? `, current ${p.currentCapability}` : '');
+      const settled = p.capabilities.filter(
+        (c) => !['pending', 'synthesizing', 'validating', 'training'].includes(c.status),
+      ).length;
+      return (
+        `capabilities ${bar(settled, p.capabilities.length)} ${settled}/${p.capabilities.length} settled` +
+        (p.currentCapability ? `, current ${p.currentCapability}` : '')
+      );
     }
     default:
       return `${p.stage.padEnd(12)} ${p.message ?? ''}`.trimEnd();
@@ -38,7 +44,10 @@ export function progressReport(p: PipelineProgress): string {
   ];
   if (p.capabilities.length) {
     lines.push('capabilities:');
-    for (const c of p.capabilities) lines.push(`  ${c.name.padEnd(32)} ${c.status}${c.requestedByConfig ? ' (requested by config)' : ''}${c.error ? ` — ${c.error}` : ''}`);
+    for (const c of p.capabilities)
+      lines.push(
+        `  ${c.name.padEnd(32)} ${c.status}${c.requestedByConfig ? ' (requested by config)' : ''}${c.error ? ` — ${c.error}` : ''}`,
+      );
   }
   if (p.notConfigured.length) lines.push(`not configured: ${p.notConfigured.join(', ')}`);
   return lines.join('\n');

@@ -52,16 +52,20 @@ async function fetchRun(run: string): Promise<{ config: Config; result: Record<s
     try {
       status = (await handle.describe()).status.name;
     } catch (err) {
-      if ((err as Error).name === 'WorkflowNotFoundError') throw new CliError(`no run '${run}' in this namespace (see \`trace list\`)`);
+      if ((err as Error).name === 'WorkflowNotFoundError')
+        throw new CliError(`no run '${run}' in this namespace (see \`trace list\`)`);
       throw err;
     }
-    if (status !== 'COMPLETED') throw new CliError(`run ${run} is ${status}: no report yet (see \`trace status ${run}\`)`);
+    if (status !== 'COMPLETED')
+      throw new CliError(`run ${run} is ${status}: no report yet (see \`trace status ${run}\`)`);
     const result = (await handle.result()) as Record<string, unknown>;
     const history = await handle.fetchHistory();
     const payload = history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];
     if (!payload) throw new CliError(`run ${run}: its start input (the config) is not in the history`);
     const { defaultPayloadConverter } = await import('@temporalio/common');
-    const input = defaultPayloadConverter.fromPayload<{ config?: unknown }>(payload as Parameters<typeof defaultPayloadConverter.fromPayload>[0]);
+    const input = defaultPayloadConverter.fromPayload<{ config?: unknown }>(
+      payload as Parameters<typeof defaultPayloadConverter.fromPayload>[0],
+    );
     const { parseConfig } = await import('../../core/config.js');
     return { config: parseConfig(input.config, `run ${run} input`), result };
   } finally {

@@ -12,7 +12,10 @@ export function registerRun(program: Command): void {
     .argument('<config>', 'config file')
     .option('--detach', 'print the run id and return instead of following progress')
     .option('--id <runId>', 'run id (default: <name>-<timestamp>-<random>)')
-    .option('--rollouts <rollouts.json>', 'start from imported rollouts (written by `trace import-tau2`) instead of collecting them')
+    .option(
+      '--rollouts <rollouts.json>',
+      'start from imported rollouts (written by `trace import-tau2`) instead of collecting them',
+    )
     .action(async (file: string, opts: { detach?: boolean; id?: string; rollouts?: string }) => {
       const { validateRunConfig, readImportedRollouts } = await import('./config-file.js');
       const config = validateRunConfig(file);
@@ -24,7 +27,11 @@ export function registerRun(program: Command): void {
     });
 }
 
-export async function startRun(config: Config, runId = newRunId(config), rollouts?: ImportedRollouts): Promise<{ workflowId: string }> {
+export async function startRun(
+  config: Config,
+  runId = newRunId(config),
+  rollouts?: ImportedRollouts,
+): Promise<{ workflowId: string }> {
   const { client, settings } = await connectClient();
   const { TASK_QUEUE_CPU } = await import('../../workflows/types.js');
   const input: PipelineInput = { runId, config, ...(rollouts ? { rollouts } : {}) };
@@ -57,13 +64,17 @@ export async function followRun(workflowId: string): Promise<PipelineResult> {
   };
   const resultP = handle.result() as Promise<PipelineResult>;
   let closed = false;
-  resultP.then(() => (closed = true), () => (closed = true));
+  resultP.then(
+    () => (closed = true),
+    () => (closed = true),
+  );
   const waitingSince = Date.now();
   try {
     while (!closed) {
       const p = await queryProgress(client, workflowId);
       if (p) show(progressLine(p));
-      else if (!closed && Date.now() - waitingSince > 5000) show('waiting for a worker on task queue trace-cpu (start one with `trace worker` or `trace stack up`)');
+      else if (!closed && Date.now() - waitingSince > 5000)
+        show('waiting for a worker on task queue trace-cpu (start one with `trace worker` or `trace stack up`)');
       await Promise.race([resultP.catch(() => undefined), sleep(1000)]);
     }
     return await resultP;
@@ -75,12 +86,19 @@ export async function followRun(workflowId: string): Promise<PipelineResult> {
 
 export function printResult(r: PipelineResult): void {
   console.log(`\n${r.status}: ${r.summary}`);
-  console.log(`rollouts: ${r.rollouts.trajectories} trajectories, pass rate ${formatRate(r.rollouts.passRate)}` +
-    (r.rollouts.failedBatches ? `, ${r.rollouts.failedBatches} batch(es) failed` : ''));
+  console.log(
+    `rollouts: ${r.rollouts.trajectories} trajectories, pass rate ${formatRate(r.rollouts.passRate)}` +
+      (r.rollouts.failedBatches ? `, ${r.rollouts.failedBatches} batch(es) failed` : ''),
+  );
   if (r.analysis.summary) console.log(r.analysis.summary);
-  for (const c of r.capabilities) console.log(`  ${c.name}${c.requestedByConfig ? ' (requested by config)' : ''}: ${c.status} — ${c.detail}`);
-  const evaluation = r.evaluation as { split?: string; variants?: { name: string; passRate: number | null; n: number }[] } | undefined;
-  for (const v of evaluation?.variants ?? []) console.log(`evaluation (${evaluation?.split}): ${v.name} pass rate ${formatRate(v.passRate)} over ${v.n} episode(s)`);
+  for (const c of r.capabilities)
+    console.log(`  ${c.name}${c.requestedByConfig ? ' (requested by config)' : ''}: ${c.status} — ${c.detail}`);
+  const evaluation = r.evaluation as
+    { split?: string; variants?: { name: string; passRate: number | null; n: number }[] } | undefined;
+  for (const v of evaluation?.variants ?? [])
+    console.log(
+      `evaluation (${evaluation?.split}): ${v.name} pass rate ${formatRate(v.passRate)} over ${v.n} episode(s)`,
+    );
   console.log(`report: ${r.report.uri}`);
 }
 

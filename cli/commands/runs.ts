@@ -15,7 +15,9 @@ export function registerRunCommands(program: Command): void {
       try {
         const handle = client.workflow.getHandle(run);
         const d = await describe(handle, run);
-        console.log(`run ${run}: ${d.status.name} (started ${d.startTime.toISOString()}${d.closeTime ? `, closed ${d.closeTime.toISOString()}` : ''})`);
+        console.log(
+          `run ${run}: ${d.status.name} (started ${d.startTime.toISOString()}${d.closeTime ? `, closed ${d.closeTime.toISOString()}` : ''})`,
+        );
         console.log(`UI: ${uiLink(run, settings)}`);
         if (d.status.name === 'RUNNING') {
           // A query needs a worker; without one it would wait for the server's query timeout.
@@ -46,8 +48,16 @@ export function registerRunCommands(program: Command): void {
         for await (const w of client.workflow.list({ query })) {
           const sa = w.searchAttributes as Record<string, unknown[] | undefined>;
           const first = (k: string) => sa[k]?.[0];
-          console.log([w.workflowId, w.status.name, first('TraceStage') ?? '-', first('TraceEnv') ?? '-',
-            formatRate(first('TracePassRate') as number | undefined), (sa.TraceCapabilities ?? []).join(',') || '-'].join('\t'));
+          console.log(
+            [
+              w.workflowId,
+              w.status.name,
+              first('TraceStage') ?? '-',
+              first('TraceEnv') ?? '-',
+              formatRate(first('TracePassRate') as number | undefined),
+              (sa.TraceCapabilities ?? []).join(',') || '-',
+            ].join('\t'),
+          );
           if (++n >= limit) break;
         }
         if (n === 0) console.log('(no runs)');
@@ -83,7 +93,8 @@ export function registerRunCommands(program: Command): void {
       try {
         const handle = client.workflow.getHandle(run);
         const d = await describe(handle, run);
-        if (d.status.name !== 'COMPLETED') throw new CliError(`run ${run} is ${d.status.name}: no report yet (see \`trace status ${run}\`)`);
+        if (d.status.name !== 'COMPLETED')
+          throw new CliError(`run ${run} is ${d.status.name}: no report yet (see \`trace status ${run}\`)`);
         result = (await handle.result()) as PipelineResult;
       } finally {
         await client.connection.close();
@@ -111,7 +122,8 @@ async function describe(handle: { describe(): Promise<any> }, run: string) {
   try {
     return await handle.describe();
   } catch (err) {
-    if ((err as Error).name === 'WorkflowNotFoundError') throw new CliError(`no run '${run}' in this namespace (see \`trace list\`)`);
+    if ((err as Error).name === 'WorkflowNotFoundError')
+      throw new CliError(`no run '${run}' in this namespace (see \`trace list\`)`);
     throw err;
   }
 }

@@ -22,7 +22,9 @@ async function withClient<T>(fn: (c: Awaited<ReturnType<typeof connectClient>>['
 }
 
 export function registerScheduleCommands(program: Command): void {
-  const schedule = program.command('schedule').description('periodic pipeline runs (Temporal Schedules; overlap policy SKIP by default)');
+  const schedule = program
+    .command('schedule')
+    .description('periodic pipeline runs (Temporal Schedules; overlap policy SKIP by default)');
 
   schedule
     .command('create')
@@ -31,26 +33,43 @@ export function registerScheduleCommands(program: Command): void {
     .requiredOption('--id <scheduleId>', 'schedule id')
     .option('--every <interval>', "interval, e.g. '1d', '6h', '30m'")
     .option('--cron <expr>', "cron expression, e.g. '0 3 * * *'")
-    .addOption(new Option('--overlap <policy>', 'what to do when the previous run is still going').choices([...OVERLAP]).default('SKIP'))
+    .addOption(
+      new Option('--overlap <policy>', 'what to do when the previous run is still going')
+        .choices([...OVERLAP])
+        .default('SKIP'),
+    )
     .option('--paused', 'create paused')
-    .action(async (file: string, opts: { id: string; every?: string; cron?: string; overlap: Overlap; paused?: boolean }) => {
-      if (!opts.every === !opts.cron) throw new CliError('schedule create: give exactly one of --every <interval> or --cron <expr>');
-      const { validateRunConfig } = await import('./config-file.js');
-      const config = validateRunConfig(file);
-      const { TASK_QUEUE_CPU } = await import('../../workflows/types.js');
-      await withClient(async (client) => {
-        const input: PipelineInput = { config };
-        await client.schedule.create({
-          scheduleId: opts.id,
-          spec: opts.every ? { intervals: [{ every: opts.every as `${number}${'d' | 'h' | 'm' | 's'}` }] } : { cronExpressions: [opts.cron!] },
-          action: { type: 'startWorkflow', workflowType: 'tracePipeline', taskQueue: TASK_QUEUE_CPU, args: [input], workflowId: opts.id },
-          policies: { overlap: opts.overlap },
-          state: { paused: !!opts.paused },
-          memo: { configName: config.name, env: config.env.name },
+    .action(
+      async (file: string, opts: { id: string; every?: string; cron?: string; overlap: Overlap; paused?: boolean }) => {
+        if (!opts.every === !opts.cron)
+          throw new CliError('schedule create: give exactly one of --every <interval> or --cron <expr>');
+        const { validateRunConfig } = await import('./config-file.js');
+        const config = validateRunConfig(file);
+        const { TASK_QUEUE_CPU } = await import('../../workflows/types.js');
+        await withClient(async (client) => {
+          const input: PipelineInput = { config };
+          await client.schedule.create({
+            scheduleId: opts.id,
+            spec: opts.every
+              ? { intervals: [{ every: opts.every as `${number}${'d' | 'h' | 'm' | 's'}` }] }
+              : { cronExpressions: [opts.cron!] },
+            action: {
+              type: 'startWorkflow',
+              workflowType: 'tracePipeline',
+              taskQueue: TASK_QUEUE_CPU,
+              args: [input],
+              workflowId: opts.id,
+            },
+            policies: { overlap: opts.overlap },
+            state: { paused: !!opts.paused },
+            memo: { configName: config.name, env: config.env.name },
+          });
+          console.log(
+            `schedule ${opts.id} created (${opts.every ? `every ${opts.every}` : `cron ${opts.cron}`}, overlap ${opts.overlap}${opts.paused ? ', paused' : ''})`,
+          );
         });
-        console.log(`schedule ${opts.id} created (${opts.every ? `every ${opts.every}` : `cron ${opts.cron}`}, overlap ${opts.overlap}${opts.paused ? ', paused' : ''})`);
-      });
-    });
+      },
+    );
 
   schedule
     .command('list')
@@ -60,7 +79,9 @@ export function registerScheduleCommands(program: Command): void {
         let n = 0;
         for await (const s of client.schedule.list()) {
           const next = s.info.nextActionTimes[0]?.toISOString() ?? '-';
-          console.log(`${s.scheduleId}\t${s.state.paused ? 'paused' : 'active'}\tnext ${next}\t${s.info.recentActions.length} recent run(s)`);
+          console.log(
+            `${s.scheduleId}\t${s.state.paused ? 'paused' : 'active'}\tnext ${next}\t${s.info.recentActions.length} recent run(s)`,
+          );
           n++;
         }
         if (n === 0) console.log('(no schedules)');
@@ -74,13 +95,32 @@ export function registerScheduleCommands(program: Command): void {
     .action(async (id: string) =>
       withClient(async (client) => {
         const d = await client.schedule.getHandle(id).describe();
-        const spec = d.spec.intervals?.map((i) => `every ${JSON.stringify(i.every)}`).join(', ') || JSON.stringify(d.spec.calendars ?? d.spec);
-        console.log(`schedule ${id}: ${d.state.paused ? 'paused' : 'active'}${d.state.note ? ` (${d.state.note})` : ''}`);
-        console.log(`spec: ${spec}; overlap ${d.policies.overlap}; actions taken ${d.info.numActionsTaken}, skipped for overlap ${d.info.numActionsSkippedOverlap}`);
-        console.log(`next: ${d.info.nextActionTimes.slice(0, 3).map((t) => t.toISOString()).join(', ') || '-'}`);
+        const spec =
+          d.spec.intervals?.map((i) => `every ${JSON.stringify(i.every)}`).join(', ') ||
+          JSON.stringify(d.spec.calendars ?? d.spec);
+        console.log(
+          `schedule ${id}: ${d.state.paused ? 'paused' : 'active'}${d.state.note ? ` (${d.state.note})` : ''}`,
+        );
+        console.log(
+          `spec: ${spec}; overlap ${d.policies.overlap}; actions taken ${d.info.numActionsTaken}, skipped for overlap ${d.info.numActionsSkippedOverlap}`,
+        );
+        console.log(
+          `next: ${
+            d.info.nextActionTimes
+              .slice(0, 3)
+              .map((t) => t.toISOString())
+              .join(', ') || '-'
+          }`,
+        );
         for (const a of d.info.recentActions) {
           const wid = a.action.workflow.workflowId;
-          const status = await client.workflow.getHandle(wid).describe().then((w) => w.status.name, () => 'UNKNOWN');
+          const status = await client.workflow
+            .getHandle(wid)
+            .describe()
+            .then(
+              (w) => w.status.name,
+              () => 'UNKNOWN',
+            );
           console.log(`  ${a.takenAt.toISOString()}  ${wid}  ${status}`);
         }
       }),

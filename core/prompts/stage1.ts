@@ -17,7 +17,9 @@ export function discoveryUser(p: {
   failures: string[];
 }): string {
   const block = (title: string, items: string[]) =>
-    items.length ? `## ${title}\n\n${items.map((t, i) => `### ${title.slice(0, -1)} ${i + 1}\n${t}`).join('\n\n')}` : `## ${title}\n\n(none)`;
+    items.length
+      ? `## ${title}\n\n${items.map((t, i) => `### ${title.slice(0, -1)} ${i + 1}\n${t}`).join('\n\n')}`
+      : `## ${title}\n\n(none)`;
   return [
     `The agent's instructions (excerpt):\n${p.policy}`,
     block('Failures', p.failures),

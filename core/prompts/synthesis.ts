@@ -40,8 +40,12 @@ export function generatorUser(p: GeneratorPromptInput): string {
 }
 
 /** Feedback for the next attempt: which check failed, why, and the evidence. */
-export function repairUser(verdict: Pick<ValidationVerdict, 'checks' | 'reason'> | undefined, generatorError?: string): string {
-  if (generatorError) return `Your previous reply could not be used: ${generatorError}. Reply again with the JSON object {"manifest", "source"} only.`;
+export function repairUser(
+  verdict: Pick<ValidationVerdict, 'checks' | 'reason'> | undefined,
+  generatorError?: string,
+): string {
+  if (generatorError)
+    return `Your previous reply could not be used: ${generatorError}. Reply again with the JSON object {"manifest", "source"} only.`;
   const failed: CheckResult | undefined = verdict?.checks.find((g) => !g.passed);
   const evidence = failed?.examples.length ? `\nEvidence:\n${failed.examples.map((e) => `- ${e}`).join('\n')}` : '';
   const metrics = failed && Object.keys(failed.metrics).length ? `\nMeasured: ${JSON.stringify(failed.metrics)}` : '';

@@ -14,7 +14,10 @@ export interface CapabilityGapDatum {
   selected: boolean;
 }
 
-export function capabilityGapChart(data: readonly CapabilityGapDatum[], thresholds: { delta: number; coverage: number }): string {
+export function capabilityGapChart(
+  data: readonly CapabilityGapDatum[],
+  thresholds: { delta: number; coverage: number },
+): string {
   const title = 'Failure coverage and contrastive gap per capability';
   const rows = [...data].sort((a, b) => (b.meanDelta ?? -Infinity) - (a.meanDelta ?? -Infinity));
   if (rows.length === 0) return emptyChart('capability-gap', title, 'no capabilities discovered');

@@ -2,10 +2,26 @@
  * Helpers shared by the inline SVG charts: escaping, linear scales, tick values and a palette.
  * Charts are strings with no external resources, so the report stays one self-contained file.
  */
-export const PALETTE = ['#2563eb', '#dc2626', '#16a34a', '#9333ea', '#ea580c', '#0891b2', '#ca8a04', '#db2777', '#4b5563', '#65a30d'];
+export const PALETTE = [
+  '#2563eb',
+  '#dc2626',
+  '#16a34a',
+  '#9333ea',
+  '#ea580c',
+  '#0891b2',
+  '#ca8a04',
+  '#db2777',
+  '#4b5563',
+  '#65a30d',
+];
 
 export function esc(s: string): string {
-  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
+  return s
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;')
+    .replace(/'/g, '&#39;');
 }
 
 /** Fixed-precision coordinates keep the markup small and byte-for-byte reproducible. */
@@ -47,7 +63,12 @@ export function openSvg(kind: string, title: string, f: ChartFrame): string {
  * A horizontal bar chart over [0, 1]: one row of `rowH` per item, labels in the left margin, a
  * grid line and a percent label every 25%. Returns the frame, the x scale and the markup so far.
  */
-export function shareBars(kind: string, title: string, rows: number, rowH: number): { f: ChartFrame; x: (v: number) => number; out: string[] } {
+export function shareBars(
+  kind: string,
+  title: string,
+  rows: number,
+  rowH: number,
+): { f: ChartFrame; x: (v: number) => number; out: string[] } {
   const f = { width: 560, height: 0, left: 200, right: 60, top: 10, bottom: 24 };
   f.height = f.top + rows * rowH + f.bottom;
   const x = linear([0, 1], [f.left, f.width - f.right]);

@@ -20,10 +20,14 @@ export function passRateChart(data: readonly PassRateDatum[]): string {
       out.push(`<text x="${f.left + 4}" y="${n2(y + 12)}" fill="#6b7280">not evaluated</text>`);
       return;
     }
-    out.push(`<rect x="${f.left}" y="${n2(y)}" width="${n2(x(d.estimate) - f.left)}" height="16" fill="${PALETTE[i % PALETTE.length]}" opacity="0.85"><title>${esc(d.name)}: ${(d.estimate * 100).toFixed(1)}%</title></rect>`);
+    out.push(
+      `<rect x="${f.left}" y="${n2(y)}" width="${n2(x(d.estimate) - f.left)}" height="16" fill="${PALETTE[i % PALETTE.length]}" opacity="0.85"><title>${esc(d.name)}: ${(d.estimate * 100).toFixed(1)}%</title></rect>`,
+    );
     if (d.low !== null && d.high !== null) {
       const cy = y + 8;
-      out.push(`<path d="M${n2(x(d.low))},${n2(cy - 5)}v10M${n2(x(d.low))},${n2(cy)}H${n2(x(d.high))}M${n2(x(d.high))},${n2(cy - 5)}v10" stroke="#111827" fill="none"/>`);
+      out.push(
+        `<path d="M${n2(x(d.low))},${n2(cy - 5)}v10M${n2(x(d.low))},${n2(cy)}H${n2(x(d.high))}M${n2(x(d.high))},${n2(cy - 5)}v10" stroke="#111827" fill="none"/>`,
+      );
     }
     out.push(`<text x="${n2(x(d.high ?? d.estimate) + 4)}" y="${n2(y + 12)}">${(d.estimate * 100).toFixed(1)}%</text>`);
   });

@@ -27,8 +27,12 @@ export function rewardCurvesChart(series: readonly RewardSeries[]): string {
   for (const t of ticks(xMin, xMax, 8).filter(Number.isInteger)) {
     out.push(`<text x="${n2(x(t))}" y="${f.height - f.bottom + 14}" text-anchor="middle">${t}</text>`);
   }
-  out.push(`<text x="${n2((f.left + f.width - f.right) / 2)}" y="${f.height - 6}" text-anchor="middle" fill="#374151">GRPO iteration</text>`);
-  out.push(`<text transform="translate(12,${n2((f.top + f.height - f.bottom) / 2)}) rotate(-90)" text-anchor="middle" fill="#374151">mean reward</text>`);
+  out.push(
+    `<text x="${n2((f.left + f.width - f.right) / 2)}" y="${f.height - 6}" text-anchor="middle" fill="#374151">GRPO iteration</text>`,
+  );
+  out.push(
+    `<text transform="translate(12,${n2((f.top + f.height - f.bottom) / 2)}) rotate(-90)" text-anchor="middle" fill="#374151">mean reward</text>`,
+  );
   drawn.forEach((s, i) => {
     const color = PALETTE[i % PALETTE.length];
     const pts = [...s.points].sort((a, b) => a.iteration - b.iteration);
@@ -36,10 +40,18 @@ export function rewardCurvesChart(series: readonly RewardSeries[]): string {
       `<polyline fill="none" stroke="${color}" stroke-width="2" points="${pts.map((p) => `${n2(x(p.iteration))},${n2(y(p.meanReward))}`).join(' ')}"><title>${esc(s.capability)}</title></polyline>`,
     );
     for (const p of pts) {
-      out.push(`<circle cx="${n2(x(p.iteration))}" cy="${n2(y(p.meanReward))}" r="2.5" fill="${color}"><title>${esc(s.capability)} iter ${p.iteration}: ${p.meanReward.toFixed(3)}</title></circle>`);
+      out.push(
+        `<circle cx="${n2(x(p.iteration))}" cy="${n2(y(p.meanReward))}" r="2.5" fill="${color}"><title>${esc(s.capability)} iter ${p.iteration}: ${p.meanReward.toFixed(3)}</title></circle>`,
+      );
     }
   });
-  out.push(legend(drawn.map((s, i) => ({ label: s.capability, color: PALETTE[i % PALETTE.length] })), f.width - f.right + 12, f.top));
+  out.push(
+    legend(
+      drawn.map((s, i) => ({ label: s.capability, color: PALETTE[i % PALETTE.length] })),
+      f.width - f.right + 12,
+      f.top,
+    ),
+  );
   out.push('</svg>');
   return out.join('');
 }

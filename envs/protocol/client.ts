@@ -3,7 +3,16 @@ import https from 'node:https';
 import type { z } from 'zod';
 import type { Message, ToolSchema } from '../../core/messages.js';
 import type { RewardInfo, Termination } from '../../core/trajectory.js';
-import type { AgentAction, EnvInfo, Environment, Episode, RequestOptions, ResetRequest, StepResult, TaskRef } from '../environment.js';
+import type {
+  AgentAction,
+  EnvInfo,
+  Environment,
+  Episode,
+  RequestOptions,
+  ResetRequest,
+  StepResult,
+  TaskRef,
+} from '../environment.js';
 import type { ProtocolResponse } from './handler.js';
 import {
   describeZodError,
@@ -99,7 +108,13 @@ export class RemoteEnvironment implements Environment {
   }
 
   /** @internal */
-  call<S extends z.ZodType>(method: string, path: string, body: unknown, schema: S, opts?: RequestOptions): Promise<z.infer<S>> {
+  call<S extends z.ZodType>(
+    method: string,
+    path: string,
+    body: unknown,
+    schema: S,
+    opts?: RequestOptions,
+  ): Promise<z.infer<S>> {
     return call(this.transport, this.label, method, path, body, schema, opts);
   }
 }
@@ -165,8 +180,13 @@ async function call<S extends z.ZodType>(
   const res = await transport.request(method, path, body, opts);
   if (res.status !== 200) {
     const e = ErrorBodySchema.safeParse(res.body);
-    if (e.success) throw new EnvProtocolError(res.status, e.data.error.type, `${label}: ${method} ${path}: ${e.data.error.message}`);
-    throw new EnvProtocolError(res.status, 'bad_response', `${label}: ${method} ${path}: HTTP ${res.status} without an error body`);
+    if (e.success)
+      throw new EnvProtocolError(res.status, e.data.error.type, `${label}: ${method} ${path}: ${e.data.error.message}`);
+    throw new EnvProtocolError(
+      res.status,
+      'bad_response',
+      `${label}: ${method} ${path}: HTTP ${res.status} without an error body`,
+    );
   }
   const r = schema.safeParse(res.body);
   if (!r.success) {
@@ -186,7 +206,9 @@ export class HttpTransport implements ProtocolTransport {
     readonly baseUrl: string,
     private readonly timeoutMs = 120_000,
   ) {
-    this.agent = baseUrl.startsWith('https:') ? new https.Agent({ keepAlive: true }) : new http.Agent({ keepAlive: true });
+    this.agent = baseUrl.startsWith('https:')
+      ? new https.Agent({ keepAlive: true })
+      : new http.Agent({ keepAlive: true });
   }
 
   request(method: string, path: string, body?: unknown, opts: RequestOptions = {}): Promise<ProtocolResponse> {
@@ -194,7 +216,8 @@ export class HttpTransport implements ProtocolTransport {
     if (signal?.aborted) return Promise.reject(signal.reason);
     const where = `${this.baseUrl}: ${method} ${path}`;
     const payload = body === undefined ? undefined : JSON.stringify(body);
-    const headers: http.OutgoingHttpHeaders = payload === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) };
+    const headers: http.OutgoingHttpHeaders =
+      payload === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) };
     // Paths append to the base so a server mounted under a prefix (http://host/my-env) works.
     const url = new URL(this.baseUrl + path);
     const send = url.protocol === 'https:' ? https.request : http.request;
@@ -203,17 +226,27 @@ export class HttpTransport implements ProtocolTransport {
       const req = send(url, { method, headers, agent: this.agent, ...(signal ? { signal } : {}) }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('error', (err) => reject(signal?.aborted ? signal.reason : new EnvProtocolError(0, 'unreachable', `${where}: ${err.message}`)));
+        res.on('error', (err) =>
+          reject(signal?.aborted ? signal.reason : new EnvProtocolError(0, 'unreachable', `${where}: ${err.message}`)),
+        );
         res.on('end', () => {
           const text = Buffer.concat(chunks).toString('utf8');
           try {
             resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : undefined });
           } catch {
-            reject(new EnvProtocolError(res.statusCode ?? 0, 'bad_response', `${where}: response is not JSON: ${text.slice(0, 200)}`));
+            reject(
+              new EnvProtocolError(
+                res.statusCode ?? 0,
+                'bad_response',
+                `${where}: response is not JSON: ${text.slice(0, 200)}`,
+              ),
+            );
           }
         });
       });
-      req.setTimeout(this.timeoutMs, () => req.destroy(Object.assign(new Error(`no answer within ${this.timeoutMs} ms`), { code: 'TIMEOUT' })));
+      req.setTimeout(this.timeoutMs, () =>
+        req.destroy(Object.assign(new Error(`no answer within ${this.timeoutMs} ms`), { code: 'TIMEOUT' })),
+      );
       req.on('error', (err: NodeJS.ErrnoException) => {
         if (signal?.aborted) return reject(signal.reason);
         const why = err.code === 'TIMEOUT' ? err.message : (err.code ?? err.message);

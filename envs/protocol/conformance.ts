@@ -87,8 +87,10 @@ export async function runConformance(env: Environment, opts: ConformanceOptions 
     await check('tool call step', async () => {
       const action = callAction(call.name, call.arguments);
       const r = await stepChecked(ep, action);
-      if (r.observation.role !== 'tool') throw new Error(`observation role is '${r.observation.role}', expected 'tool'`);
-      if (r.observation.tool_call_id !== action.call.id) throw new Error('observation.tool_call_id does not echo the call id');
+      if (r.observation.role !== 'tool')
+        throw new Error(`observation role is '${r.observation.role}', expected 'tool'`);
+      if (r.observation.tool_call_id !== action.call.id)
+        throw new Error('observation.tool_call_id does not echo the call id');
       return `error=${r.error} done=${r.done}`;
     });
   }
@@ -104,7 +106,8 @@ export async function runConformance(env: Environment, opts: ConformanceOptions 
   });
   await check('message step', async () => {
     const r = await stepChecked(ep, { type: 'message', content: opts.message ?? 'Hello' });
-    if (!r.done && r.observation.role !== 'user') throw new Error(`reply role is '${r.observation.role}', expected 'user' (or done)`);
+    if (!r.done && r.observation.role !== 'user')
+      throw new Error(`reply role is '${r.observation.role}', expected 'user' (or done)`);
     return `done=${r.done}${r.termination ? ` termination=${r.termination}` : ''}`;
   });
   await check('evaluate', async () => {

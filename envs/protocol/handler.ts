@@ -70,15 +70,18 @@ export function createProtocolHandler(env: Environment, opts: ProtocolHandlerOpt
   const idleMs = opts.idleTimeoutMs ?? DEFAULT_IDLE_MS;
   const episodes = new Map<string, { episode: Episode; lastUsed: number }>();
 
-  const sweep = setInterval(() => {
-    const cutoff = Date.now() - idleMs;
-    for (const [id, e] of episodes) {
-      if (e.lastUsed < cutoff) {
-        episodes.delete(id);
-        e.episode.close().catch(() => {});
+  const sweep = setInterval(
+    () => {
+      const cutoff = Date.now() - idleMs;
+      for (const [id, e] of episodes) {
+        if (e.lastUsed < cutoff) {
+          episodes.delete(id);
+          e.episode.close().catch(() => {});
+        }
       }
-    }
-  }, Math.max(50, Math.min(idleMs / 2, 30_000)));
+    },
+    Math.max(50, Math.min(idleMs / 2, 30_000)),
+  );
   sweep.unref();
 
   function register(episode: Episode): string {
@@ -89,7 +92,8 @@ export function createProtocolHandler(env: Environment, opts: ProtocolHandlerOpt
 
   function lookup(id: string): Episode {
     const e = episodes.get(id);
-    if (!e) throw new ProtocolFault(404, 'unknown_episode', `unknown episode '${id}' (closed, expired or never created)`);
+    if (!e)
+      throw new ProtocolFault(404, 'unknown_episode', `unknown episode '${id}' (closed, expired or never created)`);
     e.lastUsed = Date.now();
     return e.episode;
   }
@@ -103,7 +107,8 @@ export function createProtocolHandler(env: Environment, opts: ProtocolHandlerOpt
   /** The env's answers are checked too, so a buggy env is named as such instead of breaking clients. */
   function answer<S extends z.ZodType>(schema: S, value: unknown, what: string): z.infer<S> {
     const r = schema.safeParse(value);
-    if (!r.success) throw new ProtocolFault(500, 'internal', describeZodError(r.error, `environment returned an invalid ${what}`));
+    if (!r.success)
+      throw new ProtocolFault(500, 'internal', describeZodError(r.error, `environment returned an invalid ${what}`));
     return r.data;
   }
 
@@ -113,12 +118,20 @@ export function createProtocolHandler(env: Environment, opts: ProtocolHandlerOpt
     if (parts[0] !== 'v1') throw new ProtocolFault(404, 'not_found', `no such endpoint: ${path}`);
     const allow = (...methods: string[]) => {
       if (!methods.includes(method)) {
-        throw new ProtocolFault(405, 'method_not_allowed', `${method} ${path} not allowed (use ${methods.join(' or ')})`);
+        throw new ProtocolFault(
+          405,
+          'method_not_allowed',
+          `${method} ${path} not allowed (use ${methods.join(' or ')})`,
+        );
       }
     };
     if (parts.length === 2 && parts[1] === 'info') {
       allow('GET');
-      return answer(InfoResponseSchema, { info: env.info, tools: env.tools(), systemPrompt: env.systemPrompt() }, 'info/tools/systemPrompt');
+      return answer(
+        InfoResponseSchema,
+        { info: env.info, tools: env.tools(), systemPrompt: env.systemPrompt() },
+        'info/tools/systemPrompt',
+      );
     }
     if (parts.length === 2 && parts[1] === 'tasks') {
       allow('GET');
@@ -130,7 +143,15 @@ export function createProtocolHandler(env: Environment, opts: ProtocolHandlerOpt
       const episode = await env.reset(req, opts);
       let opening;
       try {
-        opening = answer(OpeningSchema, { taskId: episode.taskId, initialMessages: episode.initialMessages(), ...(episode.tools ? { tools: episode.tools() } : {}) }, 'episode');
+        opening = answer(
+          OpeningSchema,
+          {
+            taskId: episode.taskId,
+            initialMessages: episode.initialMessages(),
+            ...(episode.tools ? { tools: episode.tools() } : {}),
+          },
+          'episode',
+        );
       } catch (err) {
         await episode.close().catch(() => {});
         throw err;
@@ -172,7 +193,10 @@ export function createProtocolHandler(env: Environment, opts: ProtocolHandlerOpt
         if (err instanceof ProtocolFault) return { status: err.status, body: errorBody(err.type, err.message) };
         const message = err instanceof Error ? err.message : String(err);
         const c = opts.classifyError?.(err);
-        return { status: c?.status ?? 500, body: errorBody(c?.type ?? 'internal', c?.message ?? (message || 'environment error')) };
+        return {
+          status: c?.status ?? 500,
+          body: errorBody(c?.type ?? 'internal', c?.message ?? (message || 'environment error')),
+        };
       }
     },
     episodeCount: () => episodes.size,

@@ -24,7 +24,15 @@ const program = new Command('serve-env')
   .option('--exit-with-stdin', 'stop when stdin closes')
   .parse();
 
-const o = program.opts<{ env?: string; config?: string; module?: string; port: string; host: string; idleTimeoutMs: string; exitWithStdin?: boolean }>();
+const o = program.opts<{
+  env?: string;
+  config?: string;
+  module?: string;
+  port: string;
+  host: string;
+  idleTimeoutMs: string;
+  exitWithStdin?: boolean;
+}>();
 if (!o.env === !o.module && !o.config) program.error('give exactly one of --env/--config or --module');
 
 let env: Environment;
@@ -51,8 +59,14 @@ if (o.module) {
   env = await openEnvironment(config.env, { config, llm: envLlm(config) });
 }
 
-const served = await serveEnvironment(env, { port: Number(o.port), host: o.host, idleTimeoutMs: Number(o.idleTimeoutMs) });
-process.stdout.write(JSON.stringify({ url: served.url, env: env.info.name, ...(isolation ? { isolation } : {}) }) + '\n');
+const served = await serveEnvironment(env, {
+  port: Number(o.port),
+  host: o.host,
+  idleTimeoutMs: Number(o.idleTimeoutMs),
+});
+process.stdout.write(
+  JSON.stringify({ url: served.url, env: env.info.name, ...(isolation ? { isolation } : {}) }) + '\n',
+);
 
 let stopping = false;
 async function stop() {

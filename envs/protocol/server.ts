@@ -26,7 +26,8 @@ export async function serveEnvironment(env: Environment, opts: ServeOptions = {}
     // A client that goes away before its answer (aborted, timed out) aborts the env's work on it.
     const gone = new AbortController();
     res.on('close', () => {
-      if (!res.writableFinished) gone.abort(new Error(`${req.method} ${req.url}: the client closed the connection before the answer`));
+      if (!res.writableFinished)
+        gone.abort(new Error(`${req.method} ${req.url}: the client closed the connection before the answer`));
     });
     respond(req, gone.signal).then(
       (r) => send(res, r),
@@ -40,7 +41,8 @@ export async function serveEnvironment(env: Environment, opts: ServeOptions = {}
     let size = 0;
     for await (const chunk of req as AsyncIterable<Buffer>) {
       size += chunk.length;
-      if (size > maxBody) return { status: 413, body: errorBody('payload_too_large', `request body exceeds ${maxBody} bytes`) };
+      if (size > maxBody)
+        return { status: 413, body: errorBody('payload_too_large', `request body exceeds ${maxBody} bytes`) };
       chunks.push(chunk);
     }
     let body: unknown;
@@ -48,7 +50,10 @@ export async function serveEnvironment(env: Environment, opts: ServeOptions = {}
       try {
         body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
       } catch (err) {
-        return { status: 400, body: errorBody('bad_request', `request body is not valid JSON: ${(err as Error).message}`) };
+        return {
+          status: 400,
+          body: errorBody('bad_request', `request body is not valid JSON: ${(err as Error).message}`),
+        };
       }
     }
     return handler.handle({ method: req.method ?? 'GET', path, body, signal });
@@ -60,11 +65,17 @@ export async function serveEnvironment(env: Environment, opts: ServeOptions = {}
     try {
       payload = JSON.stringify(r.body);
     } catch (err) {
-      r = { status: 500, body: errorBody('internal', `environment returned a value that is not JSON: ${(err as Error).message}`) };
+      r = {
+        status: 500,
+        body: errorBody('internal', `environment returned a value that is not JSON: ${(err as Error).message}`),
+      };
       payload = JSON.stringify(r.body);
     }
     // A refused upload may still be streaming in; close the connection rather than drain it.
-    const headers: http.OutgoingHttpHeaders = { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) };
+    const headers: http.OutgoingHttpHeaders = {
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(payload),
+    };
     if (r.status === 413) headers.connection = 'close';
     res.writeHead(r.status, headers).end(payload);
   }

@@ -1,4 +1,15 @@
-import { defineEnvironment, deskHotel, deskTools, DESK_CODE_ALPHABET, DESK_POLICY, gen, call, statesMatch, type AgentAction, type DeskDb } from '#env-sdk';
+import {
+  defineEnvironment,
+  deskHotel,
+  deskTools,
+  DESK_CODE_ALPHABET,
+  DESK_POLICY,
+  gen,
+  call,
+  statesMatch,
+  type AgentAction,
+  type DeskDb,
+} from '#env-sdk';
 
 /**
  * Exact id copying (showcase-desk): the guest names a booking by its code; the agent must call
@@ -9,7 +20,13 @@ import { defineEnvironment, deskHotel, deskTools, DESK_CODE_ALPHABET, DESK_POLIC
  * groups rank closer copies higher; else 0. Failure modes: a placeholder code (0), find_booking
  * with the code as a name (0), a message instead of the call (0), max_steps (0).
  */
-type Inst = { initialState: DeskDb; userGoal: string; userTurns: string[]; gold: AgentAction[]; expect: { code: string } };
+type Inst = {
+  initialState: DeskDb;
+  userGoal: string;
+  userTurns: string[];
+  gold: AgentAction[];
+  expect: { code: string };
+};
 
 const LETTERS = 'ABCDEFGHJKLMNPQRSTUVWXYZ';
 
@@ -18,7 +35,8 @@ function editDistance(a: string, b: string): number {
   let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
   for (let i = 1; i <= a.length; i++) {
     const cur = [i];
-    for (let j = 1; j <= b.length; j++) cur[j] = Math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    for (let j = 1; j <= b.length; j++)
+      cur[j] = Math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
     prev = cur;
   }
   return prev[b.length];
@@ -42,7 +60,8 @@ export default defineEnvironment<DeskDb, Inst>({
     name: 'desk-cancel-by-code',
     capability: 'exact_id_copying',
     targetEnv: 'showcase-desk',
-    transferRationale: 'Half of showcase-desk tasks give the booking code in the message; the base policy there invents placeholder codes or looks the code up as a name. This drills copying the given code verbatim into cancel_booking with the same tools.',
+    transferRationale:
+      'Half of showcase-desk tasks give the booking code in the message; the base policy there invents placeholder codes or looks the code up as a name. This drills copying the given code verbatim into cancel_booking with the same tools.',
     description: 'A guest asks to cancel a booking by its code; the code must be copied exactly into cancel_booking.',
   },
   systemPrompt: DESK_POLICY,
@@ -51,7 +70,14 @@ export default defineEnvironment<DeskDb, Inst>({
   maxSteps: 4,
   generate(_seed, rng) {
     // The target's 5-character codes and other shapes, so copying is not one memorised pattern.
-    const hotel = deskHotel(rng, rng.int(3, 5), (r) => r.pick([() => r.string(5, DESK_CODE_ALPHABET), () => r.string(4, DESK_CODE_ALPHABET), () => `${r.string(2, LETTERS)}${gen.id(r, '', 3)}`, () => r.string(6, DESK_CODE_ALPHABET)])());
+    const hotel = deskHotel(rng, rng.int(3, 5), (r) =>
+      r.pick([
+        () => r.string(5, DESK_CODE_ALPHABET),
+        () => r.string(4, DESK_CODE_ALPHABET),
+        () => `${r.string(2, LETTERS)}${gen.id(r, '', 3)}`,
+        () => r.string(6, DESK_CODE_ALPHABET),
+      ])(),
+    );
     const code = rng.pick(Object.keys(hotel.bookings));
     return {
       initialState: hotel,
@@ -64,7 +90,12 @@ export default defineEnvironment<DeskDb, Inst>({
   },
   evaluate: ({ state, goldState, calls, instance }) => {
     const db = statesMatch(state, goldState);
-    const near = calls.some((c) => c.name === 'cancel_booking' && typeof c.args?.booking_code === 'string' && editDistance(c.args.booking_code, instance.expect.code) <= 2);
+    const near = calls.some(
+      (c) =>
+        c.name === 'cancel_booking' &&
+        typeof c.args?.booking_code === 'string' &&
+        editDistance(c.args.booking_code, instance.expect.code) <= 2,
+    );
     return { reward: db ? 1 : near ? 0.3 : 0, components: { DB: db ? 1 : 0, NEAR_COPY: near ? 1 : 0 } };
   },
 });

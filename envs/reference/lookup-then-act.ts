@@ -1,4 +1,13 @@
-import { defineEnvironment, deskHotel, deskTools, DESK_POLICY, call, statesMatch, type AgentAction, type DeskDb } from '#env-sdk';
+import {
+  defineEnvironment,
+  deskHotel,
+  deskTools,
+  DESK_POLICY,
+  call,
+  statesMatch,
+  type AgentAction,
+  type DeskDb,
+} from '#env-sdk';
 
 /**
  * Lookup then act (showcase-desk), its second step: the guest gives only a name, and the episode
@@ -21,7 +30,14 @@ import { defineEnvironment, deskHotel, deskTools, DESK_POLICY, call, statesMatch
  * informative, seeds 0.25–0.625) on the embedded server. The first step (looking up at all) is not
  * trained here.
  */
-type Inst = { initialState: DeskDb; userGoal: string; userTurns: string[]; prefix: AgentAction[]; gold: AgentAction[]; expect: { guest: string; code: string } };
+type Inst = {
+  initialState: DeskDb;
+  userGoal: string;
+  userTurns: string[];
+  prefix: AgentAction[];
+  gold: AgentAction[];
+  expect: { guest: string; code: string };
+};
 
 // The target's by-name requests; the guest confirms twice (the target's confirmation, then once more).
 const ASKS = [
@@ -35,8 +51,10 @@ export default defineEnvironment<DeskDb, Inst>({
     name: 'desk-cancel-by-name',
     capability: 'lookup_then_act',
     targetEnv: 'showcase-desk',
-    transferRationale: 'Half of showcase-desk tasks name only the guest; the base policy there calls cancel_booking at once with an invented code, or repeats the lookup. This drills the find_booking → cancel_booking sequence, using the looked-up code, with the same tools.',
-    description: 'A guest asks to cancel a booking by guest name; the agent must look the code up, then cancel with it.',
+    transferRationale:
+      'Half of showcase-desk tasks name only the guest; the base policy there calls cancel_booking at once with an invented code, or repeats the lookup. This drills the find_booking → cancel_booking sequence, using the looked-up code, with the same tools.',
+    description:
+      'A guest asks to cancel a booking by guest name; the agent must look the code up, then cancel with it.',
   },
   systemPrompt: DESK_POLICY,
   // The target's tools, unchanged (cancel_booking ends the episode there too).

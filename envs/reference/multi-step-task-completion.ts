@@ -1,4 +1,15 @@
-import { defineEnvironment, airlineTools, airlineUser, AIRLINE_POLICY, call, say, statesMatch, stableHash, type AirlineDb, type AgentAction } from '#env-sdk';
+import {
+  defineEnvironment,
+  airlineTools,
+  airlineUser,
+  AIRLINE_POLICY,
+  call,
+  say,
+  statesMatch,
+  stableHash,
+  type AirlineDb,
+  type AgentAction,
+} from '#env-sdk';
 
 /**
  * Multi-step task completion: a user with several requests, revealed one per turn ("also…"), each
@@ -8,18 +19,32 @@ import { defineEnvironment, airlineTools, airlineUser, AIRLINE_POLICY, call, say
  * skipping the lookup that a bag or passenger update needs (wrong counts → partial), stopping (0).
  */
 type Task = { kind: 'cancel' | 'bags' | 'dob'; reservation_id: string };
-type Inst = { initialState: AirlineDb; userGoal: string; userTurns: string[]; gold: AgentAction[]; expect: { tasks: Task[] } };
+type Inst = {
+  initialState: AirlineDb;
+  userGoal: string;
+  userTurns: string[];
+  gold: AgentAction[];
+  expect: { tasks: Task[] };
+};
 
 export default defineEnvironment<AirlineDb, Inst>({
   metadata: {
     name: 'airline-request-queue',
     capability: 'multi_step_task_completion',
     targetEnv: 'tau2-airline',
-    transferRationale: 'τ² airline users often bundle several changes; agents that handle the first and end the conversation fail the task. This trains carrying every request to completion with the same tools.',
-    description: 'A user asks for a cancellation, a bag addition and a date-of-birth correction, one after another, on different reservations.',
+    transferRationale:
+      'τ² airline users often bundle several changes; agents that handle the first and end the conversation fail the task. This trains carrying every request to completion with the same tools.',
+    description:
+      'A user asks for a cancellation, a bag addition and a date-of-birth correction, one after another, on different reservations.',
   },
   systemPrompt: AIRLINE_POLICY,
-  tools: [airlineTools.get_user_details, airlineTools.get_reservation_details, airlineTools.cancel_reservation, airlineTools.update_reservation_baggages, airlineTools.update_reservation_passengers],
+  tools: [
+    airlineTools.get_user_details,
+    airlineTools.get_reservation_details,
+    airlineTools.cancel_reservation,
+    airlineTools.update_reservation_baggages,
+    airlineTools.update_reservation_passengers,
+  ],
   generate(seed, rng) {
     const db = airlineUser(rng, { reservations: 4 });
     const user = Object.values(db.users)[0];
@@ -37,12 +62,28 @@ export default defineEnvironment<AirlineDb, Inst>({
         gold.push(call('cancel_reservation', { reservation_id: r.reservation_id }));
       } else if (t.kind === 'bags') {
         const add = rng.int(1, 2);
-        asks.push(`please add ${add} paid checked bag${add > 1 ? 's' : ''} to reservation ${r.reservation_id}, charged to my credit card (I confirm)`);
-        gold.push(call('update_reservation_baggages', { reservation_id: r.reservation_id, total_baggages: r.total_baggages + add, nonfree_baggages: r.nonfree_baggages + add, payment_id: card }));
+        asks.push(
+          `please add ${add} paid checked bag${add > 1 ? 's' : ''} to reservation ${r.reservation_id}, charged to my credit card (I confirm)`,
+        );
+        gold.push(
+          call('update_reservation_baggages', {
+            reservation_id: r.reservation_id,
+            total_baggages: r.total_baggages + add,
+            nonfree_baggages: r.nonfree_baggages + add,
+            payment_id: card,
+          }),
+        );
       } else {
         const dob = `${rng.int(1950, 2004)}-0${rng.int(1, 9)}-1${rng.int(0, 9)}`;
-        asks.push(`on reservation ${r.reservation_id}, ${r.passengers[0].first_name}'s date of birth should be ${dob} (I confirm)`);
-        gold.push(call('update_reservation_passengers', { reservation_id: r.reservation_id, passengers: r.passengers.map((p, k) => (k === 0 ? { ...p, dob } : p)) }));
+        asks.push(
+          `on reservation ${r.reservation_id}, ${r.passengers[0].first_name}'s date of birth should be ${dob} (I confirm)`,
+        );
+        gold.push(
+          call('update_reservation_passengers', {
+            reservation_id: r.reservation_id,
+            passengers: r.passengers.map((p, k) => (k === 0 ? { ...p, dob } : p)),
+          }),
+        );
       }
       gold.push(say('Done. Anything else?'));
     }
@@ -56,7 +97,9 @@ export default defineEnvironment<AirlineDb, Inst>({
   },
   evaluate: ({ state, goldState, instance }) => {
     if (statesMatch(state, goldState)) return { reward: 1, components: { DB: 1, tasks: 1 } };
-    const done = instance.expect.tasks.filter((t) => stableHash(state.reservations[t.reservation_id]) === stableHash(goldState.reservations[t.reservation_id])).length;
+    const done = instance.expect.tasks.filter(
+      (t) => stableHash(state.reservations[t.reservation_id]) === stableHash(goldState.reservations[t.reservation_id]),
+    ).length;
     const share = done / instance.expect.tasks.length;
     return { reward: Math.round(0.8 * share * 1e6) / 1e6, components: { DB: 0, tasks: share } };
   },

@@ -1,4 +1,16 @@
-import { defineEnvironment, airlineTools, airlineUser, AIRLINE_POLICY, call, say, statesMatch, calledWith, agentText, type AirlineDb, type AgentAction } from '#env-sdk';
+import {
+  defineEnvironment,
+  airlineTools,
+  airlineUser,
+  AIRLINE_POLICY,
+  call,
+  say,
+  statesMatch,
+  calledWith,
+  agentText,
+  type AirlineDb,
+  type AgentAction,
+} from '#env-sdk';
 
 /**
  * Precondition verification: before a write, check the record against the policy's conditions.
@@ -8,7 +20,12 @@ import { defineEnvironment, airlineTools, airlineUser, AIRLINE_POLICY, call, say
  * outcome is told (cancelled / cannot), 0.5 if only the DB matches. Failure modes: cancelling
  * without checking (0 on forbidden cases), refusing without checking (0), stopping (0).
  */
-type Inst = { initialState: AirlineDb; userGoal: string; gold: AgentAction[]; expect: { reservation_id: string; allowed: boolean } };
+type Inst = {
+  initialState: AirlineDb;
+  userGoal: string;
+  gold: AgentAction[];
+  expect: { reservation_id: string; allowed: boolean };
+};
 const REFUSAL = /\b(cannot|can't|can not|unable|not able|not eligible|ineligible|not allowed)\b/;
 
 export default defineEnvironment<AirlineDb, Inst>({
@@ -16,8 +33,10 @@ export default defineEnvironment<AirlineDb, Inst>({
     name: 'airline-cancellation-eligibility',
     capability: 'precondition_verification',
     targetEnv: 'tau2-airline',
-    transferRationale: 'τ² airline rewards agents that verify cabin, booking time and insurance before cancelling and penalises unconditional writes; this isolates that check with the same tools and policy.',
-    description: 'A user asks to cancel a reservation; the agent must check eligibility under the cancellation policy and cancel or refuse.',
+    transferRationale:
+      'τ² airline rewards agents that verify cabin, booking time and insurance before cancelling and penalises unconditional writes; this isolates that check with the same tools and policy.',
+    description:
+      'A user asks to cancel a reservation; the agent must check eligibility under the cancellation policy and cancel or refuse.',
   },
   systemPrompt: AIRLINE_POLICY,
   tools: [airlineTools.get_user_details, airlineTools.get_reservation_details, airlineTools.cancel_reservation],
@@ -27,17 +46,28 @@ export default defineEnvironment<AirlineDb, Inst>({
     const r = db.reservations[rng.pick(user.reservations)];
     const scenario = rng.pick(['recent', 'business', 'insured_sick', 'denied', 'denied', 'denied_insured'] as const);
     r.cabin = scenario === 'business' ? 'business' : rng.pick(['basic_economy', 'economy'] as const);
-    r.created_at = scenario === 'recent' ? `2024-05-14T${rng.int(16, 23)}:${rng.pick(['05', '20', '45'])}:00` : `2024-04-${String(rng.int(1, 30)).padStart(2, '0')}T${rng.int(10, 20)}:00:00`;
-    r.insurance = scenario === 'insured_sick' || scenario === 'denied_insured' ? 'yes' : scenario === 'denied' ? 'no' : r.insurance;
+    r.created_at =
+      scenario === 'recent'
+        ? `2024-05-14T${rng.int(16, 23)}:${rng.pick(['05', '20', '45'])}:00`
+        : `2024-04-${String(rng.int(1, 30)).padStart(2, '0')}T${rng.int(10, 20)}:00:00`;
+    r.insurance =
+      scenario === 'insured_sick' || scenario === 'denied_insured' ? 'yes' : scenario === 'denied' ? 'no' : r.insurance;
     const sick = scenario === 'insured_sick' || (scenario !== 'denied_insured' && rng.bool());
     const allowed = scenario !== 'denied' && scenario !== 'denied_insured';
-    const reason = sick ? 'I got sick and a doctor told me not to travel' : rng.pick(['my plans changed', 'I found a cheaper flight', 'the meeting was moved']);
+    const reason = sick
+      ? 'I got sick and a doctor told me not to travel'
+      : rng.pick(['my plans changed', 'I found a cheaper flight', 'the meeting was moved']);
     return {
       initialState: db,
       userGoal: `Hello, user id ${user.user_id}. I want to cancel reservation ${r.reservation_id} because ${reason}. Please go ahead.`,
       gold: [
         call('get_reservation_details', { reservation_id: r.reservation_id }),
-        ...(allowed ? [call('cancel_reservation', { reservation_id: r.reservation_id }), say(`Reservation ${r.reservation_id} is cancelled; the refund goes to the original payment method.`)] : [say(`I'm sorry, reservation ${r.reservation_id} cannot be cancelled under our policy.`)]),
+        ...(allowed
+          ? [
+              call('cancel_reservation', { reservation_id: r.reservation_id }),
+              say(`Reservation ${r.reservation_id} is cancelled; the refund goes to the original payment method.`),
+            ]
+          : [say(`I'm sorry, reservation ${r.reservation_id} cannot be cancelled under our policy.`)]),
       ],
       expect: { reservation_id: r.reservation_id, allowed },
     };

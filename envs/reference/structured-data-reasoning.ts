@@ -1,4 +1,17 @@
-import { defineEnvironment, airlineTools, airlineUser, AIRLINE_POLICY, call, say, communicated, statesMatch, dbThenCommunication, type AirlineDb, type AgentAction, type Cabin } from '#env-sdk';
+import {
+  defineEnvironment,
+  airlineTools,
+  airlineUser,
+  AIRLINE_POLICY,
+  call,
+  say,
+  communicated,
+  statesMatch,
+  dbThenCommunication,
+  type AirlineDb,
+  type AgentAction,
+  type Cabin,
+} from '#env-sdk';
 
 /**
  * Structured data reasoning (paper K.1): aggregate over records returned by lookups, then act on
@@ -7,7 +20,12 @@ import { defineEnvironment, airlineTools, airlineUser, AIRLINE_POLICY, call, say
  * cabins (wrong total → 0.3), cancelling the wrong reservation (0), answering from the user's
  * message alone or stopping (0).
  */
-type Inst = { initialState: AirlineDb; userGoal: string; gold: AgentAction[]; expect: { total: number; cancel: string } };
+type Inst = {
+  initialState: AirlineDb;
+  userGoal: string;
+  gold: AgentAction[];
+  expect: { total: number; cancel: string };
+};
 const LABEL: Record<Cabin, string> = { basic_economy: 'basic economy', economy: 'economy', business: 'business' };
 
 export default defineEnvironment<AirlineDb, Inst>({
@@ -15,16 +33,28 @@ export default defineEnvironment<AirlineDb, Inst>({
     name: 'airline-spend-audit',
     capability: 'structured_data_reasoning',
     targetEnv: 'tau2-airline',
-    transferRationale: 'τ² airline tasks hinge on reading several reservation records, filtering by cabin and status and computing totals before acting; this isolates that with the same lookup tools and JSON shapes.',
-    description: 'A user asks what they paid in total for their active reservations of one cabin and to cancel the most expensive of them.',
+    transferRationale:
+      'τ² airline tasks hinge on reading several reservation records, filtering by cabin and status and computing totals before acting; this isolates that with the same lookup tools and JSON shapes.',
+    description:
+      'A user asks what they paid in total for their active reservations of one cabin and to cancel the most expensive of them.',
   },
   systemPrompt: AIRLINE_POLICY,
-  tools: [airlineTools.get_user_details, airlineTools.get_reservation_details, airlineTools.calculate, airlineTools.cancel_reservation],
+  tools: [
+    airlineTools.get_user_details,
+    airlineTools.get_reservation_details,
+    airlineTools.calculate,
+    airlineTools.cancel_reservation,
+  ],
   generate(seed, rng) {
     const cabin = rng.pick(['basic_economy', 'economy', 'business'] as const);
     const others = (['basic_economy', 'economy', 'business'] as const).filter((c) => c !== cabin);
     const n = rng.int(4, 6);
-    const cabins: Cabin[] = rng.shuffle([cabin, cabin, cabin, ...Array.from({ length: n - 3 }, () => rng.pick(others))]);
+    const cabins: Cabin[] = rng.shuffle([
+      cabin,
+      cabin,
+      cabin,
+      ...Array.from({ length: n - 3 }, () => rng.pick(others)),
+    ]);
     const db = airlineUser(rng, { reservations: n, cabins });
     const user = Object.values(db.users)[0];
     const mine = user.reservations.map((id) => db.reservations[id]).filter((r) => r.cabin === cabin);
@@ -44,7 +74,9 @@ export default defineEnvironment<AirlineDb, Inst>({
         call('get_user_details', { user_id: user.user_id }),
         ...user.reservations.map((id) => call('get_reservation_details', { reservation_id: id })),
         call('cancel_reservation', { reservation_id: top }),
-        say(`You paid ${total} in total for your active ${LABEL[cabin]} reservations. I cancelled ${top}, the most expensive one.`),
+        say(
+          `You paid ${total} in total for your active ${LABEL[cabin]} reservations. I cancelled ${top}, the most expensive one.`,
+        ),
       ],
       expect: { total, cancel: top },
     };

@@ -35,7 +35,11 @@ function plugins(source: string | undefined): Plugin[] {
       name: 'sandbox-source',
       setup(b) {
         b.onResolve({ filter: /^sandbox-source:/ }, (a) => ({ path: a.path, namespace: 'sandbox-source' }));
-        b.onLoad({ filter: /.*/, namespace: 'sandbox-source' }, () => ({ contents: source ?? '', loader: 'ts', resolveDir: repoRoot }));
+        b.onLoad({ filter: /.*/, namespace: 'sandbox-source' }, () => ({
+          contents: source ?? '',
+          loader: 'ts',
+          resolveDir: repoRoot,
+        }));
       },
     },
   ];
@@ -94,7 +98,9 @@ export async function bundleEnvModule(input: ModuleInput, outFile: string): Prom
       plugins: plugins(source),
       nodePaths: [path.join(repoRoot, 'node_modules')],
       // CommonJS dependencies inside an ESM bundle still call require() for builtins.
-      banner: { js: "import { createRequire as __sandboxRequire } from 'node:module'; const require = __sandboxRequire(import.meta.url);" },
+      banner: {
+        js: "import { createRequire as __sandboxRequire } from 'node:module'; const require = __sandboxRequire(import.meta.url);",
+      },
       logLevel: 'silent',
       legalComments: 'none',
     });
@@ -102,7 +108,10 @@ export async function bundleEnvModule(input: ModuleInput, outFile: string): Prom
     const errors = (err as { errors?: { text: string; location?: { file: string; line: number } | null }[] }).errors;
     const where = (file: string) => (file.startsWith('sandbox-source:') ? 'env.ts' : path.resolve(repoRoot, file));
     const text = errors?.length
-      ? errors.slice(0, 3).map((e) => (e.location ? `${where(e.location.file)}:${e.location.line}: ${e.text}` : e.text)).join('; ')
+      ? errors
+          .slice(0, 3)
+          .map((e) => (e.location ? `${where(e.location.file)}:${e.location.line}: ${e.text}` : e.text))
+          .join('; ')
       : (err as Error).message;
     throw new BundleError(`bundle failed: ${text}`);
   }
@@ -110,7 +119,10 @@ export async function bundleEnvModule(input: ModuleInput, outFile: string): Prom
   const files = Object.keys(result.metafile.inputs)
     .map((f) => path.resolve(repoRoot, f))
     .filter((f) => existsSync(f));
-  cache.set(key, { code, inputs: await Promise.all(files.map(async (f): Promise<[string, string]> => [f, sha256(await readFile(f))])) });
+  cache.set(key, {
+    code,
+    inputs: await Promise.all(files.map(async (f): Promise<[string, string]> => [f, sha256(await readFile(f))])),
+  });
   if (cache.size > CACHE_ENTRIES) cache.delete(cache.keys().next().value!);
   await writeFile(outFile, code);
 }

@@ -20,7 +20,14 @@ import { FROZEN_EPOCH_MS, SESSION_KEY_BYTES } from './framing.js';
  * top level, which the module shares (a direct eval there sees every top-level name).
  */
 
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ENETUNREACH', 'EHOSTUNREACH', 'EAI_AGAIN', 'ENOTFOUND', 'EADDRNOTAVAIL']);
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ENETUNREACH',
+  'EHOSTUNREACH',
+  'EAI_AGAIN',
+  'ENOTFOUND',
+  'EADDRNOTAVAIL',
+]);
 
 function classify(err: unknown): { status: number; type: ProtocolErrorType; message?: string } | undefined {
   const e = (err ?? {}) as { code?: unknown; permission?: unknown; resource?: unknown; message?: unknown };
@@ -33,14 +40,19 @@ function classify(err: unknown): { status: number; type: ProtocolErrorType; mess
   if (code === 'EACCES' || code === 'EPERM') return { status: 500, type: 'permission_denied' };
   if (typeof code === 'string' && NETWORK_CODES.has(code)) return { status: 500, type: 'network_denied' };
   if (code === 'EFBIG' || code === 'ENOSPC' || code === 'EDQUOT') return { status: 500, type: 'disk_limit' };
-  if (err instanceof RangeError && /allocation failed|out of memory/i.test(err.message)) return { status: 500, type: 'out_of_memory' };
+  if (err instanceof RangeError && /allocation failed|out of memory/i.test(err.message))
+    return { status: 500, type: 'out_of_memory' };
   return undefined;
 }
 
 /** A stand-in that throws when called or constructed (`new Worker(…)` must fail the same way). */
 function refused(what: string): () => never {
   return function refusedApi(): never {
-    throw Object.assign(new Error(`sandbox: ${what} is disabled in the sandbox`), { code: 'ERR_ACCESS_DENIED', permission: 'Sandbox', resource: what });
+    throw Object.assign(new Error(`sandbox: ${what} is disabled in the sandbox`), {
+      code: 'ERR_ACCESS_DENIED',
+      permission: 'Sandbox',
+      resource: what,
+    });
   };
 }
 
@@ -53,14 +65,24 @@ function refused(what: string): () => never {
  */
 function disableEscapeHatches(): void {
   // inspector/promises is a module of its own (loaded here, so it wraps the real Session first).
-  for (const [name, mod] of [['v8', v8], ['inspector', inspector], ['inspector/promises', inspectorPromises], ['child_process', childProcess]] as const) {
+  for (const [name, mod] of [
+    ['v8', v8],
+    ['inspector', inspector],
+    ['inspector/promises', inspectorPromises],
+    ['child_process', childProcess],
+  ] as const) {
     for (const k of Object.keys(mod)) (mod as Record<string, unknown>)[k] = refused(`${name}.${k}`);
     Object.freeze(mod);
   }
-  Object.defineProperty(workerThreads, 'Worker', { value: refused('worker_threads.Worker'), configurable: false, writable: false });
+  Object.defineProperty(workerThreads, 'Worker', {
+    value: refused('worker_threads.Worker'),
+    configurable: false,
+    writable: false,
+  });
   syncBuiltinESMExports(); // named ESM imports of those modules see the refusals too
   Object.defineProperty(process, 'report', { get: refused('process.report'), configurable: false });
-  for (const k of ['binding', '_linkedBinding', 'dlopen']) Object.defineProperty(process, k, { value: refused(`process.${k}`), configurable: false, writable: false });
+  for (const k of ['binding', '_linkedBinding', 'dlopen'])
+    Object.defineProperty(process, k, { value: refused(`process.${k}`), configurable: false, writable: false });
 }
 
 const STAT_TIMES = ['atime', 'mtime', 'ctime', 'birthtime'] as const;
@@ -175,7 +197,7 @@ function closeInheritedFds(): void {
 /** The first stdin line, read before the module exists, so only the runner ever holds it. */
 function readSessionKey(): Buffer {
   const line = Buffer.alloc(SESSION_KEY_BYTES * 2 + 1);
-  for (let n = 0; n < line.length; ) {
+  for (let n = 0; n < line.length;) {
     const got = fs.readSync(0, line, n, line.length - n, null);
     if (got === 0) process.exit(0); // the worker went away before the key came
     n += got;
@@ -202,7 +224,9 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
     const env = mod as Environment;
     const missing = env && typeof env === 'object' ? REQUIRED.filter((k) => typeof env[k] !== 'function') : REQUIRED;
     if (missing.length || typeof env.info !== 'object') {
-      process.stderr.write(`sandbox: the module's default export is not an Environment (missing ${missing.length ? missing.join(', ') : 'info'})\n`);
+      process.stderr.write(
+        `sandbox: the module's default export is not an Environment (missing ${missing.length ? missing.join(', ') : 'info'})\n`,
+      );
       process.exit(3);
     }
     // The parent owns episode lifetime; it closes the whole process rather than sweeping idle episodes.
@@ -216,13 +240,22 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
         id = req.id;
         reply = await handler.handle(req);
       } catch (err) {
-        reply = { status: 400, body: { error: { type: 'bad_request', message: `sandbox: bad request line: ${(err as Error).message}` } } };
+        reply = {
+          status: 400,
+          body: { error: { type: 'bad_request', message: `sandbox: bad request line: ${(err as Error).message}` } },
+        };
       }
       let out: string;
       try {
         out = stringify({ id, ...reply });
       } catch (err) {
-        out = stringify({ id, status: 500, body: { error: { type: 'internal', message: `response is not JSON-serializable: ${(err as Error).message}` } } });
+        out = stringify({
+          id,
+          status: 500,
+          body: {
+            error: { type: 'internal', message: `response is not JSON-serializable: ${(err as Error).message}` },
+          },
+        });
       }
       send(out);
     });

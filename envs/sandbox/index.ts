@@ -6,7 +6,16 @@ import type { z } from 'zod';
 import { SandboxLimitsSchema, type SandboxLimits } from '../../core/sandbox.js';
 import type { Message, ToolSchema } from '../../core/messages.js';
 import type { RewardInfo } from '../../core/trajectory.js';
-import type { AgentAction, EnvInfo, Environment, Episode, RequestOptions, ResetRequest, StepResult, TaskRef } from '../environment.js';
+import type {
+  AgentAction,
+  EnvInfo,
+  Environment,
+  Episode,
+  RequestOptions,
+  ResetRequest,
+  StepResult,
+  TaskRef,
+} from '../environment.js';
 import { EnvProtocolError, RemoteEnvironment } from '../protocol/client.js';
 import { inspectInstance } from '../sdk/define.js';
 import { describeZodError } from '../protocol/schemas.js';
@@ -93,7 +102,13 @@ class SandboxGeneration extends RemoteEnvironment {
   }
 
   /** An answer that breaks the Environment interface is the module's bug: report it as such. */
-  override async call<S extends z.ZodType>(method: string, p: string, body: unknown, schema: S, opts?: RequestOptions): Promise<z.infer<S>> {
+  override async call<S extends z.ZodType>(
+    method: string,
+    p: string,
+    body: unknown,
+    schema: S,
+    opts?: RequestOptions,
+  ): Promise<z.infer<S>> {
     let out: z.infer<S>;
     try {
       out = await super.call(method, p, body, schema, opts);
@@ -102,10 +117,13 @@ class SandboxGeneration extends RemoteEnvironment {
       throw err;
     }
     const fault =
-      method !== 'POST' ? undefined
-      : p.endsWith('/step') ? observationFault((body as { action: AgentAction }).action, (out as StepResult).observation)
-      : p.endsWith('/evaluate') ? rewardFault(out as RewardInfo)
-      : undefined;
+      method !== 'POST'
+        ? undefined
+        : p.endsWith('/step')
+          ? observationFault((body as { action: AgentAction }).action, (out as StepResult).observation)
+          : p.endsWith('/evaluate')
+            ? rewardFault(out as RewardInfo)
+            : undefined;
     if (fault) throw new SandboxError('env_error', fault);
     return out;
   }
@@ -123,17 +141,28 @@ class SandboxGeneration extends RemoteEnvironment {
 
 const describe = (g: SandboxGeneration) => JSON.stringify([g.info, g.tools(), g.systemPrompt()]);
 
-type StartContext = { opts: SandboxOptions; limits: ResolvedLimits; isolation: SandboxIsolation; named: (k: keyof ResolvedLimits) => string };
+type StartContext = {
+  opts: SandboxOptions;
+  limits: ResolvedLimits;
+  isolation: SandboxIsolation;
+  named: (k: keyof ResolvedLimits) => string;
+};
 
 /** Bundles the module and starts one sandbox process; `spent` is what earlier processes used of the totals. */
-async function startGeneration(ctx: StartContext, spent: { busyMs: number; cpuSeconds: number }): Promise<SandboxGeneration> {
+async function startGeneration(
+  ctx: StartContext,
+  spent: { busyMs: number; cpuSeconds: number },
+): Promise<SandboxGeneration> {
   const { opts, limits, isolation, named } = ctx;
   const uid = isolation.dedicatedUid ? allocateUid() : undefined;
   const { root, runDir } = await makeSandboxDir(uid);
   try {
     const bundle = path.join(runDir, 'env.mjs');
     try {
-      await bundleEnvModule(opts.source !== undefined ? { source: opts.source } : { modulePath: opts.modulePath! }, bundle);
+      await bundleEnvModule(
+        opts.source !== undefined ? { source: opts.source } : { modulePath: opts.modulePath! },
+        bundle,
+      );
     } catch (err) {
       if (err instanceof BundleError) throw new SandboxError('compile', err.message);
       throw err;
@@ -141,7 +170,15 @@ async function startGeneration(ctx: StartContext, spent: { busyMs: number; cpuSe
     await chmod(bundle, 0o444);
     // RLIMIT_CPU is per process: a successor gets what is left, so cpuSeconds bounds the env's whole life.
     const cpuLeft = Math.max(1, Math.ceil(limits.cpuSeconds - spent.cpuSeconds));
-    const cmd = sandboxCommand(isolation.level, { runDir, entry: 'env.mjs', limits: { ...limits, cpuSeconds: cpuLeft }, uid, prlimit: isolation.rlimits, fileCountLimit: isolation.fileCountLimit, closeFds: inheritableFds() });
+    const cmd = sandboxCommand(isolation.level, {
+      runDir,
+      entry: 'env.mjs',
+      limits: { ...limits, cpuSeconds: cpuLeft },
+      uid,
+      prlimit: isolation.rlimits,
+      fileCountLimit: isolation.fileCountLimit,
+      closeFds: inheritableFds(),
+    });
     const child = execa(cmd.file, cmd.args, {
       cwd: runDir,
       env: {},
@@ -156,13 +193,19 @@ async function startGeneration(ctx: StartContext, spent: { busyMs: number; cpuSe
       cleanup: true,
     });
     const proc = new SandboxProcess(child, limits, randomBytes(SESSION_KEY_BYTES), named, spent.busyMs);
-    const onAbort = () => proc.cancel(`cancelled by the caller (${String(opts.signal?.reason?.message ?? opts.signal?.reason ?? 'aborted')}); process killed`);
+    const onAbort = () =>
+      proc.cancel(
+        `cancelled by the caller (${String(opts.signal?.reason?.message ?? opts.signal?.reason ?? 'aborted')}); process killed`,
+      );
     if (opts.signal?.aborted) onAbort();
     opts.signal?.addEventListener('abort', onAbort, { once: true });
     const unlisten = () => opts.signal?.removeEventListener('abort', onAbort);
     let described;
     try {
-      described = await RemoteEnvironment.describe({ request: (m, p, b) => proc.request(m, p, b, { limit: 'startMs' }) }, 'sandbox');
+      described = await RemoteEnvironment.describe(
+        { request: (m, p, b) => proc.request(m, p, b, { limit: 'startMs' }) },
+        'sandbox',
+      );
     } catch (err) {
       unlisten();
       await proc.close(0);
@@ -230,7 +273,10 @@ export class SandboxedEnvironment implements Environment {
     const isolation = opts.isolation ? await isolationIfAvailable(opts.isolation) : await sandboxIsolation();
     if (!isolation) throw new Error(`startSandboxedEnv: isolation '${opts.isolation}' does not work on this machine`);
     if (isWeak(isolation) && !opts.allowWeakIsolation) {
-      throw new SandboxError('isolation', `isolation level '${isolation.level}' lacks ${isolation.networkBlocked ? 'a file-system namespace' : 'network and file-system namespaces'}, so generated code could reach the host; install bubblewrap, or allow it explicitly (config synthesis.sandbox.allowWeakIsolation: true; option allowWeakIsolation)`);
+      throw new SandboxError(
+        'isolation',
+        `isolation level '${isolation.level}' lacks ${isolation.networkBlocked ? 'a file-system namespace' : 'network and file-system namespaces'}, so generated code could reach the host; install bubblewrap, or allow it explicitly (config synthesis.sandbox.allowWeakIsolation: true; option allowWeakIsolation)`,
+      );
     }
     const ctx = { opts, limits, isolation, named };
     return new SandboxedEnvironment(await startGeneration(ctx, { busyMs: 0, cpuSeconds: 0 }), ctx);
@@ -266,12 +312,20 @@ export class SandboxedEnvironment implements Environment {
       ep = await gen.reset(req, opts);
       if ('seed' in req) {
         // Modules not built with the SDK's defineEnvironment cannot be inspected; their opening messages still count.
-        const view = await inspectInstance(gen, req.seed).catch((err: unknown) => (gen.proc.dead ? Promise.reject(err) : null));
-        const hash = createHash('sha256').update(JSON.stringify([ep.initialMessages(), view])).digest('hex').slice(0, 16);
+        const view = await inspectInstance(gen, req.seed).catch((err: unknown) =>
+          gen.proc.dead ? Promise.reject(err) : null,
+        );
+        const hash = createHash('sha256')
+          .update(JSON.stringify([ep.initialMessages(), view]))
+          .digest('hex')
+          .slice(0, 16);
         const first = this.instances.get(req.seed);
         if (first === undefined) this.instances.set(req.seed, hash);
         else if (first !== hash) {
-          throw new SandboxError('nondeterministic', `seed ${req.seed} gave a different instance than on its first reset (fingerprint ${hash}, first ${first}); generate(seed) must depend on the seed alone`);
+          throw new SandboxError(
+            'nondeterministic',
+            `seed ${req.seed} gave a different instance than on its first reset (fingerprint ${hash}, first ${first}); generate(seed) must depend on the seed alone`,
+          );
         }
       }
       return this.tracked(gen, ep);
@@ -318,7 +372,10 @@ export class SandboxedEnvironment implements Environment {
     }
     if (describe(gen) !== this.description) {
       await gen.shutdown();
-      throw new SandboxError('nondeterministic', 'a fresh sandbox process of the module described a different environment (info, tools or system prompt) than the first one; they must not depend on chance');
+      throw new SandboxError(
+        'nondeterministic',
+        'a fresh sandbox process of the module described a different environment (info, tools or system prompt) than the first one; they must not depend on chance',
+      );
     }
     this.live.add(gen);
     this.activeGen = gen;
@@ -403,9 +460,12 @@ export class SandboxedEnvironment implements Environment {
  */
 export function observationFault(action: AgentAction, obs: Message): string | undefined {
   if (action.type === 'tool_call') {
-    if (obs.role !== 'tool') return `the observation of tool call ${action.call.id} has role '${obs.role}'; a tool call is answered by a 'tool' message`;
-    if (obs.tool_call_id !== action.call.id) return `the observation answers tool call '${obs.tool_call_id}', not the call made ('${action.call.id}')`;
-  } else if (obs.role !== 'user') return `the observation of a message has role '${obs.role}'; a message is answered by the 'user'`;
+    if (obs.role !== 'tool')
+      return `the observation of tool call ${action.call.id} has role '${obs.role}'; a tool call is answered by a 'tool' message`;
+    if (obs.tool_call_id !== action.call.id)
+      return `the observation answers tool call '${obs.tool_call_id}', not the call made ('${action.call.id}')`;
+  } else if (obs.role !== 'user')
+    return `the observation of a message has role '${obs.role}'; a message is answered by the 'user'`;
   return undefined;
 }
 

@@ -141,7 +141,15 @@ const SECCOMP = seccompProgram();
  */
 export function sandboxCommand(
   level: IsolationLevel,
-  o: { runDir: string; entry: string; limits: ResolvedLimits; uid?: number; prlimit: boolean; fileCountLimit?: boolean; closeFds?: number[] },
+  o: {
+    runDir: string;
+    entry: string;
+    limits: ResolvedLimits;
+    uid?: number;
+    prlimit: boolean;
+    fileCountLimit?: boolean;
+    closeFds?: number[];
+  },
 ): SandboxCommand {
   const dir = level === 'bwrap' ? BWRAP_DIR : o.runDir;
   const node = [
@@ -178,12 +186,28 @@ export function sandboxCommand(
     if (o.fileCountLimit) bwrap.push('--bind', scratch, BWRAP_DIR);
     else bwrap.push('--perms', '0700', '--size', String(o.limits.diskMb * MiB), '--tmpfs', BWRAP_DIR);
     // Only the bundle is bound into the writable dir, read-only.
-    bwrap.push('--ro-bind', path.join(o.runDir, o.entry), path.posix.join(BWRAP_DIR, o.entry), '--chdir', BWRAP_DIR, '--');
+    bwrap.push(
+      '--ro-bind',
+      path.join(o.runDir, o.entry),
+      path.posix.join(BWRAP_DIR, o.entry),
+      '--chdir',
+      BWRAP_DIR,
+      '--',
+    );
     const mountScratch = o.fileCountLimit
       ? [
-          'unshare', '--user', '--map-root-user', '--mount', '--',
-          '/bin/sh', '-c', 'mount -t tmpfs -o "$1" tmpfs "$2" && exec 3<"$3" && shift 3 && exec "$@"', 'sh',
-          `size=${o.limits.diskMb * MiB},nr_inodes=${o.limits.maxFiles},mode=0700`, scratch, SECCOMP ? seccompFileOf(o.runDir) : '/dev/null',
+          'unshare',
+          '--user',
+          '--map-root-user',
+          '--mount',
+          '--',
+          '/bin/sh',
+          '-c',
+          'mount -t tmpfs -o "$1" tmpfs "$2" && exec 3<"$3" && shift 3 && exec "$@"',
+          'sh',
+          `size=${o.limits.diskMb * MiB},nr_inodes=${o.limits.maxFiles},mode=0700`,
+          scratch,
+          SECCOMP ? seccompFileOf(o.runDir) : '/dev/null',
         ]
       : [];
     const argv = [...rlimits, ...mountScratch, ...bwrap, ...node];
@@ -202,17 +226,24 @@ export function sandboxCommand(
   return { file: argv[0], args: argv.slice(1), ...ids };
 }
 
-export function describeIsolation(level: IsolationLevel, uid: boolean, rlimits: boolean, fileCountLimit = false): SandboxIsolation {
+export function describeIsolation(
+  level: IsolationLevel,
+  uid: boolean,
+  rlimits: boolean,
+  fileCountLimit = false,
+): SandboxIsolation {
   const parts = [
     level === 'bwrap'
       ? `bubblewrap namespaces (mount, net, pid, ipc, uts; only /usr and /dev read-only + a private tmpfs holding the bundle visible, capped in size${fileCountLimit ? ` and files; no nested user namespaces${SECCOMP ? `; seccomp filter refusing ${seccompDenied().length} system calls` : `; no seccomp filter (no syscall table for ${process.arch})`}` : ' (not in files); no seccomp filter'}; caps dropped)`
       : level === 'unshare-net'
         ? 'network namespace via `unshare --net` (no network); no mount namespace'
         : 'no namespaces: NETWORK NOT BLOCKED',
-    "Node permission model (fs read/write only in the sandbox dir; no child processes, no workers)",
+    'Node permission model (fs read/write only in the sandbox dir; no child processes, no workers)',
     'empty environment',
     uid ? 'dedicated unprivileged uid' : 'same uid as the worker',
-    rlimits ? 'prlimit: data segment, CPU seconds, file size, open files, processes' : 'no rlimits (prlimit missing): V8 heap limit only',
+    rlimits
+      ? 'prlimit: data segment, CPU seconds, file size, open files, processes'
+      : 'no rlimits (prlimit missing): V8 heap limit only',
     'wall-clock limits per request',
   ];
   return {
@@ -253,9 +284,29 @@ async function probe(level: IsolationLevel, prlimit: boolean, fileCountLimit: bo
   try {
     await writeFile(path.join(runDir, 'probe.mjs'), "process.stdout.write('sandbox-ok')");
     await chmod(path.join(runDir, 'probe.mjs'), 0o644);
-    const limits: ResolvedLimits = { wallMs: 0, startMs: 0, budgetMs: 0, memoryMb: 256, outputBytes: 0, cpuSeconds: 10, maxProcesses: 64, diskMb: 1, maxFiles: 16, episodesPerProcess: 1, idleRetireMs: 1 };
+    const limits: ResolvedLimits = {
+      wallMs: 0,
+      startMs: 0,
+      budgetMs: 0,
+      memoryMb: 256,
+      outputBytes: 0,
+      cpuSeconds: 10,
+      maxProcesses: 64,
+      diskMb: 1,
+      maxFiles: 16,
+      episodesPerProcess: 1,
+      idleRetireMs: 1,
+    };
     const cmd = sandboxCommand(level, { runDir, entry: 'probe.mjs', limits, uid, prlimit, fileCountLimit });
-    const r = await execa(cmd.file, cmd.args, { reject: false, timeout: 15_000, env: {}, extendEnv: false, cwd: runDir, uid: cmd.uid, gid: cmd.gid });
+    const r = await execa(cmd.file, cmd.args, {
+      reject: false,
+      timeout: 15_000,
+      env: {},
+      extendEnv: false,
+      cwd: runDir,
+      uid: cmd.uid,
+      gid: cmd.gid,
+    });
     return r.exitCode === 0 && r.stdout === 'sandbox-ok';
   } finally {
     await rm(root, { recursive: true, force: true });
@@ -298,7 +349,8 @@ export async function isolationIfAvailable(level: IsolationLevel): Promise<Sandb
       level,
       (async () => {
         const prlimit = await works(['prlimit', '--nofile=256', '--', 'true']);
-        if (level === 'bwrap' && (await probe(level, prlimit, true))) return describeIsolation(level, isRoot(), prlimit, true);
+        if (level === 'bwrap' && (await probe(level, prlimit, true)))
+          return describeIsolation(level, isRoot(), prlimit, true);
         return (await probe(level, prlimit, false)) ? describeIsolation(level, isRoot(), prlimit) : undefined;
       })(),
     );

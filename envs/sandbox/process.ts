@@ -53,7 +53,8 @@ export function nestsDeeperThan(text: string, max: number): boolean {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (inString) {
-      if (c === 92) i++; // backslash: skip the escaped character
+      if (c === 92)
+        i++; // backslash: skip the escaped character
       else if (c === 34) inString = false;
     } else if (c === 34) inString = true;
     else if (c === 91 || c === 123) {
@@ -144,7 +145,9 @@ export class SandboxProcess implements ProtocolTransport {
         const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
         ticks += Number(fields[11]) + Number(fields[12]); // utime, stime: fields 14 and 15 of proc(5)
         for (const task of readdirSync(`/proc/${pid}/task`)) {
-          todo.push(...readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').split(' ').filter(Boolean).map(Number));
+          todo.push(
+            ...readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').split(' ').filter(Boolean).map(Number),
+          );
         }
       } catch {
         // gone meanwhile, or /proc hides it
@@ -159,7 +162,12 @@ export class SandboxProcess implements ProtocolTransport {
    * one, so its late answer is read and discarded, still under `limit` and the busy budget. Killing
    * the whole process is SandboxOptions.signal's job, since other episodes may share it.
    */
-  request(method: string, path: string, body?: unknown, opts: { signal?: AbortSignal; limit?: 'wallMs' | 'startMs' } = {}): Promise<ProtocolResponse> {
+  request(
+    method: string,
+    path: string,
+    body?: unknown,
+    opts: { signal?: AbortSignal; limit?: 'wallMs' | 'startMs' } = {},
+  ): Promise<ProtocolResponse> {
     const { signal, limit = 'wallMs' } = opts;
     if (this.failure) return Promise.reject(this.failure);
     if (signal?.aborted) return Promise.reject(signal.reason);
@@ -168,11 +176,18 @@ export class SandboxProcess implements ProtocolTransport {
     try {
       line = JSON.stringify({ id, method, path, body }) + '\n';
     } catch (err) {
-      return Promise.reject(new SandboxError('protocol', `${method} ${path}: request is not JSON-serializable: ${(err as Error).message}`));
+      return Promise.reject(
+        new SandboxError('protocol', `${method} ${path}: request is not JSON-serializable: ${(err as Error).message}`),
+      );
     }
     const answered = new Promise<ProtocolResponse>((resolve, reject) => {
       const timer = setTimeout(
-        () => this.fail('timeout', `${method} ${path} did not answer in time (${this.named(limit)} ms); process killed`, limit),
+        () =>
+          this.fail(
+            'timeout',
+            `${method} ${path} did not answer in time (${this.named(limit)} ms); process killed`,
+            limit,
+          ),
         this.limits[limit],
       );
       if (!this.pending.size) this.startBusy();
@@ -214,14 +229,16 @@ export class SandboxProcess implements ProtocolTransport {
   }
 
   private onLine(line: string) {
-    if (line.length > this.limits.outputBytes) return this.fail('output_limit', `a response exceeded ${this.named('outputBytes')} bytes`, 'outputBytes');
+    if (line.length > this.limits.outputBytes)
+      return this.fail('output_limit', `a response exceeded ${this.named('outputBytes')} bytes`, 'outputBytes');
     const mac = Buffer.from(line.slice(0, MAC_HEX), 'hex');
     const json = line.slice(MAC_HEX + 1);
     const expected = createHmac('sha256', this.key).update(json).digest();
     if (line[MAC_HEX] !== ' ' || mac.length !== expected.length || !timingSafeEqual(mac, expected)) {
       return this.fail('protocol', `a line on stdout that the sandbox runner did not write: ${line.slice(0, 120)}`);
     }
-    if (nestsDeeperThan(json, MAX_RESPONSE_DEPTH)) return this.fail('protocol', `a response nests arrays/objects deeper than ${MAX_RESPONSE_DEPTH} levels`);
+    if (nestsDeeperThan(json, MAX_RESPONSE_DEPTH))
+      return this.fail('protocol', `a response nests arrays/objects deeper than ${MAX_RESPONSE_DEPTH} levels`);
     let msg: { id?: unknown; status?: unknown; body?: unknown };
     try {
       msg = JSON.parse(json);
@@ -229,7 +246,8 @@ export class SandboxProcess implements ProtocolTransport {
       return this.fail('protocol', `a runner line that is not JSON: ${json.slice(0, 120)}`);
     }
     const p = typeof msg.id === 'number' ? this.pending.get(msg.id) : undefined;
-    if (!p || typeof msg.status !== 'number') return this.fail('protocol', `unexpected message on stdout: ${line.slice(0, 120)}`);
+    if (!p || typeof msg.status !== 'number')
+      return this.fail('protocol', `unexpected message on stdout: ${line.slice(0, 120)}`);
     this.pending.delete(msg.id as number);
     clearTimeout(p.timer);
     if (!this.pending.size) this.stopBusy();
@@ -240,7 +258,12 @@ export class SandboxProcess implements ProtocolTransport {
   private startBusy() {
     this.busySince = performance.now();
     this.budgetTimer = setTimeout(
-      () => this.fail('timeout', `requests kept the sandbox busy for its whole budget (${this.named('budgetMs')} ms in total); process killed`, 'budgetMs'),
+      () =>
+        this.fail(
+          'timeout',
+          `requests kept the sandbox busy for its whole budget (${this.named('budgetMs')} ms in total); process killed`,
+          'budgetMs',
+        ),
       Math.max(0, this.limits.budgetMs - this.busyMs),
     );
   }
@@ -263,17 +286,33 @@ export class SandboxProcess implements ProtocolTransport {
     // bwrap reports its child's death by signal N as exit code 128 + N.
     const signal = killedBy ?? (code !== undefined && code > 128 ? signalName(code - 128) : undefined);
     const tail = this.stderrTail;
-    const last = tail.trim().split('\n').filter((l) => l.trim() && !/^\s+at /.test(l)).slice(-3).join(' | ');
+    const last = tail
+      .trim()
+      .split('\n')
+      .filter((l) => l.trim() && !/^\s+at /.test(l))
+      .slice(-3)
+      .join(' | ');
     const how = signal ? `killed by ${signal}` : `exited with code ${code}`;
     if (/heap out of memory|Allocation failed|allocation failed|Fatal process out of memory/i.test(tail)) {
-      this.failWith(new SandboxError('memory', `${how}: ran out of memory (${this.named('memoryMb')} MiB)`, 'memoryMb'));
+      this.failWith(
+        new SandboxError('memory', `${how}: ran out of memory (${this.named('memoryMb')} MiB)`, 'memoryMb'),
+      );
     } else if (signal === 'SIGXCPU') {
-      this.failWith(new SandboxError('timeout', `${how}: CPU time limit reached (${this.named('cpuSeconds')} s)`, 'cpuSeconds'));
+      this.failWith(
+        new SandboxError('timeout', `${how}: CPU time limit reached (${this.named('cpuSeconds')} s)`, 'cpuSeconds'),
+      );
     } else if (signal === 'SIGXFSZ') {
-      this.failWith(new SandboxError('disk', `${how}: file size limit reached (${this.named('diskMb')} MiB)`, 'diskMb'));
+      this.failWith(
+        new SandboxError('disk', `${how}: file size limit reached (${this.named('diskMb')} MiB)`, 'diskMb'),
+      );
     } else if (signal === 'SIGKILL') {
       // Every limit the worker enforces sets the failure before it kills, so this one came from elsewhere.
-      this.failWith(new SandboxError('crash', `${how}, not by a sandbox wall clock: by the CPU hard limit (${this.named('cpuSeconds')} s + 1 s) or from outside the sandbox (e.g. the kernel's OOM killer when the machine runs short of memory)${last ? `; last output: ${last}` : ''}`));
+      this.failWith(
+        new SandboxError(
+          'crash',
+          `${how}, not by a sandbox wall clock: by the CPU hard limit (${this.named('cpuSeconds')} s + 1 s) or from outside the sandbox (e.g. the kernel's OOM killer when the machine runs short of memory)${last ? `; last output: ${last}` : ''}`,
+        ),
+      );
     } else if (/ERR_ACCESS_DENIED/.test(tail)) {
       this.failWith(new SandboxError('permission', `${how}: ${last}`));
     } else {

@@ -12,9 +12,25 @@ import { ToolError, toolsFromSchemas, type ToolContext, type ToolDef } from './t
  * `airlineUser` and pick the tools they need from `airlineTools`.
  */
 export type Cabin = 'basic_economy' | 'economy' | 'business';
-export interface Passenger { first_name: string; last_name: string; dob: string }
-export interface PaymentMethod { source: 'credit_card' | 'gift_card' | 'certificate'; id: string; brand?: string; last_four?: string; amount?: number }
-export interface FlightSegment { flight_number: string; origin: string; destination: string; date: string; price: number }
+export interface Passenger {
+  first_name: string;
+  last_name: string;
+  dob: string;
+}
+export interface PaymentMethod {
+  source: 'credit_card' | 'gift_card' | 'certificate';
+  id: string;
+  brand?: string;
+  last_four?: string;
+  amount?: number;
+}
+export interface FlightSegment {
+  flight_number: string;
+  origin: string;
+  destination: string;
+  date: string;
+  price: number;
+}
 export interface Reservation {
   reservation_id: string;
   user_id: string;
@@ -41,7 +57,10 @@ export interface AirlineUser {
   membership: 'regular' | 'silver' | 'gold';
   reservations: string[];
 }
-export interface AirlineDb { users: Record<string, AirlineUser>; reservations: Record<string, Reservation> }
+export interface AirlineDb {
+  users: Record<string, AirlineUser>;
+  reservations: Record<string, Reservation>;
+}
 
 function reservationOf(db: AirlineDb, id: string): Reservation {
   const r = db.reservations[id];
@@ -70,7 +89,9 @@ type Run<A> = (args: A, ctx: ToolContext<AirlineDb>) => unknown;
 
 const impls = {
   get_user_details: (({ user_id }, { state }) => userOf(state, user_id)) as Run<{ user_id: string }>,
-  get_reservation_details: (({ reservation_id }, { state }) => reservationOf(state, reservation_id)) as Run<{ reservation_id: string }>,
+  get_reservation_details: (({ reservation_id }, { state }) => reservationOf(state, reservation_id)) as Run<{
+    reservation_id: string;
+  }>,
   cancel_reservation: (({ reservation_id }, { state }) => {
     const r = reservationOf(state, reservation_id);
     if (r.status === 'cancelled') throw new ToolError('Reservation is already cancelled');
@@ -89,7 +110,12 @@ const impls = {
     const r = reservationOf(state, reservation_id);
     if (passengers.length !== r.passengers.length) throw new ToolError('Number of passengers does not match');
     // Upstream's schema also admits free-form objects; like τ²'s pydantic model, require the three fields.
-    const bad = passengers.findIndex((p) => !['first_name', 'last_name', 'dob'].every((k) => typeof (p as unknown as Record<string, unknown>)[k] === 'string'));
+    const bad = passengers.findIndex(
+      (p) =>
+        !['first_name', 'last_name', 'dob'].every(
+          (k) => typeof (p as unknown as Record<string, unknown>)[k] === 'string',
+        ),
+    );
     if (bad >= 0) throw new ToolError(`passengers[${bad}] needs string first_name, last_name and dob`);
     r.passengers = passengers.map((p) => ({ first_name: p.first_name, last_name: p.last_name, dob: p.dob }));
     return r;
@@ -100,7 +126,9 @@ const impls = {
     u.payment_methods[id] = { source: 'certificate', id, amount };
     return `Certificate ${id} added to user ${user_id} with amount ${amount}.`;
   }) as Run<{ user_id: string; amount: number }>,
-  calculate: (({ expression }) => String(Math.round(evaluateArithmetic(expression) * 100) / 100)) as Run<{ expression: string }>,
+  calculate: (({ expression }) => String(Math.round(evaluateArithmetic(expression) * 100) / 100)) as Run<{
+    expression: string;
+  }>,
   transfer_to_human_agents: (() => 'Transfer successful') as Run<{ summary: string }>,
 };
 
@@ -108,7 +136,9 @@ const impls = {
 export const AIRLINE_TOOL_SCHEMAS = TAU2_AIRLINE_SCHEMAS as ToolSchema[];
 
 /** Implementations over `AirlineDb` for a subset of τ² airline's tools, with the upstream schemas. */
-export const airlineTools = Object.fromEntries(toolsFromSchemas(AIRLINE_TOOL_SCHEMAS, impls).map((t) => [t.name, t])) as Record<keyof typeof impls, ToolDef<AirlineDb>>;
+export const airlineTools = Object.fromEntries(
+  toolsFromSchemas(AIRLINE_TOOL_SCHEMAS, impls).map((t) => [t.name, t]),
+) as Record<keyof typeof impls, ToolDef<AirlineDb>>;
 
 /** Arithmetic over + - * / and parentheses (no eval). */
 export function evaluateArithmetic(expr: string): number {
@@ -160,17 +190,28 @@ The number of passengers cannot change; names and dates of birth can be updated.
  * A user with `reservations` reservations in τ²-airline shapes (booked before 2024-05-15, flying
  * after it). Pass `cabins` to fix cabins; prices, routes, dates and passengers vary with the seed.
  */
-export function airlineUser(rng: Rng, opts: { reservations: number; cabins?: Cabin[]; membership?: AirlineUser['membership'] }): AirlineDb {
+export function airlineUser(
+  rng: Rng,
+  opts: { reservations: number; cabins?: Cabin[]; membership?: AirlineUser['membership'] },
+): AirlineDb {
   const p = gen.person(rng);
   const dob = gen.date(rng, '1950-01-01', '2004-12-31');
   const user_id = gen.userId(rng, p);
   const card = gen.id(rng, 'credit_card_');
   const gift = gen.id(rng, 'gift_card_');
   const payment_methods: Record<string, PaymentMethod> = {
-    [card]: { source: 'credit_card', id: card, brand: rng.pick(['visa', 'mastercard']), last_four: rng.string(4, '0123456789') },
+    [card]: {
+      source: 'credit_card',
+      id: card,
+      brand: rng.pick(['visa', 'mastercard']),
+      last_four: rng.string(4, '0123456789'),
+    },
     [gift]: { source: 'gift_card', id: gift, amount: gen.price(rng, 50, 400) },
   };
-  const saved: Passenger[] = gen.list(rng, rng.int(1, 3), (r) => ({ ...gen.person(r), dob: gen.date(r, '1950-01-01', '2010-12-31') }));
+  const saved: Passenger[] = gen.list(rng, rng.int(1, 3), (r) => ({
+    ...gen.person(r),
+    dob: gen.date(r, '1950-01-01', '2010-12-31'),
+  }));
   const reservations: Record<string, Reservation> = {};
   const ids = new Set<string>();
   for (let k = 0; k < opts.reservations; k++) {
@@ -181,22 +222,46 @@ export function airlineUser(rng: Rng, opts: { reservations: number; cabins?: Cab
     const roundTrip = rng.bool();
     const date = gen.date(rng, '2024-05-16', '2024-06-30');
     const cabin: Cabin = opts.cabins?.[k] ?? rng.pick(['basic_economy', 'economy', 'business'] as const);
-    const seg = (o: string, d: string, day: string): FlightSegment => ({ flight_number: gen.flightNumber(rng), origin: o, destination: d, date: day, price: Math.round(gen.price(rng, 60, cabin === 'business' ? 1800 : 600)) });
+    const seg = (o: string, d: string, day: string): FlightSegment => ({
+      flight_number: gen.flightNumber(rng),
+      origin: o,
+      destination: d,
+      date: day,
+      price: Math.round(gen.price(rng, 60, cabin === 'business' ? 1800 : 600)),
+    });
     const flights = roundTrip ? [seg(a, b, date), seg(b, a, addDays(date, rng.int(2, 10)))] : [seg(a, b, date)];
-    const passengers: Passenger[] = [{ first_name: p.first_name, last_name: p.last_name, dob }, ...rng.sample(saved, rng.int(0, saved.length))];
+    const passengers: Passenger[] = [
+      { first_name: p.first_name, last_name: p.last_name, dob },
+      ...rng.sample(saved, rng.int(0, saved.length)),
+    ];
     const total = flights.reduce((s, f) => s + f.price, 0) * passengers.length;
     const bags = rng.int(0, passengers.length);
     reservations[id] = {
-      reservation_id: id, user_id, origin: a, destination: b, flight_type: roundTrip ? 'round_trip' : 'one_way', cabin, flights, passengers,
+      reservation_id: id,
+      user_id,
+      origin: a,
+      destination: b,
+      flight_type: roundTrip ? 'round_trip' : 'one_way',
+      cabin,
+      flights,
+      passengers,
       payment_history: [{ payment_id: card, amount: total }],
       created_at: gen.dateTime(rng, gen.date(rng, '2024-04-01', '2024-05-14'), 60),
-      total_baggages: bags, nonfree_baggages: 0, insurance: rng.bool(0.3) ? 'yes' : 'no', status: null,
+      total_baggages: bags,
+      nonfree_baggages: 0,
+      insurance: rng.bool(0.3) ? 'yes' : 'no',
+      status: null,
     };
   }
   const user: AirlineUser = {
-    user_id, name: p, email: gen.email(rng, p), dob,
-    payment_methods, saved_passengers: saved, membership: opts.membership ?? rng.pick(['regular', 'silver', 'gold'] as const), reservations: [...ids],
+    user_id,
+    name: p,
+    email: gen.email(rng, p),
+    dob,
+    payment_methods,
+    saved_passengers: saved,
+    membership: opts.membership ?? rng.pick(['regular', 'silver', 'gold'] as const),
+    reservations: [...ids],
   };
   return { users: { [user_id]: user }, reservations };
 }
-

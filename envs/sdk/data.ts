@@ -1,19 +1,122 @@
 import type { Rng } from './rng.js';
 
 /** Realistic-looking data drawn from an `Rng`: names, ids, dates, prices and nested records. */
-const FIRST = ['Olivia', 'Liam', 'Emma', 'Noah', 'Ava', 'Mei', 'Raj', 'Sofia', 'Mateo', 'Amara', 'Yusuf', 'Chloe', 'Ivan', 'Lena', 'Kenji', 'Fatima', 'Omar', 'Isabella', 'Lucas', 'Aisha', 'Ethan', 'Mia', 'James', 'Harper', 'Daniel', 'Zoe', 'Anya', 'Diego', 'Nora', 'Samuel'];
-const LAST = ['Smith', 'Garcia', 'Nguyen', 'Patel', 'Kim', 'Muller', 'Rossi', 'Silva', 'Khan', 'Johnson', 'Lopez', 'Brown', 'Ito', 'Novak', 'Ahmed', 'Wilson', 'Martin', 'Lee', 'Davis', 'Hernandez', 'Clark', 'Lewis', 'Walker', 'Young', 'Hall', 'Allen', 'Wright', 'Scott', 'Green', 'Baker'];
-const CITIES = ['Boston', 'Chicago', 'Denver', 'Seattle', 'Miami', 'Austin', 'Phoenix', 'Atlanta', 'Portland', 'Dallas', 'Houston', 'Detroit', 'Newark', 'Orlando', 'Philadelphia'];
+const FIRST = [
+  'Olivia',
+  'Liam',
+  'Emma',
+  'Noah',
+  'Ava',
+  'Mei',
+  'Raj',
+  'Sofia',
+  'Mateo',
+  'Amara',
+  'Yusuf',
+  'Chloe',
+  'Ivan',
+  'Lena',
+  'Kenji',
+  'Fatima',
+  'Omar',
+  'Isabella',
+  'Lucas',
+  'Aisha',
+  'Ethan',
+  'Mia',
+  'James',
+  'Harper',
+  'Daniel',
+  'Zoe',
+  'Anya',
+  'Diego',
+  'Nora',
+  'Samuel',
+];
+const LAST = [
+  'Smith',
+  'Garcia',
+  'Nguyen',
+  'Patel',
+  'Kim',
+  'Muller',
+  'Rossi',
+  'Silva',
+  'Khan',
+  'Johnson',
+  'Lopez',
+  'Brown',
+  'Ito',
+  'Novak',
+  'Ahmed',
+  'Wilson',
+  'Martin',
+  'Lee',
+  'Davis',
+  'Hernandez',
+  'Clark',
+  'Lewis',
+  'Walker',
+  'Young',
+  'Hall',
+  'Allen',
+  'Wright',
+  'Scott',
+  'Green',
+  'Baker',
+];
+const CITIES = [
+  'Boston',
+  'Chicago',
+  'Denver',
+  'Seattle',
+  'Miami',
+  'Austin',
+  'Phoenix',
+  'Atlanta',
+  'Portland',
+  'Dallas',
+  'Houston',
+  'Detroit',
+  'Newark',
+  'Orlando',
+  'Philadelphia',
+];
 const STREETS = ['Maple', 'Oak', 'Pine', 'Cedar', 'Elm', 'Lake', 'Hill', 'Main', 'Park', 'River'];
 export const AIRPORTS = [
-  { code: 'BOS', city: 'Boston' }, { code: 'ORD', city: 'Chicago' }, { code: 'DEN', city: 'Denver' },
-  { code: 'SEA', city: 'Seattle' }, { code: 'MIA', city: 'Miami' }, { code: 'AUS', city: 'Austin' },
-  { code: 'PHX', city: 'Phoenix' }, { code: 'ATL', city: 'Atlanta' }, { code: 'JFK', city: 'New York' },
-  { code: 'LAX', city: 'Los Angeles' }, { code: 'SFO', city: 'San Francisco' }, { code: 'DFW', city: 'Dallas' },
-  { code: 'IAH', city: 'Houston' }, { code: 'DTW', city: 'Detroit' }, { code: 'EWR', city: 'Newark' },
-  { code: 'MCO', city: 'Orlando' }, { code: 'PHL', city: 'Philadelphia' }, { code: 'LAS', city: 'Las Vegas' },
+  { code: 'BOS', city: 'Boston' },
+  { code: 'ORD', city: 'Chicago' },
+  { code: 'DEN', city: 'Denver' },
+  { code: 'SEA', city: 'Seattle' },
+  { code: 'MIA', city: 'Miami' },
+  { code: 'AUS', city: 'Austin' },
+  { code: 'PHX', city: 'Phoenix' },
+  { code: 'ATL', city: 'Atlanta' },
+  { code: 'JFK', city: 'New York' },
+  { code: 'LAX', city: 'Los Angeles' },
+  { code: 'SFO', city: 'San Francisco' },
+  { code: 'DFW', city: 'Dallas' },
+  { code: 'IAH', city: 'Houston' },
+  { code: 'DTW', city: 'Detroit' },
+  { code: 'EWR', city: 'Newark' },
+  { code: 'MCO', city: 'Orlando' },
+  { code: 'PHL', city: 'Philadelphia' },
+  { code: 'LAS', city: 'Las Vegas' },
 ] as const;
-const WORDS = ['report', 'dentist', 'groceries', 'invoice', 'gym', 'call mom', 'water plants', 'team sync', 'pay rent', 'pick up kids', 'book review', 'car service'];
+const WORDS = [
+  'report',
+  'dentist',
+  'groceries',
+  'invoice',
+  'gym',
+  'call mom',
+  'water plants',
+  'team sync',
+  'pay rent',
+  'pick up kids',
+  'book review',
+  'car service',
+];
 
 export interface Person {
   first_name: string;
@@ -26,7 +129,11 @@ export const gen = {
   person: (rng: Rng): Person => ({ first_name: rng.pick(FIRST), last_name: rng.pick(LAST) }),
   city: (rng: Rng) => rng.pick(CITIES),
   airport: (rng: Rng) => rng.pick(AIRPORTS),
-  address: (rng: Rng) => ({ address1: `${rng.int(1, 999)} ${rng.pick(STREETS)} Street`, city: rng.pick(CITIES), zip: String(rng.int(10000, 99999)) }),
+  address: (rng: Rng) => ({
+    address1: `${rng.int(1, 999)} ${rng.pick(STREETS)} Street`,
+    city: rng.pick(CITIES),
+    zip: String(rng.int(10000, 99999)),
+  }),
   email: (rng: Rng, p: Person) => `${p.first_name}.${p.last_name}${rng.int(1, 99)}@example.com`.toLowerCase(),
   phone: (rng: Rng) => `+1-${rng.int(200, 989)}-${rng.int(200, 989)}-${String(rng.int(0, 9999)).padStart(4, '0')}`,
   /** τ²-style user id, e.g. `mia_kim_4821`. */
@@ -52,7 +159,8 @@ export const gen = {
   },
   task: (rng: Rng) => rng.pick(WORDS),
   /** `n` records from a factory, e.g. gen.list(rng, 3, (r, i) => ({ id: i, price: gen.price(r, 5, 50) })). */
-  list: <T>(rng: Rng, n: number, make: (rng: Rng, index: number) => T): T[] => Array.from({ length: n }, (_, i) => make(rng, i)),
+  list: <T>(rng: Rng, n: number, make: (rng: Rng, index: number) => T): T[] =>
+    Array.from({ length: n }, (_, i) => make(rng, i)),
 };
 
 /** Adds whole days to a `YYYY-MM-DD` date (UTC). */

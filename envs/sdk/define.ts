@@ -84,7 +84,10 @@ const ABNORMAL: readonly Termination[] = ['max_steps', 'max_errors', 'timeout', 
 
 /** A tool-call action, for gold solutions: call('cancel_reservation', { reservation_id: 'X1' }). */
 export function call(name: string, args: Record<string, unknown> = {}): AgentAction {
-  return { type: 'tool_call', call: { id: 'gold', type: 'function', function: { name, arguments: JSON.stringify(args) } } };
+  return {
+    type: 'tool_call',
+    call: { id: 'gold', type: 'function', function: { name, arguments: JSON.stringify(args) } },
+  };
 }
 
 /** A message to the user, for gold solutions. */
@@ -99,7 +102,13 @@ export function defineEnvironment<S, I extends Instance<S>>(def: EnvironmentDefi
     names.add(t.name);
   }
   const user = def.user ?? (scriptedUser() as UserSimulator<S, I>);
-  const info: EnvInfo = { name: def.metadata.name, kind: 'synthetic', description: def.metadata.description, capability: def.metadata.capability, targetEnv: def.metadata.targetEnv };
+  const info: EnvInfo = {
+    name: def.metadata.name,
+    kind: 'synthetic',
+    description: def.metadata.description,
+    capability: def.metadata.capability,
+    targetEnv: def.metadata.targetEnv,
+  };
   const schemas = def.tools.map(toToolSchema);
   let episodes = 0;
 
@@ -113,7 +122,8 @@ export function defineEnvironment<S, I extends Instance<S>>(def: EnvironmentDefi
 
   const goldStateOf = (instance: I): S => {
     const state = cloneState(instance.initialState);
-    for (const a of [...(instance.prefix ?? []), ...instance.gold]) if (a.type === 'tool_call') runTool(state, instance, a.call);
+    for (const a of [...(instance.prefix ?? []), ...instance.gold])
+      if (a.type === 'tool_call') runTool(state, instance, a.call);
     return state;
   };
 
@@ -125,7 +135,10 @@ export function defineEnvironment<S, I extends Instance<S>>(def: EnvironmentDefi
       if (a.type !== 'tool_call') throw new Error(`${def.metadata.name}: instance.prefix[${i}] must be a tool call`);
       const call = { ...a.call, id: `prefix_${i}` };
       const r = runTool(state, instance, call);
-      opening.push({ role: 'assistant', content: null, tool_calls: [call] }, { role: 'tool', tool_call_id: call.id, content: r.content });
+      opening.push(
+        { role: 'assistant', content: null, tool_calls: [call] },
+        { role: 'tool', tool_call_id: call.id, content: r.content },
+      );
     });
     return { state, opening };
   };
@@ -173,7 +186,12 @@ export function defineEnvironment<S, I extends Instance<S>>(def: EnvironmentDefi
         this.finished = true;
         return { observation: { role: 'user', content: STOP }, error: false, done: true, termination: 'agent_stop' };
       }
-      const reply = await user({ instance: this.instance, state: this.state, messages: this.transcript, turn: this.turn++ });
+      const reply = await user({
+        instance: this.instance,
+        state: this.state,
+        messages: this.transcript,
+        turn: this.turn++,
+      });
       const observation: Message = { role: 'user', content: reply };
       this.transcript.push(observation);
       if (reply.includes(STOP)) {
@@ -190,18 +208,40 @@ export function defineEnvironment<S, I extends Instance<S>>(def: EnvironmentDefi
     }
 
     async evaluate(messages: Message[], termination: Termination): Promise<RewardInfo> {
-      if (ABNORMAL.includes(termination)) return { reward: 0, components: {}, success: false, details: { termination } };
-      const score = def.evaluate({ instance: this.instance, state: this.state, goldState: goldStateOf(this.instance), messages, calls: toolCallsOf(messages), termination });
-      if (typeof score?.reward !== 'number' || !Number.isFinite(score.reward)) throw new Error(`${def.metadata.name}: evaluate returned a non-numeric reward`);
-      return { reward: score.reward, components: score.components ?? {}, success: score.success ?? score.reward >= 0.99, ...(score.details ? { details: score.details } : {}) };
+      if (ABNORMAL.includes(termination))
+        return { reward: 0, components: {}, success: false, details: { termination } };
+      const score = def.evaluate({
+        instance: this.instance,
+        state: this.state,
+        goldState: goldStateOf(this.instance),
+        messages,
+        calls: toolCallsOf(messages),
+        termination,
+      });
+      if (typeof score?.reward !== 'number' || !Number.isFinite(score.reward))
+        throw new Error(`${def.metadata.name}: evaluate returned a non-numeric reward`);
+      return {
+        reward: score.reward,
+        components: score.components ?? {},
+        success: score.success ?? score.reward >= 0.99,
+        ...(score.details ? { details: score.details } : {}),
+      };
     }
 
     async fork(): Promise<Episode> {
-      const copy = new SyntheticEpisode(`${this.id}-fork${++episodes}`, this.taskId, this.instance, cloneState(this.state), this.opening, cloneState(this.transcript), {
-        steps: this.steps,
-        turn: this.turn,
-        finished: this.finished,
-      });
+      const copy = new SyntheticEpisode(
+        `${this.id}-fork${++episodes}`,
+        this.taskId,
+        this.instance,
+        cloneState(this.state),
+        this.opening,
+        cloneState(this.transcript),
+        {
+          steps: this.steps,
+          turn: this.turn,
+          finished: this.finished,
+        },
+      );
       return copy;
     }
 
@@ -240,7 +280,8 @@ export async function inspectInstance(env: Environment, seed: number): Promise<I
   const ep = await env.reset({ taskId: `${INSPECT_PREFIX}${seed}` });
   try {
     const m = ep.initialMessages()[0];
-    if (m?.role !== 'system') throw new Error(`environment '${env.info.name}' does not support inspection (task id ${INSPECT_PREFIX}${seed})`);
+    if (m?.role !== 'system')
+      throw new Error(`environment '${env.info.name}' does not support inspection (task id ${INSPECT_PREFIX}${seed})`);
     return JSON.parse(m.content) as InstanceView;
   } finally {
     await ep.close();
@@ -249,7 +290,8 @@ export async function inspectInstance(env: Environment, seed: number): Promise<I
 
 function parseSeed(s: string, taskId: string): number {
   const n = Number(s);
-  if (!Number.isSafeInteger(n)) throw new Error(`unknown task id '${taskId}' (expected seed-<n> or ${INSPECT_PREFIX}<n>)`);
+  if (!Number.isSafeInteger(n))
+    throw new Error(`unknown task id '${taskId}' (expected seed-<n> or ${INSPECT_PREFIX}<n>)`);
   return n;
 }
 

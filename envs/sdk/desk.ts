@@ -14,7 +14,8 @@ export interface DeskDb {
 
 // Directive on purpose: with a neutral "use the tools to help guests" the 135M model mostly
 // answers in prose (measured: base 5/24 on the test split, failures spread over chatting).
-export const DESK_POLICY = 'You are the front desk of a hotel. Cancel bookings for guests with the tools. A cancellation needs the booking code; if the guest gives only a name, find the code with find_booking first.';
+export const DESK_POLICY =
+  'You are the front desk of a hotel. Cancel bookings for guests with the tools. A cancellation needs the booking code; if the guest gives only a name, find the code with find_booking first.';
 
 export const DESK_CODE_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789';
 
@@ -22,7 +23,12 @@ export const deskTools = {
   find_booking: defineTool<DeskDb, { guest: string }>({
     name: 'find_booking',
     description: "Look up a guest's booking code by the guest's full name.",
-    parameters: { type: 'object', properties: { guest: { type: 'string' } }, required: ['guest'], additionalProperties: false },
+    parameters: {
+      type: 'object',
+      properties: { guest: { type: 'string' } },
+      required: ['guest'],
+      additionalProperties: false,
+    },
     run: ({ guest }, { state }) => {
       const hit = Object.entries(state.bookings).find(([, b]) => b.guest.toLowerCase() === guest.trim().toLowerCase());
       if (!hit) throw new ToolError(`no booking for guest '${guest}'`);
@@ -32,7 +38,12 @@ export const deskTools = {
   cancel_booking: defineTool<DeskDb, { booking_code: string }>({
     name: 'cancel_booking',
     description: 'Cancel a booking by its booking code.',
-    parameters: { type: 'object', properties: { booking_code: { type: 'string' } }, required: ['booking_code'], additionalProperties: false },
+    parameters: {
+      type: 'object',
+      properties: { booking_code: { type: 'string' } },
+      required: ['booking_code'],
+      additionalProperties: false,
+    },
     endsEpisode: true,
     run: ({ booking_code }, { state }) => {
       const b = state.bookings[booking_code];
@@ -45,7 +56,11 @@ export const deskTools = {
 };
 
 /** A hotel with `guests` distinct guests, one booking each; `code` draws a booking code (default 5 characters). */
-export function deskHotel(rng: Rng, guests: number, code: (rng: Rng) => string = (r) => r.string(5, DESK_CODE_ALPHABET)): DeskDb {
+export function deskHotel(
+  rng: Rng,
+  guests: number,
+  code: (rng: Rng) => string = (r) => r.string(5, DESK_CODE_ALPHABET),
+): DeskDb {
   const names = new Set<string>();
   while (names.size < guests) names.add(`${gen.firstName(rng)} ${gen.lastName(rng)}`);
   const bookings: DeskDb['bookings'] = {};

@@ -6,7 +6,15 @@ export { Rng } from './rng.js';
 export { gen, addDays, AIRPORTS, type Person } from './data.js';
 export { canonicalJson, stableHash, cloneState, type Json } from './state.js';
 export { schemaViolation, type JsonSchema } from './schema.js';
-export { defineTool, toolsFromSchemas, toToolSchema, runToolCall, ToolError, type ToolDef, type ToolContext } from './tools.js';
+export {
+  defineTool,
+  toolsFromSchemas,
+  toToolSchema,
+  runToolCall,
+  ToolError,
+  type ToolDef,
+  type ToolContext,
+} from './tools.js';
 export { scriptedUser, llmUser, STOP, type UserSimulator, type UserContext } from './user.js';
 export {
   toolCallsOf,

@@ -20,7 +20,8 @@ export class Rng {
 
   /** Integer in [min, max], both inclusive. */
   int(min: number, max: number): number {
-    if (!Number.isInteger(min) || !Number.isInteger(max) || max < min) throw new RangeError(`rng.int: bad range [${min}, ${max}]`);
+    if (!Number.isInteger(min) || !Number.isInteger(max) || max < min)
+      throw new RangeError(`rng.int: bad range [${min}, ${max}]`);
     return min + Math.floor(this.next() * (max - min + 1));
   }
 

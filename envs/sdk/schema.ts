@@ -7,35 +7,53 @@
  */
 export type JsonSchema = { [k: string]: unknown };
 
-export function schemaViolation(schema: JsonSchema, value: unknown, path = 'arguments', root: JsonSchema = schema): string | undefined {
+export function schemaViolation(
+  schema: JsonSchema,
+  value: unknown,
+  path = 'arguments',
+  root: JsonSchema = schema,
+): string | undefined {
   if (typeof schema.$ref === 'string') {
-    const target = schema.$ref.startsWith('#/') ? schema.$ref.slice(2).split('/').reduce<unknown>((node, k) => (node as JsonSchema | undefined)?.[k], root) : undefined;
+    const target = schema.$ref.startsWith('#/')
+      ? schema.$ref
+          .slice(2)
+          .split('/')
+          .reduce<unknown>((node, k) => (node as JsonSchema | undefined)?.[k], root)
+      : undefined;
     if (!target || typeof target !== 'object') return `${path}: schema reference ${schema.$ref} cannot be resolved`;
     return schemaViolation(target as JsonSchema, value, path, root);
   }
-  if (schema.const !== undefined && JSON.stringify(schema.const) !== JSON.stringify(value)) return `${path} must be ${JSON.stringify(schema.const)}`;
+  if (schema.const !== undefined && JSON.stringify(schema.const) !== JSON.stringify(value))
+    return `${path} must be ${JSON.stringify(schema.const)}`;
   if (Array.isArray(schema.enum) && !schema.enum.some((e) => JSON.stringify(e) === JSON.stringify(value))) {
     return `${path} must be one of ${schema.enum.map((e) => JSON.stringify(e)).join(', ')}`;
   }
   for (const key of ['anyOf', 'oneOf'] as const) {
     const alts = schema[key];
-    if (Array.isArray(alts) && !alts.some((s) => schemaViolation(s as JsonSchema, value, path, root) === undefined)) return `${path} matches none of the allowed shapes`;
+    if (Array.isArray(alts) && !alts.some((s) => schemaViolation(s as JsonSchema, value, path, root) === undefined))
+      return `${path} matches none of the allowed shapes`;
   }
   const types = schema.type === undefined ? undefined : ([] as unknown[]).concat(schema.type);
-  if (types && !types.some((t) => hasType(value, String(t)))) return `${path} must be ${types.join(' or ')}, got ${typeName(value)}`;
+  if (types && !types.some((t) => hasType(value, String(t))))
+    return `${path} must be ${types.join(' or ')}, got ${typeName(value)}`;
 
   if (typeof value === 'number') {
     if (typeof schema.minimum === 'number' && value < schema.minimum) return `${path} must be ≥ ${schema.minimum}`;
     if (typeof schema.maximum === 'number' && value > schema.maximum) return `${path} must be ≤ ${schema.maximum}`;
   }
   if (typeof value === 'string') {
-    if (typeof schema.minLength === 'number' && value.length < schema.minLength) return `${path} must have ≥ ${schema.minLength} characters`;
-    if (typeof schema.maxLength === 'number' && value.length > schema.maxLength) return `${path} must have ≤ ${schema.maxLength} characters`;
-    if (typeof schema.pattern === 'string' && !new RegExp(schema.pattern).test(value)) return `${path} must match /${schema.pattern}/`;
+    if (typeof schema.minLength === 'number' && value.length < schema.minLength)
+      return `${path} must have ≥ ${schema.minLength} characters`;
+    if (typeof schema.maxLength === 'number' && value.length > schema.maxLength)
+      return `${path} must have ≤ ${schema.maxLength} characters`;
+    if (typeof schema.pattern === 'string' && !new RegExp(schema.pattern).test(value))
+      return `${path} must match /${schema.pattern}/`;
   }
   if (Array.isArray(value)) {
-    if (typeof schema.minItems === 'number' && value.length < schema.minItems) return `${path} must have ≥ ${schema.minItems} items`;
-    if (typeof schema.maxItems === 'number' && value.length > schema.maxItems) return `${path} must have ≤ ${schema.maxItems} items`;
+    if (typeof schema.minItems === 'number' && value.length < schema.minItems)
+      return `${path} must have ≥ ${schema.minItems} items`;
+    if (typeof schema.maxItems === 'number' && value.length > schema.maxItems)
+      return `${path} must have ≤ ${schema.maxItems} items`;
     if (schema.items && typeof schema.items === 'object') {
       for (let i = 0; i < value.length; i++) {
         const v = schemaViolation(schema.items as JsonSchema, value[i], `${path}[${i}]`, root);
@@ -64,14 +82,22 @@ export function schemaViolation(schema: JsonSchema, value: unknown, path = 'argu
 
 function hasType(v: unknown, t: string): boolean {
   switch (t) {
-    case 'string': return typeof v === 'string';
-    case 'number': return typeof v === 'number' && Number.isFinite(v);
-    case 'integer': return Number.isInteger(v);
-    case 'boolean': return typeof v === 'boolean';
-    case 'null': return v === null;
-    case 'array': return Array.isArray(v);
-    case 'object': return v !== null && typeof v === 'object' && !Array.isArray(v);
-    default: return true;
+    case 'string':
+      return typeof v === 'string';
+    case 'number':
+      return typeof v === 'number' && Number.isFinite(v);
+    case 'integer':
+      return Number.isInteger(v);
+    case 'boolean':
+      return typeof v === 'boolean';
+    case 'null':
+      return v === null;
+    case 'array':
+      return Array.isArray(v);
+    case 'object':
+      return v !== null && typeof v === 'object' && !Array.isArray(v);
+    default:
+      return true;
   }
 }
 

@@ -30,7 +30,8 @@ function normalize(v: unknown, path: string): unknown {
   if (Array.isArray(v)) return v.map((x, i) => normalize(x === undefined ? null : x, `${path}[${i}]`));
   if (typeof v === 'object') {
     const proto = Object.getPrototypeOf(v);
-    if (proto !== Object.prototype && proto !== null) throw new TypeError(`state is not JSON: ${path} is a ${proto?.constructor?.name ?? 'non-plain object'}`);
+    if (proto !== Object.prototype && proto !== null)
+      throw new TypeError(`state is not JSON: ${path} is a ${proto?.constructor?.name ?? 'non-plain object'}`);
     const out: Record<string, unknown> = {};
     for (const k of Object.keys(v as object).sort()) {
       const x = (v as Record<string, unknown>)[k];

@@ -28,7 +28,8 @@ export class ToolError extends Error {
 }
 
 export function defineTool<S = any, A = any>(def: ToolDef<S, A>): ToolDef<S, A> {
-  if (!/^[a-zA-Z0-9_-]{1,64}$/.test(def.name)) throw new Error(`tool name '${def.name}' must match [a-zA-Z0-9_-]{1,64}`);
+  if (!/^[a-zA-Z0-9_-]{1,64}$/.test(def.name))
+    throw new Error(`tool name '${def.name}' must match [a-zA-Z0-9_-]{1,64}`);
   return def;
 }
 
@@ -57,14 +58,27 @@ export function toToolSchema(t: ToolDef): ToolSchema {
  * Runs one call against `state`. Unknown tools, bad JSON, schema violations and thrown errors come
  * back as error observations (`Error: …`); `tool` is the tool that ran, when there was one.
  */
-export function runToolCall<S>(tools: readonly ToolDef<S>[], state: S, instance: unknown, tc: ToolCall): { content: string; error: boolean; tool?: ToolDef<S> } {
+export function runToolCall<S>(
+  tools: readonly ToolDef<S>[],
+  state: S,
+  instance: unknown,
+  tc: ToolCall,
+): { content: string; error: boolean; tool?: ToolDef<S> } {
   const tool = tools.find((t) => t.name === tc.function.name);
-  if (!tool) return { content: `Error: unknown tool '${tc.function.name}'. Available tools: ${tools.map((t) => t.name).join(', ')}`, error: true };
+  if (!tool)
+    return {
+      content: `Error: unknown tool '${tc.function.name}'. Available tools: ${tools.map((t) => t.name).join(', ')}`,
+      error: true,
+    };
   let args: unknown;
   try {
     args = JSON.parse(tc.function.arguments || '{}');
   } catch (e) {
-    return { content: `Error: arguments of ${tool.name} are not valid JSON: ${(e as Error).message}`, error: true, tool };
+    return {
+      content: `Error: arguments of ${tool.name} are not valid JSON: ${(e as Error).message}`,
+      error: true,
+      tool,
+    };
   }
   const bad = schemaViolation(tool.parameters, args);
   if (bad) return { content: `Error: invalid arguments for ${tool.name}: ${bad}`, error: true, tool };

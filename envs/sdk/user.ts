@@ -22,7 +22,7 @@ export type UserSimulator<S = any, I = any> = (ctx: UserContext<S, I>) => string
 export function scriptedUser<S = unknown, I extends { userTurns?: string[] } = { userTurns?: string[] }>(
   turns?: (instance: I) => readonly string[],
 ): UserSimulator<S, I> {
-  return ({ instance, turn }) => (turns ? turns(instance) : instance.userTurns ?? [])[turn] ?? STOP;
+  return ({ instance, turn }) => (turns ? turns(instance) : (instance.userTurns ?? []))[turn] ?? STOP;
 }
 
 /**

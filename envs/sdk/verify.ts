@@ -55,7 +55,10 @@ export function agentText(messages: readonly Message[]): string {
  * Whether every value was communicated to the user. Strings match case-insensitively; numbers
  * match with or without thousands separators, currency signs and trailing `.00`.
  */
-export function communicated(messages: readonly Message[], values: readonly (string | number)[]): { ok: boolean; missing: string[] } {
+export function communicated(
+  messages: readonly Message[],
+  values: readonly (string | number)[],
+): { ok: boolean; missing: string[] } {
   const text = agentText(messages);
   const missing = values.filter((v) => !mentions(text, v)).map(String);
   return { ok: missing.length === 0, missing };
@@ -68,26 +71,36 @@ function mentions(text: string, v: string | number): boolean {
 }
 
 function normalizeText(s: string): string {
-  return s.toLowerCase().replace(/(\d),(?=\d{3}\b)/g, '$1').replace(/\s+/g, ' ');
+  return s
+    .toLowerCase()
+    .replace(/(\d),(?=\d{3}\b)/g, '$1')
+    .replace(/\s+/g, ' ');
 }
 
 /**
  * Whether some call to `name` had arguments containing `expected` (deep partial match: objects
  * may have extra keys, arrays must match element-wise and in length).
  */
-export function calledWith(calls: readonly CallRecord[], name: string, expected: Record<string, unknown> = {}): boolean {
+export function calledWith(
+  calls: readonly CallRecord[],
+  name: string,
+  expected: Record<string, unknown> = {},
+): boolean {
   return calls.some((c) => c.name === name && c.args !== undefined && partialMatch(expected, c.args));
 }
 
 function partialMatch(expected: unknown, actual: unknown): boolean {
   if (Array.isArray(expected)) {
-    return Array.isArray(actual) && actual.length === expected.length && expected.every((e, i) => partialMatch(e, actual[i]));
+    return (
+      Array.isArray(actual) && actual.length === expected.length && expected.every((e, i) => partialMatch(e, actual[i]))
+    );
   }
   if (expected !== null && typeof expected === 'object') {
     if (actual === null || typeof actual !== 'object' || Array.isArray(actual)) return false;
     return Object.entries(expected).every(([k, v]) => partialMatch(v, (actual as Record<string, unknown>)[k]));
   }
-  if (typeof expected === 'string' && typeof actual === 'string') return expected.trim().toLowerCase() === actual.trim().toLowerCase();
+  if (typeof expected === 'string' && typeof actual === 'string')
+    return expected.trim().toLowerCase() === actual.trim().toLowerCase();
   return expected === actual;
 }
 
@@ -95,7 +108,10 @@ function partialMatch(expected: unknown, actual: unknown): boolean {
  * Weighted partial credit, e.g. the paper's permission-error recovery:
  * weighted({ action: [0.6, sent], communication: [0.4, told] }) → reward 0.6·action + 0.4·communication.
  */
-export function weighted(parts: Record<string, [weight: number, ok: boolean | number]>, details?: Record<string, unknown>): Score {
+export function weighted(
+  parts: Record<string, [weight: number, ok: boolean | number]>,
+  details?: Record<string, unknown>,
+): Score {
   const components: Record<string, number> = {};
   let reward = 0;
   for (const [k, [w, ok]] of Object.entries(parts)) {
@@ -110,7 +126,12 @@ export function weighted(parts: Record<string, [weight: number, ok: boolean | nu
  * The paper's structured-data reward: 1.0 when the DB and the communication both match, `partial`
  * (default 0.3) when only the DB matches, 0 otherwise.
  */
-export function dbThenCommunication(dbOk: boolean, commOk: boolean, partial = 0.3, details?: Record<string, unknown>): Score {
+export function dbThenCommunication(
+  dbOk: boolean,
+  commOk: boolean,
+  partial = 0.3,
+  details?: Record<string, unknown>,
+): Score {
   const reward = dbOk ? (commOk ? 1 : partial) : 0;
   return { reward, components: { DB: dbOk ? 1 : 0, COMMUNICATE: commOk ? 1 : 0 }, details };
 }

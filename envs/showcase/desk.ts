@@ -32,8 +32,16 @@ export interface DeskTask {
   gold: AgentAction[];
 }
 
-const BY_CODE = [(c: string) => `Please cancel booking ${c}.`, (c: string) => `Cancel my booking ${c}, thanks.`, (c: string) => `Hi, booking ${c} needs to be cancelled.`];
-const BY_NAME = [(n: string) => `Please cancel the booking for ${n}.`, (n: string) => `Hi, I'm ${n}. Cancel my booking, please.`, (n: string) => `Cancel ${n}'s booking, thanks.`];
+const BY_CODE = [
+  (c: string) => `Please cancel booking ${c}.`,
+  (c: string) => `Cancel my booking ${c}, thanks.`,
+  (c: string) => `Hi, booking ${c} needs to be cancelled.`,
+];
+const BY_NAME = [
+  (n: string) => `Please cancel the booking for ${n}.`,
+  (n: string) => `Hi, I'm ${n}. Cancel my booking, please.`,
+  (n: string) => `Cancel ${n}'s booking, thanks.`,
+];
 
 /** Task i of the fixed set: its own small hotel, one guest to cancel. Pure function of i. */
 function makeTask(i: number, split: DeskTask['split'], kind: DeskTaskKind): DeskTask {
@@ -52,10 +60,15 @@ function makeTask(i: number, split: DeskTask['split'], kind: DeskTaskKind): Desk
 }
 
 /** 20 train and 24 test tasks, half of each by code and half by name, interleaved. */
-export const DESK_TASKS: readonly DeskTask[] = Array.from({ length: 44 }, (_, i) => makeTask(i, i < 20 ? 'train' : 'test', i % 2 ? 'by_name' : 'by_code'));
+export const DESK_TASKS: readonly DeskTask[] = Array.from({ length: 44 }, (_, i) =>
+  makeTask(i, i < 20 ? 'train' : 'test', i % 2 ? 'by_name' : 'by_code'),
+);
 
 function callAction(name: string, args: Record<string, string>): AgentAction {
-  return { type: 'tool_call', call: { id: 'gold', type: 'function', function: { name, arguments: JSON.stringify(args) } } };
+  return {
+    type: 'tool_call',
+    call: { id: 'gold', type: 'function', function: { name, arguments: JSON.stringify(args) } },
+  };
 }
 
 /** The state after the task's gold actions: what the verifier compares against. */
@@ -95,7 +108,8 @@ class DeskEpisode implements Episode {
     this.steps++;
     if (action.type === 'message') {
       // One confirmation (the agent may ask before acting); the guest's second reply ends it.
-      if (this.messages++ === 0 && this.steps < MAX_STEPS) return { observation: { role: 'user', content: CONFIRM }, error: false, done: false };
+      if (this.messages++ === 0 && this.steps < MAX_STEPS)
+        return { observation: { role: 'user', content: CONFIRM }, error: false, done: false };
       this.finished = true;
       return { observation: { role: 'user', content: STOP }, error: false, done: true, termination: 'user_stop' };
     }
@@ -114,8 +128,15 @@ class DeskEpisode implements Episode {
 
   async evaluate(_messages: Message[], termination: Termination): Promise<RewardInfo> {
     const db = !ABNORMAL.includes(termination) && stableHash(this.state) === stableHash(goldState(this.task));
-    const cancelled = Object.entries(this.state.bookings).filter(([, b]) => b.status === 'cancelled').map(([code]) => code);
-    return { reward: db ? 1 : 0, components: { DB: db ? 1 : 0 }, success: db, details: { kind: this.task.kind, cancelled, termination } };
+    const cancelled = Object.entries(this.state.bookings)
+      .filter(([, b]) => b.status === 'cancelled')
+      .map(([code]) => code);
+    return {
+      reward: db ? 1 : 0,
+      components: { DB: db ? 1 : 0 },
+      success: db,
+      details: { kind: this.task.kind, cancelled, termination },
+    };
   }
 
   async fork(): Promise<Episode> {
@@ -136,7 +157,11 @@ export function deskTask(taskId: string): DeskTask {
 export function createShowcaseDeskEnv(): Environment {
   let episodes = 0;
   return {
-    info: { name: SHOWCASE_DESK, kind: 'target', description: `Hotel front desk for small models: cancel a booking by code or by guest name (2 tools, ${DESK_TASKS.length} tasks).` },
+    info: {
+      name: SHOWCASE_DESK,
+      kind: 'target',
+      description: `Hotel front desk for small models: cancel a booking by code or by guest name (2 tools, ${DESK_TASKS.length} tasks).`,
+    },
     tools: () => structuredClone(TOOLS),
     systemPrompt: () => DESK_POLICY,
     listTasks: async (): Promise<TaskRef[]> => DESK_TASKS.map((t) => ({ id: t.id, split: t.split })),

@@ -5,67 +5,185 @@ import { Tau2Db, valueError as err, type ToolDef } from './toolkit.js';
 
 /** tau2 airline: the pydantic models of data_model.py and every tool of tools.py (AirlineTools). */
 const Cabin = literal('business', 'economy', 'basic_economy');
-const Name = model('Name', [['first_name', str], ['last_name', str]]);
-const Address = model('Address', [
-  ['address1', str], ['address2', opt(str), null], ['city', str], ['country', str], ['state', str], ['zip', str],
+const Name = model('Name', [
+  ['first_name', str],
+  ['last_name', str],
 ]);
-const Payment = model('Payment', [['payment_id', str], ['amount', int]]);
-const Certificate = model('Certificate', [['source', literal('certificate')], ['id', str], ['amount', float]]);
+const Address = model('Address', [
+  ['address1', str],
+  ['address2', opt(str), null],
+  ['city', str],
+  ['country', str],
+  ['state', str],
+  ['zip', str],
+]);
+const Payment = model('Payment', [
+  ['payment_id', str],
+  ['amount', int],
+]);
+const Certificate = model('Certificate', [
+  ['source', literal('certificate')],
+  ['id', str],
+  ['amount', float],
+]);
 const PaymentMethod = union('source', {
-  credit_card: model('CreditCard', [['source', literal('credit_card')], ['id', str], ['brand', str], ['last_four', str]]),
-  gift_card: model('GiftCard', [['source', literal('gift_card')], ['id', str], ['amount', float]]),
+  credit_card: model('CreditCard', [
+    ['source', literal('credit_card')],
+    ['id', str],
+    ['brand', str],
+    ['last_four', str],
+  ]),
+  gift_card: model('GiftCard', [
+    ['source', literal('gift_card')],
+    ['id', str],
+    ['amount', float],
+  ]),
   certificate: Certificate,
 });
-const Passenger = model('Passenger', [['first_name', str], ['last_name', str], ['dob', str]]);
+const Passenger = model('Passenger', [
+  ['first_name', str],
+  ['last_name', str],
+  ['dob', str],
+]);
 const FlightDateStatus = union('status', {
-  available: model('FlightDateStatusAvailable', [['status', str], ['available_seats', dict(int)], ['prices', dict(int)]]),
-  'on time': model('FlightDataStatusOnTime', [['status', str], ['estimated_departure_time_est', str], ['estimated_arrival_time_est', str]]),
-  flying: model('FlightDataStatusFlying', [['status', str], ['actual_departure_time_est', str], ['estimated_arrival_time_est', str]]),
-  landed: model('FlightDateStatusLanded', [['status', str], ['actual_departure_time_est', str], ['actual_arrival_time_est', str]]),
+  available: model('FlightDateStatusAvailable', [
+    ['status', str],
+    ['available_seats', dict(int)],
+    ['prices', dict(int)],
+  ]),
+  'on time': model('FlightDataStatusOnTime', [
+    ['status', str],
+    ['estimated_departure_time_est', str],
+    ['estimated_arrival_time_est', str],
+  ]),
+  flying: model('FlightDataStatusFlying', [
+    ['status', str],
+    ['actual_departure_time_est', str],
+    ['estimated_arrival_time_est', str],
+  ]),
+  landed: model('FlightDateStatusLanded', [
+    ['status', str],
+    ['actual_departure_time_est', str],
+    ['actual_arrival_time_est', str],
+  ]),
   cancelled: model('FlightDateStatusCancelled', [['status', str]]),
-  delayed: model('FlightDateStatusDelayed', [['status', str], ['estimated_departure_time_est', str], ['estimated_arrival_time_est', str]]),
+  delayed: model('FlightDateStatusDelayed', [
+    ['status', str],
+    ['estimated_departure_time_est', str],
+    ['estimated_arrival_time_est', str],
+  ]),
 });
 const Flight = model('Flight', [
-  ['flight_number', str], ['origin', str], ['destination', str],
-  ['scheduled_departure_time_est', str], ['scheduled_arrival_time_est', str], ['dates', dict(FlightDateStatus)],
+  ['flight_number', str],
+  ['origin', str],
+  ['destination', str],
+  ['scheduled_departure_time_est', str],
+  ['scheduled_arrival_time_est', str],
+  ['dates', dict(FlightDateStatus)],
 ]);
 const DirectFlight = model('DirectFlight', [
-  ['flight_number', str], ['origin', str], ['destination', str], ['status', literal('available')],
-  ['scheduled_departure_time_est', str], ['scheduled_arrival_time_est', str], ['date', opt(str), null],
-  ['available_seats', dict(int)], ['prices', dict(int)],
+  ['flight_number', str],
+  ['origin', str],
+  ['destination', str],
+  ['status', literal('available')],
+  ['scheduled_departure_time_est', str],
+  ['scheduled_arrival_time_est', str],
+  ['date', opt(str), null],
+  ['available_seats', dict(int)],
+  ['prices', dict(int)],
 ]);
-const ReservationFlight = model('ReservationFlight', [['flight_number', str], ['origin', str], ['destination', str], ['date', str], ['price', int]]);
-const FlightInfo = model('FlightInfo', [['flight_number', str], ['date', str]]);
+const ReservationFlight = model('ReservationFlight', [
+  ['flight_number', str],
+  ['origin', str],
+  ['destination', str],
+  ['date', str],
+  ['price', int],
+]);
+const FlightInfo = model('FlightInfo', [
+  ['flight_number', str],
+  ['date', str],
+]);
 const User = model('User', [
-  ['user_id', str], ['name', Name], ['address', Address], ['email', str], ['dob', str],
-  ['payment_methods', dict(PaymentMethod)], ['saved_passengers', list(Passenger)],
-  ['membership', literal('gold', 'silver', 'regular')], ['reservations', list(str)],
+  ['user_id', str],
+  ['name', Name],
+  ['address', Address],
+  ['email', str],
+  ['dob', str],
+  ['payment_methods', dict(PaymentMethod)],
+  ['saved_passengers', list(Passenger)],
+  ['membership', literal('gold', 'silver', 'regular')],
+  ['reservations', list(str)],
 ]);
 const Reservation = model('Reservation', [
-  ['reservation_id', str], ['user_id', str], ['origin', str], ['destination', str],
-  ['flight_type', literal('round_trip', 'one_way')], ['cabin', Cabin], ['flights', list(ReservationFlight)],
-  ['passengers', list(Passenger)], ['payment_history', list(Payment)], ['created_at', str],
-  ['total_baggages', int], ['nonfree_baggages', int], ['insurance', literal('yes', 'no')],
+  ['reservation_id', str],
+  ['user_id', str],
+  ['origin', str],
+  ['destination', str],
+  ['flight_type', literal('round_trip', 'one_way')],
+  ['cabin', Cabin],
+  ['flights', list(ReservationFlight)],
+  ['passengers', list(Passenger)],
+  ['payment_history', list(Payment)],
+  ['created_at', str],
+  ['total_baggages', int],
+  ['nonfree_baggages', int],
+  ['insurance', literal('yes', 'no')],
   ['status', opt(literal('cancelled')), null],
 ]);
-const AirportCode = model('AirportCode', [['iata', str], ['city', str]]);
-export const FlightDB = model('FlightDB', [['flights', dict(Flight)], ['users', dict(User)], ['reservations', dict(Reservation)]]);
+const AirportCode = model('AirportCode', [
+  ['iata', str],
+  ['city', str],
+]);
+export const FlightDB = model('FlightDB', [
+  ['flights', dict(Flight)],
+  ['users', dict(User)],
+  ['reservations', dict(Reservation)],
+]);
 
 type PaymentMethodT = { source: string; id: string; amount?: number };
 type UserT = { user_id: string; payment_methods: Map<string, PaymentMethodT>; reservations: string[] } & Obj;
 type ReservationFlightT = { flight_number: string; date: string; price: number } & Obj;
 type ReservationT = {
-  user_id: string; cabin: string; flights: ReservationFlightT[]; passengers: Obj[]; payment_history: { payment_id: string; amount: number }[];
-  nonfree_baggages: number; total_baggages: unknown; status: string | null;
+  user_id: string;
+  cabin: string;
+  flights: ReservationFlightT[];
+  passengers: Obj[];
+  payment_history: { payment_id: string; amount: number }[];
+  nonfree_baggages: number;
+  total_baggages: unknown;
+  status: string | null;
 } & Obj;
 type DateStatusT = { status: string; available_seats: Map<string, number>; prices: Map<string, number> } & Obj;
-type FlightT = { flight_number: string; origin: string; destination: string; scheduled_departure_time_est: string; scheduled_arrival_time_est: string; dates: Map<string, DateStatusT> };
+type FlightT = {
+  flight_number: string;
+  origin: string;
+  destination: string;
+  scheduled_departure_time_est: string;
+  scheduled_arrival_time_est: string;
+  dates: Map<string, DateStatusT>;
+};
 
 const AIRPORTS: [string, string][] = [
-  ['SFO', 'San Francisco'], ['JFK', 'New York'], ['LAX', 'Los Angeles'], ['ORD', 'Chicago'], ['DFW', 'Dallas'],
-  ['DEN', 'Denver'], ['SEA', 'Seattle'], ['ATL', 'Atlanta'], ['MIA', 'Miami'], ['BOS', 'Boston'], ['PHX', 'Phoenix'],
-  ['IAH', 'Houston'], ['LAS', 'Las Vegas'], ['MCO', 'Orlando'], ['EWR', 'Newark'], ['CLT', 'Charlotte'],
-  ['MSP', 'Minneapolis'], ['DTW', 'Detroit'], ['PHL', 'Philadelphia'], ['LGA', 'LaGuardia'],
+  ['SFO', 'San Francisco'],
+  ['JFK', 'New York'],
+  ['LAX', 'Los Angeles'],
+  ['ORD', 'Chicago'],
+  ['DFW', 'Dallas'],
+  ['DEN', 'Denver'],
+  ['SEA', 'Seattle'],
+  ['ATL', 'Atlanta'],
+  ['MIA', 'Miami'],
+  ['BOS', 'Boston'],
+  ['PHX', 'Phoenix'],
+  ['IAH', 'Houston'],
+  ['LAS', 'Las Vegas'],
+  ['MCO', 'Orlando'],
+  ['EWR', 'Newark'],
+  ['CLT', 'Charlotte'],
+  ['MSP', 'Minneapolis'],
+  ['DTW', 'Detroit'],
+  ['PHL', 'Philadelphia'],
+  ['LGA', 'LaGuardia'],
 ];
 /** tau2 mints at most three of each per task, always in this order. */
 const NEW_RESERVATION_IDS = ['HATHAT', 'HATHAU', 'HATHAV'];
@@ -97,8 +215,10 @@ const at = <T>(m: Map<string, T>, key: unknown): T => {
   if (!m.has(key as string)) throw err(typeof key === 'string' ? `'${key}'` : pyStr(key));
   return m.get(key as string)!;
 };
-const allDicts = (xs: unknown) => Array.isArray(xs) && xs.every((x) => typeof x === 'object' && x !== null && !Array.isArray(x));
-const asModels = (xs: unknown, t: typeof Passenger): Obj[] => (allDicts(xs) ? (xs as Obj[]).map((x) => construct(t, x)) : (xs as Obj[]));
+const allDicts = (xs: unknown) =>
+  Array.isArray(xs) && xs.every((x) => typeof x === 'object' && x !== null && !Array.isArray(x));
+const asModels = (xs: unknown, t: typeof Passenger): Obj[] =>
+  allDicts(xs) ? (xs as Obj[]).map((x) => construct(t, x)) : (xs as Obj[]);
 
 function searchDirect(db: Tau2Db, date: unknown, origin: unknown, destination: unknown, leaveAfter?: string): Obj[] {
   const out: Obj[] = [];
@@ -112,9 +232,15 @@ function searchDirect(db: Tau2Db, date: unknown, origin: unknown, destination: u
       (leaveAfter === undefined || f.scheduled_departure_time_est >= leaveAfter)
     ) {
       out.push({
-        flight_number: f.flight_number, origin: f.origin, destination: f.destination, status: 'available',
-        scheduled_departure_time_est: f.scheduled_departure_time_est, scheduled_arrival_time_est: f.scheduled_arrival_time_est,
-        date: null, available_seats: new Map(d.available_seats), prices: new Map(d.prices),
+        flight_number: f.flight_number,
+        origin: f.origin,
+        destination: f.destination,
+        status: 'available',
+        scheduled_departure_time_est: f.scheduled_departure_time_est,
+        scheduled_arrival_time_est: f.scheduled_arrival_time_est,
+        date: null,
+        available_seats: new Map(d.available_seats),
+        prices: new Map(d.prices),
       });
     }
   }
@@ -127,7 +253,8 @@ function paymentForUpdate(db: Tau2Db, u: UserT, paymentId: unknown, total: numbe
   if (!pm) throw err('Payment method not found');
   if (pm.source === 'certificate') throw err('Certificate cannot be used to update reservation');
   if (pm.source === 'gift_card' && pm.amount! < total) throw err('Gift card balance is not enough');
-  if (pm.source === 'gift_card') db.own<UserT>('users', u.user_id).payment_methods.get(paymentId as string)!.amount! -= total;
+  if (pm.source === 'gift_card')
+    db.own<UserT>('users', u.user_id).payment_methods.get(paymentId as string)!.amount! -= total;
   return total !== 0 ? construct(Payment, { payment_id: paymentId as string, amount: total }) : null;
 }
 
@@ -135,8 +262,22 @@ const p = (...names: string[]) => names.map((name) => ({ name }));
 
 export const airlineTools: ToolDef<Tau2Db>[] = [
   {
-    name: 'book_reservation', type: 'write', returns: Reservation,
-    params: p('user_id', 'origin', 'destination', 'flight_type', 'cabin', 'flights', 'passengers', 'payment_methods', 'total_baggages', 'nonfree_baggages', 'insurance'),
+    name: 'book_reservation',
+    type: 'write',
+    returns: Reservation,
+    params: p(
+      'user_id',
+      'origin',
+      'destination',
+      'flight_type',
+      'cabin',
+      'flights',
+      'passengers',
+      'payment_methods',
+      'total_baggages',
+      'nonfree_baggages',
+      'insurance',
+    ),
     run(db, a) {
       const flights = asModels(a.flights, FlightInfo) as { flight_number: string; date: string }[];
       const passengers = asModels(a.passengers, Passenger);
@@ -145,9 +286,19 @@ export const airlineTools: ToolDef<Tau2Db>[] = [
       const id = NEW_RESERVATION_IDS.find((r) => !db.table('reservations').has(r));
       if (!id) throw err('Too many reservations');
       const res = construct(Reservation, {
-        reservation_id: id, user_id: a.user_id, origin: a.origin, destination: a.destination, flight_type: a.flight_type,
-        cabin: a.cabin, flights: [], passengers: structuredClone(passengers), payment_history: structuredClone(payments),
-        created_at: NOW, total_baggages: a.total_baggages, nonfree_baggages: a.nonfree_baggages, insurance: a.insurance,
+        reservation_id: id,
+        user_id: a.user_id,
+        origin: a.origin,
+        destination: a.destination,
+        flight_type: a.flight_type,
+        cabin: a.cabin,
+        flights: [],
+        passengers: structuredClone(passengers),
+        payment_history: structuredClone(payments),
+        created_at: NOW,
+        total_baggages: a.total_baggages,
+        nonfree_baggages: a.nonfree_baggages,
+        insurance: a.insurance,
       }) as ReservationT;
       const cabin = res.cabin;
       let total = 0;
@@ -156,9 +307,16 @@ export const airlineTools: ToolDef<Tau2Db>[] = [
         const f = flight(db, fi.flight_number);
         const d = flightInstance(db, fi.flight_number, fi.date);
         if (d.status !== 'available') throw err(`Flight ${fi.flight_number} not available on date ${fi.date}`);
-        if (d.available_seats.get(cabin)! < passengers.length) throw err(`Not enough seats on flight ${fi.flight_number}`);
+        if (d.available_seats.get(cabin)! < passengers.length)
+          throw err(`Not enough seats on flight ${fi.flight_number}`);
         const price = d.prices.get(cabin)!;
-        res.flights.push({ flight_number: fi.flight_number, origin: f.origin, destination: f.destination, date: fi.date, price });
+        res.flights.push({
+          flight_number: fi.flight_number,
+          origin: f.origin,
+          destination: f.destination,
+          date: fi.date,
+          price,
+        });
         taken.push([fi.flight_number, fi.date]);
         total += price * passengers.length;
       }
@@ -189,11 +347,17 @@ export const airlineTools: ToolDef<Tau2Db>[] = [
     },
   },
   {
-    name: 'calculate', type: 'generic', returns: str, params: p('expression'),
+    name: 'calculate',
+    type: 'generic',
+    returns: str,
+    params: p('expression'),
     run: (_db, a) => calculate(a.expression as string),
   },
   {
-    name: 'cancel_reservation', type: 'write', returns: Reservation, params: p('reservation_id'),
+    name: 'cancel_reservation',
+    type: 'write',
+    returns: Reservation,
+    params: p('reservation_id'),
     run(db, a) {
       reservation(db, a.reservation_id);
       const r = db.own<ReservationT>('reservations', a.reservation_id as string);
@@ -204,18 +368,33 @@ export const airlineTools: ToolDef<Tau2Db>[] = [
       return r;
     },
   },
-  { name: 'get_reservation_details', type: 'read', returns: Reservation, params: p('reservation_id'), run: (db, a) => reservation(db, a.reservation_id) },
+  {
+    name: 'get_reservation_details',
+    type: 'read',
+    returns: Reservation,
+    params: p('reservation_id'),
+    run: (db, a) => reservation(db, a.reservation_id),
+  },
   { name: 'get_user_details', type: 'read', returns: User, params: p('user_id'), run: (db, a) => user(db, a.user_id) },
   {
-    name: 'list_all_airports', type: 'read', returns: list(AirportCode), params: [],
+    name: 'list_all_airports',
+    type: 'read',
+    returns: list(AirportCode),
+    params: [],
     run: () => AIRPORTS.map(([iata, city]) => ({ iata, city })),
   },
   {
-    name: 'search_direct_flight', type: 'read', returns: list(DirectFlight), params: p('origin', 'destination', 'date'),
+    name: 'search_direct_flight',
+    type: 'read',
+    returns: list(DirectFlight),
+    params: p('origin', 'destination', 'date'),
     run: (db, a) => searchDirect(db, a.date, a.origin, a.destination),
   },
   {
-    name: 'search_onestop_flight', type: 'read', returns: list(list(DirectFlight)), params: p('origin', 'destination', 'date'),
+    name: 'search_onestop_flight',
+    type: 'read',
+    returns: list(list(DirectFlight)),
+    params: p('origin', 'destination', 'date'),
     run(db, a) {
       const date = a.date as string;
       const out: Obj[][] = [];
@@ -237,7 +416,10 @@ export const airlineTools: ToolDef<Tau2Db>[] = [
     },
   },
   {
-    name: 'send_certificate', type: 'write', returns: str, params: p('user_id', 'amount'),
+    name: 'send_certificate',
+    type: 'write',
+    returns: str,
+    params: p('user_id', 'amount'),
     run(db, a) {
       const u = user(db, a.user_id);
       const id = NEW_CERTIFICATE_IDS.find((c) => !u.payment_methods.has(c));
@@ -247,9 +429,17 @@ export const airlineTools: ToolDef<Tau2Db>[] = [
       return `Certificate ${id} added to user ${pyStr(a.user_id)} with amount ${pyStr(a.amount)}.`;
     },
   },
-  { name: 'transfer_to_human_agents', type: 'generic', returns: str, params: p('summary'), run: () => 'Transfer successful' },
   {
-    name: 'update_reservation_baggages', type: 'write', returns: Reservation,
+    name: 'transfer_to_human_agents',
+    type: 'generic',
+    returns: str,
+    params: p('summary'),
+    run: () => 'Transfer successful',
+  },
+  {
+    name: 'update_reservation_baggages',
+    type: 'write',
+    returns: Reservation,
     params: p('reservation_id', 'total_baggages', 'nonfree_baggages', 'payment_id'),
     run(db, a) {
       const r0 = reservation(db, a.reservation_id);
@@ -264,7 +454,10 @@ export const airlineTools: ToolDef<Tau2Db>[] = [
     },
   },
   {
-    name: 'update_reservation_flights', type: 'write', returns: Reservation, params: p('reservation_id', 'cabin', 'flights', 'payment_id'),
+    name: 'update_reservation_flights',
+    type: 'write',
+    returns: Reservation,
+    params: p('reservation_id', 'cabin', 'flights', 'payment_id'),
     run(db, a) {
       const flights = asModels(a.flights, FlightInfo) as { flight_number: string; date: string }[];
       reservation(db, a.reservation_id);
@@ -275,7 +468,9 @@ export const airlineTools: ToolDef<Tau2Db>[] = [
       let total = 0;
       const next: ReservationFlightT[] = [];
       for (const fi of flights) {
-        const same = r.flights.find((x) => x.flight_number === fi.flight_number && x.date === fi.date && cabin === r.cabin);
+        const same = r.flights.find(
+          (x) => x.flight_number === fi.flight_number && x.date === fi.date && cabin === r.cabin,
+        );
         if (same) {
           total += same.price * n;
           next.push(same);
@@ -286,7 +481,11 @@ export const airlineTools: ToolDef<Tau2Db>[] = [
         if (d.status !== 'available') throw err(`Flight ${fi.flight_number} not available on date ${fi.date}`);
         if (at(d.available_seats, cabin) < n) throw err(`Not enough seats on flight ${fi.flight_number}`);
         const rf = construct(ReservationFlight, {
-          flight_number: fi.flight_number, date: fi.date, price: at(d.prices, cabin), origin: f.origin, destination: f.destination,
+          flight_number: fi.flight_number,
+          date: fi.date,
+          price: at(d.prices, cabin),
+          origin: f.origin,
+          destination: f.destination,
         }) as ReservationFlightT;
         total += rf.price * n;
         next.push(rf);
@@ -301,7 +500,10 @@ export const airlineTools: ToolDef<Tau2Db>[] = [
     },
   },
   {
-    name: 'update_reservation_passengers', type: 'write', returns: Reservation, params: p('reservation_id', 'passengers'),
+    name: 'update_reservation_passengers',
+    type: 'write',
+    returns: Reservation,
+    params: p('reservation_id', 'passengers'),
     run(db, a) {
       const passengers = asModels(a.passengers, Passenger);
       const r0 = reservation(db, a.reservation_id);
@@ -312,7 +514,10 @@ export const airlineTools: ToolDef<Tau2Db>[] = [
     },
   },
   {
-    name: 'get_flight_status', type: 'read', returns: str, params: p('flight_number', 'date'),
+    name: 'get_flight_status',
+    type: 'read',
+    returns: str,
+    params: p('flight_number', 'date'),
     run: (db, a) => flightInstance(db, a.flight_number, a.date).status,
   },
 ];

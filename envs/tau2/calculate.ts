@@ -6,7 +6,8 @@ import { pyFloatRepr, pyRound2 } from './python-format.js';
  * unary +/-, + - * / // **, parentheses) with Python's precedence and error messages.
  */
 export function calculate(expression: string): string {
-  if (![...expression].every((c) => '0123456789+-*/(). '.includes(c))) throw new Error('Invalid characters in expression');
+  if (![...expression].every((c) => '0123456789+-*/(). '.includes(c)))
+    throw new Error('Invalid characters in expression');
   return pyFloatRepr(pyRound2(evaluate(expression).v));
 }
 
@@ -81,7 +82,9 @@ function evaluate(src: string): Num {
     }
     if (/^[\d.]/.test(t)) {
       if (/^0\d/.test(t) && !t.includes('.') && !/^0+$/.test(t)) {
-        throw new Error('leading zeros in decimal integer literals are not permitted; use an 0o prefix for octal integers (<string>, line 1)');
+        throw new Error(
+          'leading zeros in decimal integer literals are not permitted; use an 0o prefix for octal integers (<string>, line 1)',
+        );
       }
       return { v: Number(t), float: t.includes('.') };
     }

@@ -32,12 +32,24 @@ export interface Tau2Domain {
 export const DATA_DIR = fileURLToPath(new URL('../../data/tau2/', import.meta.url));
 
 const DOMAINS: Record<Tau2DomainName, Tau2Domain> = {
-  airline: { name: 'airline', agent: { className: 'AirlineTools', dbType: FlightDB, dbFile: 'db.json', tools: airlineTools, functions: {} } },
-  retail: { name: 'retail', agent: { className: 'RetailTools', dbType: RetailDB, dbFile: 'db.json', tools: retailTools, functions: {} } },
+  airline: {
+    name: 'airline',
+    agent: { className: 'AirlineTools', dbType: FlightDB, dbFile: 'db.json', tools: airlineTools, functions: {} },
+  },
+  retail: {
+    name: 'retail',
+    agent: { className: 'RetailTools', dbType: RetailDB, dbFile: 'db.json', tools: retailTools, functions: {} },
+  },
   mock: {
     name: 'mock',
     agent: { className: 'MockTools', dbType: MockDB, dbFile: 'db.json', tools: mockTools, functions: mockFunctions },
-    user: { className: 'MockUserTools', dbType: MockUserDB, dbFile: 'user_db.json', tools: mockUserTools, functions: mockUserFunctions },
+    user: {
+      className: 'MockUserTools',
+      dbType: MockUserDB,
+      dbFile: 'user_db.json',
+      tools: mockUserTools,
+      functions: mockUserFunctions,
+    },
   },
 };
 
@@ -57,7 +69,10 @@ export function readDataJson<T>(domain: string, file: string): T {
 
 /** The agent's tools exactly as tau2 shows them to the LLM (generated from upstream). */
 export function toolSchemas(domain: string, side: 'agent' | 'user' = 'agent'): ToolSchema[] {
-  return readDataJson<ToolSchema[]>(domain, side === 'agent' ? 'derived/tools_openai_schema.json' : 'derived/user_tools_openai_schema.json');
+  return readDataJson<ToolSchema[]>(
+    domain,
+    side === 'agent' ? 'derived/tools_openai_schema.json' : 'derived/user_tools_openai_schema.json',
+  );
 }
 
 const dbCache = new Map<string, Tau2Db>();

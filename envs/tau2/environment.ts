@@ -1,13 +1,28 @@
 import { randomUUID } from 'node:crypto';
 import type { Message } from '../../core/messages.js';
 import type { RewardInfo, Termination } from '../../core/trajectory.js';
-import type { AgentAction, EnvInfo, Environment, Episode, RequestOptions, ResetRequest, StepResult, TaskRef } from '../environment.js';
+import type {
+  AgentAction,
+  EnvInfo,
+  Environment,
+  Episode,
+  RequestOptions,
+  ResetRequest,
+  StepResult,
+  TaskRef,
+} from '../environment.js';
 import { getDomain, readDataFile, toolSchemas, type Tau2Domain, type Tau2DomainName } from './domains.js';
 import { evaluateTau2 } from './evaluator.js';
 import type { JudgeLlm } from './nl-judge.js';
 import { historyAsMessages, parseArguments, Tau2State, type ReplayCall } from './state.js';
 import { loadTasks, taskSplits, type Tau2Task, type TaskSet } from './tasks.js';
-import { STOP, UserSimulator, userSimulatorSystemPrompt, userStopReason, type UserSimulatorLlm } from './user-simulator.js';
+import {
+  STOP,
+  UserSimulator,
+  userSimulatorSystemPrompt,
+  userStopReason,
+  type UserSimulatorLlm,
+} from './user-simulator.js';
 
 /** tau2's agent instruction block (agent/llm_agent.py), wrapped with the domain policy. */
 export const AGENT_INSTRUCTION = `You are a customer service agent that helps the user according to the <policy> provided below.
@@ -85,10 +100,19 @@ class Tau2Episode implements Episode {
   }
 
   /** `signal` aborts the user simulator's opening turn (an LLM call). */
-  static async start(domain: Tau2Domain, task: Tau2Task, opts: Tau2EnvOptions, signal?: AbortSignal): Promise<Tau2Episode> {
+  static async start(
+    domain: Tau2Domain,
+    task: Tau2Task,
+    opts: Tau2EnvOptions,
+    signal?: AbortSignal,
+  ): Promise<Tau2Episode> {
     const state = Tau2State.forTask(domain, task);
     const user = opts.userSimulator
-      ? new UserSimulator(opts.userSimulator, userSimulatorSystemPrompt(task, !!domain.user), domain.user ? toolSchemas(domain.name, 'user') : undefined)
+      ? new UserSimulator(
+          opts.userSimulator,
+          userSimulatorSystemPrompt(task, !!domain.user),
+          domain.user ? toolSchemas(domain.name, 'user') : undefined,
+        )
       : undefined;
     const history = historyAsMessages(task.initial_state?.message_history ?? []);
     const ep = new Tau2Episode(domain, task, opts, state, user, [], [], { steps: 0, errors: 0, done: false });
@@ -124,7 +148,10 @@ class Tau2Episode implements Episode {
       const args = parseArguments(action.call.function.arguments);
       const out = args
         ? this.state.call('assistant', action.call.function.name, args)
-        : { content: `Error: tool call arguments are not a JSON object: ${action.call.function.arguments.slice(0, 200)}`, error: true };
+        : {
+            content: `Error: tool call arguments are not a JSON object: ${action.call.function.arguments.slice(0, 200)}`,
+            error: true,
+          };
       observation = { role: 'tool', tool_call_id: action.call.id, content: out.content };
       error = out.error;
       c.steps += 2;
@@ -135,13 +162,16 @@ class Tau2Episode implements Episode {
       c.termination = 'agent_stop';
       return { observation: { role: 'user', content: '' }, error: false, done: true, termination: 'agent_stop' };
     } else {
-      if (!this.user) throw new Error(`tau2-${this.domain.name}: an agent message needs a user simulator (pass opts.userSimulator)`);
+      if (!this.user)
+        throw new Error(`tau2-${this.domain.name}: an agent message needs a user simulator (pass opts.userSimulator)`);
       this.user.hearAgent(action.content);
       c.steps += 2;
       observation = await this.userReply(ropts?.signal);
     }
-    if (!c.done && c.steps >= (this.opts.maxSteps ?? TAU2_MAX_STEPS)) Object.assign(c, { done: true, termination: 'max_steps' });
-    if (!c.done && c.errors >= (this.opts.maxErrors ?? TAU2_MAX_ERRORS)) Object.assign(c, { done: true, termination: 'max_errors' });
+    if (!c.done && c.steps >= (this.opts.maxSteps ?? TAU2_MAX_STEPS))
+      Object.assign(c, { done: true, termination: 'max_steps' });
+    if (!c.done && c.errors >= (this.opts.maxErrors ?? TAU2_MAX_ERRORS))
+      Object.assign(c, { done: true, termination: 'max_errors' });
     return { observation, error, done: c.done, ...(c.termination ? { termination: c.termination } : {}) };
   }
 
@@ -168,20 +198,37 @@ class Tau2Episode implements Episode {
         if (out.error) c.errors += 1;
       }
       if (c.steps >= (this.opts.maxSteps ?? TAU2_MAX_STEPS) || c.errors >= (this.opts.maxErrors ?? TAU2_MAX_ERRORS)) {
-        Object.assign(c, { done: true, termination: c.errors >= (this.opts.maxErrors ?? TAU2_MAX_ERRORS) ? 'max_errors' : 'max_steps' });
+        Object.assign(c, {
+          done: true,
+          termination: c.errors >= (this.opts.maxErrors ?? TAU2_MAX_ERRORS) ? 'max_errors' : 'max_steps',
+        });
         return { role: 'user', content: turn.content ?? '' };
       }
     }
   }
 
   evaluate(messages: Message[], termination: Termination, ropts?: RequestOptions): Promise<RewardInfo> {
-    return evaluateTau2({ domain: this.domain, task: this.task, messages, termination, userCalls: this.userCalls, judge: this.opts.judge, signal: ropts?.signal });
+    return evaluateTau2({
+      domain: this.domain,
+      task: this.task,
+      messages,
+      termination,
+      userCalls: this.userCalls,
+      judge: this.opts.judge,
+      signal: ropts?.signal,
+    });
   }
 
   async fork(): Promise<Episode> {
     return new Tau2Episode(
-      this.domain, this.task, this.opts, this.state.fork(), this.user?.fork(),
-      structuredClone(this.opening), structuredClone(this.userCalls), { ...this.counters },
+      this.domain,
+      this.task,
+      this.opts,
+      this.state.fork(),
+      this.user?.fork(),
+      structuredClone(this.opening),
+      structuredClone(this.userCalls),
+      { ...this.counters },
     );
   }
 

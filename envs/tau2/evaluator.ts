@@ -12,7 +12,12 @@ import type { Action, RewardType, Tau2Task } from './tasks.js';
  * compared by hash), ENV_ASSERTION, COMMUNICATE, ACTION and NL_ASSERTION components, multiplied over
  * the task's reward_basis.
  */
-export const COMPLETED_TERMINATIONS: ReadonlySet<Termination> = new Set(['agent_stop', 'user_stop', 'transfer', 'out_of_scope']);
+export const COMPLETED_TERMINATIONS: ReadonlySet<Termination> = new Set([
+  'agent_stop',
+  'user_stop',
+  'transfer',
+  'out_of_scope',
+]);
 
 export interface EvaluateInput {
   domain: Tau2Domain;
@@ -30,7 +35,12 @@ export interface EvaluateInput {
 export async function evaluateTau2(input: EvaluateInput): Promise<RewardInfo> {
   const { task, termination } = input;
   if (!COMPLETED_TERMINATIONS.has(termination)) {
-    return { reward: 0, components: {}, success: false, details: { note: `Simulation terminated prematurely. Termination reason: ${termination}` } };
+    return {
+      reward: 0,
+      components: {},
+      success: false,
+      details: { note: `Simulation terminated prematurely. Termination reason: ${termination}` },
+    };
   }
   const criteria = task.evaluation_criteria;
   if (!criteria) return { reward: 1, components: {}, success: true, details: { note: 'No evaluation criteria' } };
@@ -41,7 +51,8 @@ export async function evaluateTau2(input: EvaluateInput): Promise<RewardInfo> {
   const communicateChecks = checkCommunicate(input.messages, criteria.communicate_info ?? []);
   let nlChecks: Awaited<ReturnType<typeof judgeNlAssertions>> | undefined;
   if (basis.has('NL_ASSERTION') && criteria.nl_assertions?.length) {
-    if (!input.judge) throw new Error(`task ${task.id}: reward_basis includes NL_ASSERTION but no judge LLM was configured`);
+    if (!input.judge)
+      throw new Error(`task ${task.id}: reward_basis includes NL_ASSERTION but no judge LLM was configured`);
     nlChecks = await judgeNlAssertions(input.judge, input.messages, criteria.nl_assertions, input.signal);
   }
   const all = (xs: { met: boolean }[]) => (xs.every((x) => x.met) ? 1 : 0);
@@ -110,7 +121,13 @@ export function evaluateEnvironment({ domain, task, messages, userCalls = [] }: 
     }
     return { func_name: a.func_name, met };
   });
-  return { dbReward, assertions, dbMatches: { agent_db_match: agentMatch, user_db_match: userMatch }, mismatches, skipped: false };
+  return {
+    dbReward,
+    assertions,
+    dbMatches: { agent_db_match: agentMatch, user_db_match: userMatch },
+    mismatches,
+    skipped: false,
+  };
 }
 
 /** CommunicateEvaluator: each info string must appear in some agent message (commas removed). */
@@ -124,11 +141,16 @@ export function checkCommunicate(messages: Message[], infos: string[]): { info: 
 }
 
 /** ActionEvaluator: every gold action must match some tool call (on compare_args, or all args). */
-export function checkActions(messages: Message[], userCalls: ReplayCall[], actions: Action[]): { action_id: string; met: boolean }[] {
+export function checkActions(
+  messages: Message[],
+  userCalls: ReplayCall[],
+  actions: Action[],
+): { action_id: string; met: boolean }[] {
   const calls: { name: string; args: Obj }[] = [];
   for (const m of messages) {
     if (m.role !== 'assistant' || !m.tool_calls) continue;
-    for (const tc of m.tool_calls) calls.push({ name: tc.function.name, args: parseArguments(tc.function.arguments) ?? {} });
+    for (const tc of m.tool_calls)
+      calls.push({ name: tc.function.name, args: parseArguments(tc.function.arguments) ?? {} });
   }
   for (const c of userCalls) calls.push({ name: c.name, args: c.args });
   return actions.map((a) => ({ action_id: a.action_id, met: calls.some((c) => actionMatches(a, c)) }));

@@ -22,7 +22,8 @@ export function replayGold(domain: Tau2DomainName, task: Tau2Task): GoldReplay {
 /** Gold replays of every task (or one), in task-file order. */
 export function replayGoldAll(domain: Tau2DomainName, taskSet: TaskSet = 'current', taskId?: string): GoldReplay[] {
   const tasks = loadTasks(domain, taskSet).filter((t) => taskId === undefined || t.id === taskId);
-  if (taskId !== undefined && !tasks.length) throw new Error(`task '${taskId}' not found in tau2 ${domain} (${taskSet})`);
+  if (taskId !== undefined && !tasks.length)
+    throw new Error(`task '${taskId}' not found in tau2 ${domain} (${taskSet})`);
   return tasks.map((t) => replayGold(domain, t));
 }
 

@@ -4,12 +4,27 @@ import { Tau2Db, valueError as err, type ToolDef } from './toolkit.js';
 
 /** tau2 mock: a task-list DB for the agent and a notification inbox the simulated user can use. */
 const TaskStatus = literal('pending', 'completed');
-const Task = model('Task', [['task_id', str], ['title', str], ['description', opt(str), null], ['status', TaskStatus]]);
-const User = model('User', [['user_id', str], ['name', str], ['tasks', list(str)]]);
-const Notification = model('Notification', [
-  ['notification_id', str], ['message', str], ['status', literal('unread', 'read'), 'unread'], ['task_id', opt(str), null],
+const Task = model('Task', [
+  ['task_id', str],
+  ['title', str],
+  ['description', opt(str), null],
+  ['status', TaskStatus],
 ]);
-export const MockDB = model('MockDB', [['tasks', dict(Task)], ['users', dict(User)]]);
+const User = model('User', [
+  ['user_id', str],
+  ['name', str],
+  ['tasks', list(str)],
+]);
+const Notification = model('Notification', [
+  ['notification_id', str],
+  ['message', str],
+  ['status', literal('unread', 'read'), 'unread'],
+  ['task_id', opt(str), null],
+]);
+export const MockDB = model('MockDB', [
+  ['tasks', dict(Task)],
+  ['users', dict(User)],
+]);
 export const MockUserDB = model('MockUserDB', [['notifications', dict(Notification), new Map()]]);
 
 type TaskT = { status: string } & Obj;
@@ -31,7 +46,9 @@ const notification = (db: Tau2Db, id: unknown): { status: string } => {
 
 export const mockTools: ToolDef<Tau2Db>[] = [
   {
-    name: 'create_task', type: 'write', returns: Task,
+    name: 'create_task',
+    type: 'write',
+    returns: Task,
     params: [{ name: 'user_id' }, { name: 'title' }, { name: 'description', optional: true }],
     run(db, a) {
       userOrFail(db, a.user_id);
@@ -44,7 +61,10 @@ export const mockTools: ToolDef<Tau2Db>[] = [
   },
   { name: 'get_users', type: 'read', returns: list(User), params: [], run: (db) => [...db.table('users').values()] },
   {
-    name: 'update_task_status', type: 'write', returns: Task, params: [{ name: 'task_id' }, { name: 'status' }],
+    name: 'update_task_status',
+    type: 'write',
+    returns: Task,
+    params: [{ name: 'task_id' }, { name: 'status' }],
     run(db, a) {
       task(db, a.task_id);
       const t = db.own<TaskT>('tasks', a.task_id as string);
@@ -52,7 +72,13 @@ export const mockTools: ToolDef<Tau2Db>[] = [
       return t;
     },
   },
-  { name: 'transfer_to_human_agents', type: 'generic', returns: str, params: [{ name: 'summary' }], run: () => 'Transfer successful' },
+  {
+    name: 'transfer_to_human_agents',
+    type: 'generic',
+    returns: str,
+    params: [{ name: 'summary' }],
+    run: () => 'Transfer successful',
+  },
 ];
 
 /** Non-tool helpers that tasks call through `initialization_actions` and `env_assertions`. */
@@ -65,9 +91,18 @@ export const mockFunctions: Record<string, (db: Tau2Db, a: Obj) => unknown> = {
 };
 
 export const mockUserTools: ToolDef<Tau2Db>[] = [
-  { name: 'check_notifications', type: 'read', returns: list(Notification), params: [], run: (db) => [...db.table('notifications').values()] },
   {
-    name: 'dismiss_notification', type: 'write', returns: str, params: [{ name: 'notification_id' }],
+    name: 'check_notifications',
+    type: 'read',
+    returns: list(Notification),
+    params: [],
+    run: (db) => [...db.table('notifications').values()],
+  },
+  {
+    name: 'dismiss_notification',
+    type: 'write',
+    returns: str,
+    params: [{ name: 'notification_id' }],
     run(db, a) {
       notification(db, a.notification_id);
       db.own<{ status: string }>('notifications', a.notification_id as string).status = 'read';
@@ -78,7 +113,11 @@ export const mockUserTools: ToolDef<Tau2Db>[] = [
 
 export const mockUserFunctions: Record<string, (db: Tau2Db, a: Obj) => unknown> = {
   add_notification(db, a) {
-    const n = construct(Notification, { notification_id: a.notification_id, message: a.message, task_id: a.task_id ?? null });
+    const n = construct(Notification, {
+      notification_id: a.notification_id,
+      message: a.message,
+      task_id: a.task_id ?? null,
+    });
     db.insert('notifications', a.notification_id as string, n);
     return n;
   },

@@ -45,7 +45,9 @@ export function model(name: string, fields: ([string, PyType] | [string, PyType,
   return {
     k: 'model',
     name,
-    fields: fields.map((f) => (f.length === 3 ? { name: f[0], type: f[1], default: { value: f[2] } } : { name: f[0], type: f[1] })),
+    fields: fields.map((f) =>
+      f.length === 3 ? { name: f[0], type: f[1], default: { value: f[2] } } : { name: f[0], type: f[1] },
+    ),
   };
 }
 
@@ -180,7 +182,8 @@ function isPlainObject(v: unknown): v is Obj {
 function coerceModel(t: ModelType, input: Obj, loc: (string | number)[], errors: LineError[]): Obj {
   const o: Obj = {};
   for (const f of t.fields) {
-    if (f.name in input && input[f.name] !== undefined) o[f.name] = coerce(input[f.name], f.type, [...loc, f.name], errors);
+    if (f.name in input && input[f.name] !== undefined)
+      o[f.name] = coerce(input[f.name], f.type, [...loc, f.name], errors);
     else if (f.default) o[f.name] = structuredClone(f.default.value);
     else errors.push({ loc: [...loc, f.name], type: 'missing', msg: 'Field required', input });
   }
@@ -201,13 +204,22 @@ function coerce(v: unknown, t: PyType, loc: (string | number)[], errors: LineErr
       return typeof v === 'boolean' ? v : bad('bool_type', 'Input should be a valid boolean');
     case 'int':
       if (typeof v === 'boolean') return v ? 1 : 0;
-      if (typeof v === 'number') return Number.isInteger(v) ? v : bad('int_from_float', 'Input should be a valid integer, got a number with a fractional part');
-      if (typeof v === 'string') return /^\s*[+-]?\d+\s*$/.test(v) ? Number(v) : bad('int_parsing', 'Input should be a valid integer, unable to parse string as an integer');
+      if (typeof v === 'number')
+        return Number.isInteger(v)
+          ? v
+          : bad('int_from_float', 'Input should be a valid integer, got a number with a fractional part');
+      if (typeof v === 'string')
+        return /^\s*[+-]?\d+\s*$/.test(v)
+          ? Number(v)
+          : bad('int_parsing', 'Input should be a valid integer, unable to parse string as an integer');
       return bad('int_type', 'Input should be a valid integer');
     case 'float':
       if (typeof v === 'boolean') return v ? 1 : 0;
       if (typeof v === 'number') return v;
-      if (typeof v === 'string') return v.trim() !== '' && !Number.isNaN(Number(v)) ? Number(v) : bad('float_parsing', 'Input should be a valid number, unable to parse string as a number');
+      if (typeof v === 'string')
+        return v.trim() !== '' && !Number.isNaN(Number(v))
+          ? Number(v)
+          : bad('float_parsing', 'Input should be a valid number, unable to parse string as a number');
       return bad('float_type', 'Input should be a valid number');
     case 'literal': {
       if (typeof v === 'string' && t.values.includes(v)) return v;

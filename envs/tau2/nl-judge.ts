@@ -49,7 +49,11 @@ const RESPONSE_SCHEMA = {
       type: 'array',
       items: {
         type: 'object',
-        properties: { expectedOutcome: { type: 'string' }, reasoning: { type: 'string' }, metExpectation: { type: 'boolean' } },
+        properties: {
+          expectedOutcome: { type: 'string' },
+          reasoning: { type: 'string' },
+          metExpectation: { type: 'boolean' },
+        },
         required: ['expectedOutcome', 'reasoning', 'metExpectation'],
         additionalProperties: false,
       },
@@ -60,7 +64,10 @@ const RESPONSE_SCHEMA = {
 };
 
 /** The judge's system and user messages for a trajectory, exactly as tau2 words them. */
-export function judgeMessages(trajectory: Message[], assertions: string[]): { role: 'system' | 'user'; content: string }[] {
+export function judgeMessages(
+  trajectory: Message[],
+  assertions: string[],
+): { role: 'system' | 'user'; content: string }[] {
   const conversation = trajectory.map((m) => `${m.role}: ${m.content ?? 'None'}`).join('\n');
   const user = `\n        conversation:\n        ${conversation}\n        \n        expectedOutcomes:\n        ${pyRepr(assertions)}\n        `;
   return [
@@ -69,20 +76,37 @@ export function judgeMessages(trajectory: Message[], assertions: string[]): { ro
   ];
 }
 
-export async function judgeNlAssertions(judge: JudgeLlm, trajectory: Message[], assertions: string[], signal?: AbortSignal): Promise<NlAssertionCheck[]> {
+export async function judgeNlAssertions(
+  judge: JudgeLlm,
+  trajectory: Message[],
+  assertions: string[],
+  signal?: AbortSignal,
+): Promise<NlAssertionCheck[]> {
   const model = typeof judge.model === 'string' ? judge.model : await judge.model();
-  const res = await judge.client.chat.completions.create({
-    model,
-    temperature: judge.temperature ?? 0,
-    messages: judgeMessages(trajectory, assertions),
-    response_format: { type: 'json_schema', json_schema: { name: 'nl_assertions_eval', schema: RESPONSE_SCHEMA, strict: true } },
-  }, signal ? { signal } : undefined);
+  const res = await judge.client.chat.completions.create(
+    {
+      model,
+      temperature: judge.temperature ?? 0,
+      messages: judgeMessages(trajectory, assertions),
+      response_format: {
+        type: 'json_schema',
+        json_schema: { name: 'nl_assertions_eval', schema: RESPONSE_SCHEMA, strict: true },
+      },
+    },
+    signal ? { signal } : undefined,
+  );
   const content = res.choices[0]?.message?.content ?? '';
   let parsed: z.infer<typeof JudgeResultSchema>;
   try {
     parsed = JudgeResultSchema.parse(JSON.parse(content));
   } catch (e) {
-    throw new Error(`NL-assertion judge (${model}) returned invalid JSON results: ${(e as Error).message.slice(0, 200)}`);
+    throw new Error(
+      `NL-assertion judge (${model}) returned invalid JSON results: ${(e as Error).message.slice(0, 200)}`,
+    );
   }
-  return parsed.results.map((r) => ({ nl_assertion: r.expectedOutcome, met: r.metExpectation, justification: r.reasoning }));
+  return parsed.results.map((r) => ({
+    nl_assertion: r.expectedOutcome,
+    met: r.metExpectation,
+    justification: r.reasoning,
+  }));
 }

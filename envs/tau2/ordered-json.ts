@@ -80,9 +80,9 @@ export function parseOrderedJson(text: string, source = 'json'): JsonTree {
       }
     }
     if (c === '"') return str();
-    if (text.startsWith('true', i)) return (i += 4), true;
-    if (text.startsWith('false', i)) return (i += 5), false;
-    if (text.startsWith('null', i)) return (i += 4), null;
+    if (text.startsWith('true', i)) return ((i += 4), true);
+    if (text.startsWith('false', i)) return ((i += 5), false);
+    if (text.startsWith('null', i)) return ((i += 4), null);
     const m = /-?\d+(\.\d+)?([eE][+-]?\d+)?/y;
     m.lastIndex = i;
     const hit = m.exec(text);

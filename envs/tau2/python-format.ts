@@ -93,14 +93,16 @@ export function pyJsonString(s: string): string {
 export interface PyIntMarker {
   pyInt: number;
 }
-export const isPyInt = (v: unknown): v is PyIntMarker => typeof v === 'object' && v !== null && 'pyInt' in v && Object.keys(v).length === 1;
+export const isPyInt = (v: unknown): v is PyIntMarker =>
+  typeof v === 'object' && v !== null && 'pyInt' in v && Object.keys(v).length === 1;
 
 /** `json.dumps(v)` for untyped JSON-like values (Maps and objects keep insertion order). */
 export function pyJsonDumps(v: unknown, sortKeys = false): string {
   if (v === null || v === undefined) return 'null';
   if (typeof v === 'string') return pyJsonString(v);
   if (typeof v === 'boolean') return v ? 'true' : 'false';
-  if (typeof v === 'number') return Number.isFinite(v) ? pyNumber(v, false) : v > 0 ? 'Infinity' : Number.isNaN(v) ? 'NaN' : '-Infinity';
+  if (typeof v === 'number')
+    return Number.isFinite(v) ? pyNumber(v, false) : v > 0 ? 'Infinity' : Number.isNaN(v) ? 'NaN' : '-Infinity';
   if (Array.isArray(v)) return `[${v.map((x) => pyJsonDumps(x, sortKeys)).join(', ')}]`;
   if (isPyInt(v)) return String(v.pyInt);
   let entries = v instanceof Map ? [...v.entries()] : Object.entries(v as object);

@@ -4,36 +4,113 @@ import { pyJsonDumps, pyRound2, pyStr } from './python-format.js';
 import { Tau2Db, valueError as err, type ToolDef } from './toolkit.js';
 
 /** tau2 retail: the pydantic models of data_model.py and every tool of tools.py (RetailTools). */
-const Variant = model('Variant', [['item_id', str], ['options', dict(str)], ['available', bool], ['price', float]]);
-const Product = model('Product', [['name', str], ['product_id', str], ['variants', dict(Variant)]]);
-const UserName = model('UserName', [['first_name', str], ['last_name', str]]);
-const UserAddress = model('UserAddress', [['address1', str], ['address2', str], ['city', str], ['country', str], ['state', str], ['zip', str]]);
+const Variant = model('Variant', [
+  ['item_id', str],
+  ['options', dict(str)],
+  ['available', bool],
+  ['price', float],
+]);
+const Product = model('Product', [
+  ['name', str],
+  ['product_id', str],
+  ['variants', dict(Variant)],
+]);
+const UserName = model('UserName', [
+  ['first_name', str],
+  ['last_name', str],
+]);
+const UserAddress = model('UserAddress', [
+  ['address1', str],
+  ['address2', str],
+  ['city', str],
+  ['country', str],
+  ['state', str],
+  ['zip', str],
+]);
 const PaymentMethod = union('source', {
-  credit_card: model('CreditCard', [['source', literal('credit_card')], ['id', str], ['brand', str], ['last_four', str]]),
-  paypal: model('Paypal', [['source', literal('paypal')], ['id', str]]),
-  gift_card: model('GiftCard', [['source', literal('gift_card')], ['id', str], ['balance', float]]),
+  credit_card: model('CreditCard', [
+    ['source', literal('credit_card')],
+    ['id', str],
+    ['brand', str],
+    ['last_four', str],
+  ]),
+  paypal: model('Paypal', [
+    ['source', literal('paypal')],
+    ['id', str],
+  ]),
+  gift_card: model('GiftCard', [
+    ['source', literal('gift_card')],
+    ['id', str],
+    ['balance', float],
+  ]),
 });
 const User = model('User', [
-  ['user_id', str], ['name', UserName], ['address', UserAddress], ['email', str], ['payment_methods', dict(PaymentMethod)], ['orders', list(str)],
+  ['user_id', str],
+  ['name', UserName],
+  ['address', UserAddress],
+  ['email', str],
+  ['payment_methods', dict(PaymentMethod)],
+  ['orders', list(str)],
 ]);
-const OrderFullfilment = model('OrderFullfilment', [['tracking_id', list(str)], ['item_ids', list(str)]]);
-const OrderItem = model('OrderItem', [['name', str], ['product_id', str], ['item_id', str], ['price', float], ['options', dict(str)]]);
-const OrderPayment = model('OrderPayment', [['transaction_type', literal('payment', 'refund')], ['amount', float], ['payment_method_id', str]]);
+const OrderFullfilment = model('OrderFullfilment', [
+  ['tracking_id', list(str)],
+  ['item_ids', list(str)],
+]);
+const OrderItem = model('OrderItem', [
+  ['name', str],
+  ['product_id', str],
+  ['item_id', str],
+  ['price', float],
+  ['options', dict(str)],
+]);
+const OrderPayment = model('OrderPayment', [
+  ['transaction_type', literal('payment', 'refund')],
+  ['amount', float],
+  ['payment_method_id', str],
+]);
 const Order = model('Order', [
-  ['order_id', str], ['user_id', str], ['address', UserAddress], ['items', list(OrderItem)],
-  ['status', literal('processed', 'pending', 'pending (item modified)', 'delivered', 'cancelled', 'exchange requested', 'return requested')],
-  ['fulfillments', list(OrderFullfilment)], ['payment_history', list(OrderPayment)],
+  ['order_id', str],
+  ['user_id', str],
+  ['address', UserAddress],
+  ['items', list(OrderItem)],
+  [
+    'status',
+    literal(
+      'processed',
+      'pending',
+      'pending (item modified)',
+      'delivered',
+      'cancelled',
+      'exchange requested',
+      'return requested',
+    ),
+  ],
+  ['fulfillments', list(OrderFullfilment)],
+  ['payment_history', list(OrderPayment)],
   ['cancel_reason', opt(literal('no longer needed', 'ordered by mistake')), null],
-  ['exchange_items', opt(list(str)), null], ['exchange_new_items', opt(list(str)), null],
-  ['exchange_payment_method_id', opt(str), null], ['exchange_price_difference', opt(float), null],
-  ['return_items', opt(list(str)), null], ['return_payment_method_id', opt(str), null],
+  ['exchange_items', opt(list(str)), null],
+  ['exchange_new_items', opt(list(str)), null],
+  ['exchange_payment_method_id', opt(str), null],
+  ['exchange_price_difference', opt(float), null],
+  ['return_items', opt(list(str)), null],
+  ['return_payment_method_id', opt(str), null],
 ]);
-export const RetailDB = model('RetailDB', [['products', dict(Product)], ['users', dict(User)], ['orders', dict(Order)]]);
+export const RetailDB = model('RetailDB', [
+  ['products', dict(Product)],
+  ['users', dict(User)],
+  ['orders', dict(Order)],
+]);
 
 type VariantT = { item_id: string; options: Map<string, string>; available: boolean; price: number };
 type ProductT = { name: string; product_id: string; variants: Map<string, VariantT> };
 type PaymentMethodT = { source: string; id: string; balance?: number };
-type UserT = { user_id: string; name: { first_name: string; last_name: string }; address: { zip: string } & Obj; email: string; payment_methods: Map<string, PaymentMethodT> } & Obj;
+type UserT = {
+  user_id: string;
+  name: { first_name: string; last_name: string };
+  address: { zip: string } & Obj;
+  email: string;
+  payment_methods: Map<string, PaymentMethodT>;
+} & Obj;
 type OrderItemT = { product_id: string; item_id: string; price: number; options: Map<string, string> } & Obj;
 type OrderPaymentT = { transaction_type: string; amount: number; payment_method_id: string };
 type OrderT = { user_id: string; status: string; items: OrderItemT[]; payment_history: OrderPaymentT[] } & Obj;
@@ -72,11 +149,17 @@ const address = (a: Obj) => construct(UserAddress, Object.fromEntries(ADDRESS.ma
 
 export const retailTools: ToolDef<Tau2Db>[] = [
   {
-    name: 'calculate', type: 'generic', returns: str, params: p('expression'),
+    name: 'calculate',
+    type: 'generic',
+    returns: str,
+    params: p('expression'),
     run: (_db, a) => calculate(a.expression as string),
   },
   {
-    name: 'cancel_pending_order', type: 'write', returns: Order, params: p('order_id', 'reason'),
+    name: 'cancel_pending_order',
+    type: 'write',
+    returns: Order,
+    params: p('order_id', 'reason'),
     run(db, a) {
       const o0 = order(db, a.order_id);
       if (o0.status !== 'pending') throw err('Non-pending order cannot be cancelled');
@@ -98,7 +181,10 @@ export const retailTools: ToolDef<Tau2Db>[] = [
     },
   },
   {
-    name: 'exchange_delivered_order_items', type: 'write', returns: Order, params: p('order_id', 'item_ids', 'new_item_ids', 'payment_method_id'),
+    name: 'exchange_delivered_order_items',
+    type: 'write',
+    returns: Order,
+    params: p('order_id', 'item_ids', 'new_item_ids', 'payment_method_id'),
     run(db, a) {
       const o0 = order(db, a.order_id);
       if (o0.status !== 'delivered') throw err('Non-delivered order cannot be exchanged');
@@ -117,7 +203,8 @@ export const retailTools: ToolDef<Tau2Db>[] = [
       });
       const difference = itemIds.length ? pyRound2(diff) : { pyInt: 0 }; // Python: round(0, 2) stays the int 0
       const pm = paymentMethod(db, o0.user_id, a.payment_method_id);
-      if (pm.source === 'gift_card' && pm.balance! < pyRound2(diff)) throw err('Insufficient gift card balance to pay for the price difference');
+      if (pm.source === 'gift_card' && pm.balance! < pyRound2(diff))
+        throw err('Insufficient gift card balance to pay for the price difference');
       const o = db.own<OrderT>('orders', a.order_id as string);
       o.status = 'exchange requested';
       o.exchange_items = sorted(itemIds);
@@ -128,28 +215,45 @@ export const retailTools: ToolDef<Tau2Db>[] = [
     },
   },
   {
-    name: 'find_user_id_by_name_zip', type: 'read', returns: str, params: p('first_name', 'last_name', 'zip'),
+    name: 'find_user_id_by_name_zip',
+    type: 'read',
+    returns: str,
+    params: p('first_name', 'last_name', 'zip'),
     run(db, a) {
       for (const [id, u] of db.table<UserT>('users')) {
         if (
           u.name.first_name.toLowerCase() === (a.first_name as string).toLowerCase() &&
           u.name.last_name.toLowerCase() === (a.last_name as string).toLowerCase() &&
           u.address.zip === a.zip
-        ) return id;
+        )
+          return id;
       }
       throw err('User not found');
     },
   },
   {
-    name: 'find_user_id_by_email', type: 'read', returns: str, params: p('email'),
+    name: 'find_user_id_by_email',
+    type: 'read',
+    returns: str,
+    params: p('email'),
     run(db, a) {
-      for (const [id, u] of db.table<UserT>('users')) if (u.email.toLowerCase() === (a.email as string).toLowerCase()) return id;
+      for (const [id, u] of db.table<UserT>('users'))
+        if (u.email.toLowerCase() === (a.email as string).toLowerCase()) return id;
       throw err('User not found');
     },
   },
-  { name: 'get_order_details', type: 'read', returns: Order, params: p('order_id'), run: (db, a) => order(db, a.order_id) },
   {
-    name: 'get_product_details', type: 'read', returns: Product, params: p('product_id'),
+    name: 'get_order_details',
+    type: 'read',
+    returns: Order,
+    params: p('order_id'),
+    run: (db, a) => order(db, a.order_id),
+  },
+  {
+    name: 'get_product_details',
+    type: 'read',
+    returns: Product,
+    params: p('product_id'),
     run(db, a) {
       const product = db.table<ProductT>('products').get(a.product_id as string);
       if (!product) throw err('Product not found');
@@ -157,7 +261,10 @@ export const retailTools: ToolDef<Tau2Db>[] = [
     },
   },
   {
-    name: 'get_item_details', type: 'read', returns: Variant, params: p('item_id'),
+    name: 'get_item_details',
+    type: 'read',
+    returns: Variant,
+    params: p('item_id'),
     run(db, a) {
       for (const product of db.table<ProductT>('products').values()) {
         const v = product.variants.get(a.item_id as string);
@@ -168,7 +275,10 @@ export const retailTools: ToolDef<Tau2Db>[] = [
   },
   { name: 'get_user_details', type: 'read', returns: User, params: p('user_id'), run: (db, a) => user(db, a.user_id) },
   {
-    name: 'list_all_product_types', type: 'read', returns: str, params: [],
+    name: 'list_all_product_types',
+    type: 'read',
+    returns: str,
+    params: [],
     run(db) {
       const byName = new Map<string, string>();
       for (const product of db.table<ProductT>('products').values()) byName.set(product.name, product.product_id);
@@ -176,7 +286,10 @@ export const retailTools: ToolDef<Tau2Db>[] = [
     },
   },
   {
-    name: 'modify_pending_order_address', type: 'write', returns: Order, params: p('order_id', ...ADDRESS),
+    name: 'modify_pending_order_address',
+    type: 'write',
+    returns: Order,
+    params: p('order_id', ...ADDRESS),
     run(db, a) {
       if (!order(db, a.order_id).status.includes('pending')) throw err('Non-pending order cannot be modified');
       const addr = address(a);
@@ -186,7 +299,10 @@ export const retailTools: ToolDef<Tau2Db>[] = [
     },
   },
   {
-    name: 'modify_pending_order_items', type: 'write', returns: Order, params: p('order_id', 'item_ids', 'new_item_ids', 'payment_method_id'),
+    name: 'modify_pending_order_items',
+    type: 'write',
+    returns: Order,
+    params: p('order_id', 'item_ids', 'new_item_ids', 'payment_method_id'),
     run(db, a) {
       const o0 = order(db, a.order_id);
       if (o0.status !== 'pending') throw err('Non-pending order cannot be modified');
@@ -206,9 +322,14 @@ export const retailTools: ToolDef<Tau2Db>[] = [
         diff += last.price - item.price;
       });
       const pm = paymentMethod(db, o0.user_id, a.payment_method_id);
-      if (pm.source === 'gift_card' && pm.balance! < diff) throw err('Insufficient gift card balance to pay for the new item');
+      if (pm.source === 'gift_card' && pm.balance! < diff)
+        throw err('Insufficient gift card balance to pay for the new item');
       const o = db.own<OrderT>('orders', a.order_id as string);
-      o.payment_history.push({ transaction_type: diff > 0 ? 'payment' : 'refund', amount: Math.abs(diff), payment_method_id: a.payment_method_id as string });
+      o.payment_history.push({
+        transaction_type: diff > 0 ? 'payment' : 'refund',
+        amount: Math.abs(diff),
+        payment_method_id: a.payment_method_id as string,
+      });
       if (pm.source === 'gift_card') {
         const owned = ownPaymentMethod(db, o.user_id, a.payment_method_id as string);
         owned.balance = pyRound2(owned.balance! - diff);
@@ -225,7 +346,10 @@ export const retailTools: ToolDef<Tau2Db>[] = [
     },
   },
   {
-    name: 'modify_pending_order_payment', type: 'write', returns: Order, params: p('order_id', 'payment_method_id'),
+    name: 'modify_pending_order_payment',
+    type: 'write',
+    returns: Order,
+    params: p('order_id', 'payment_method_id'),
     run(db, a) {
       const o0 = order(db, a.order_id);
       if (!o0.status.includes('pending')) throw err('Non-pending order cannot be modified');
@@ -236,7 +360,8 @@ export const retailTools: ToolDef<Tau2Db>[] = [
       const oldId = o0.payment_history[0].payment_method_id;
       if (oldId === a.payment_method_id) throw err('The new payment method should be different from the current one');
       const amount = o0.payment_history[0].amount;
-      if (pm.source === 'gift_card' && pm.balance! < amount) throw err('Insufficient gift card balance to pay for the order');
+      if (pm.source === 'gift_card' && pm.balance! < amount)
+        throw err('Insufficient gift card balance to pay for the order');
       const o = db.own<OrderT>('orders', a.order_id as string);
       o.payment_history.push(
         { transaction_type: 'payment', amount, payment_method_id: a.payment_method_id as string },
@@ -254,7 +379,10 @@ export const retailTools: ToolDef<Tau2Db>[] = [
     },
   },
   {
-    name: 'modify_user_address', type: 'write', returns: User, params: p('user_id', ...ADDRESS),
+    name: 'modify_user_address',
+    type: 'write',
+    returns: User,
+    params: p('user_id', ...ADDRESS),
     run(db, a) {
       user(db, a.user_id);
       const addr = address(a);
@@ -264,7 +392,10 @@ export const retailTools: ToolDef<Tau2Db>[] = [
     },
   },
   {
-    name: 'return_delivered_order_items', type: 'write', returns: Order, params: p('order_id', 'item_ids', 'payment_method_id'),
+    name: 'return_delivered_order_items',
+    type: 'write',
+    returns: Order,
+    params: p('order_id', 'item_ids', 'payment_method_id'),
     run(db, a) {
       const o0 = order(db, a.order_id);
       if (o0.status !== 'delivered') throw err('Non-delivered order cannot be returned');
@@ -283,5 +414,11 @@ export const retailTools: ToolDef<Tau2Db>[] = [
       return o;
     },
   },
-  { name: 'transfer_to_human_agents', type: 'generic', returns: str, params: p('summary'), run: () => 'Transfer successful' },
+  {
+    name: 'transfer_to_human_agents',
+    type: 'generic',
+    returns: str,
+    params: p('summary'),
+    run: () => 'Transfer successful',
+  },
 ];

@@ -30,7 +30,11 @@ export class Tau2State {
   ) {}
 
   static initial(domain: Tau2Domain): Tau2State {
-    return new Tau2State(domain, initialDb(domain.name, domain.agent), domain.user ? initialDb(domain.name, domain.user) : undefined);
+    return new Tau2State(
+      domain,
+      initialDb(domain.name, domain.agent),
+      domain.user ? initialDb(domain.name, domain.user) : undefined,
+    );
   }
 
   /** A fresh environment with the task's initial_state applied (data, actions, message history). */
@@ -44,7 +48,8 @@ export class Tau2State {
     for (const a of init.initialization_actions ?? []) s.runFunction(a.env_type, a.func_name, a.arguments);
     if (opts.withHistory === false) return s;
     const mismatches = s.replay(historyCalls(init.message_history ?? []));
-    if (mismatches.length) throw new Error(`task ${task.id}: initial message_history does not replay: ${mismatches[0]}`);
+    if (mismatches.length)
+      throw new Error(`task ${task.id}: initial message_history does not replay: ${mismatches[0]}`);
     return s;
   }
 
@@ -100,8 +105,14 @@ export class Tau2State {
     for (const c of calls) {
       if (!this.isMutating(c.requestor, c.name)) continue; // unknown tools and reads are no-ops
       const out = this.call(c.requestor, c.name, c.args);
-      if (c.expected !== undefined && out.content !== c.expected && !jsonEqual(parseMaybe(out.content), parseMaybe(c.expected))) {
-        mismatches.push(`${c.name}: replay returned ${out.content.slice(0, 200)}, recorded ${c.expected.slice(0, 200)}`);
+      if (
+        c.expected !== undefined &&
+        out.content !== c.expected &&
+        !jsonEqual(parseMaybe(out.content), parseMaybe(c.expected))
+      ) {
+        mismatches.push(
+          `${c.name}: replay returned ${out.content.slice(0, 200)}, recorded ${c.expected.slice(0, 200)}`,
+        );
       }
     }
     return mismatches;
@@ -165,7 +176,8 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
   if (a === b) return true;
   if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
   if (Array.isArray(a) !== Array.isArray(b)) return false;
-  if (Array.isArray(a)) return a.length === (b as unknown[]).length && a.every((x, i) => jsonEqual(x, (b as unknown[])[i]));
+  if (Array.isArray(a))
+    return a.length === (b as unknown[]).length && a.every((x, i) => jsonEqual(x, (b as unknown[])[i]));
   const ka = Object.keys(a);
   return ka.length === Object.keys(b).length && ka.every((k) => k in b && jsonEqual((a as Obj)[k], (b as Obj)[k]));
 }
@@ -186,7 +198,8 @@ function merge(cur: unknown, upd: unknown, t: PyType): unknown {
   if (!isDict) return fromTree(toTree(upd), t);
   if (t.k === 'opt') return cur == null ? fromTree(toTree(upd), t) : merge(cur, upd, t.of);
   if (t.k === 'dict' && cur instanceof Map) {
-    for (const [k, v] of Object.entries(upd as Obj)) cur.set(k, cur.has(k) ? merge(cur.get(k), v, t.of) : fromTree(toTree(v), t.of));
+    for (const [k, v] of Object.entries(upd as Obj))
+      cur.set(k, cur.has(k) ? merge(cur.get(k), v, t.of) : fromTree(toTree(v), t.of));
     return cur;
   }
   const model = t.k === 'union' ? t.options[String((cur as Obj)?.[t.by])] : t.k === 'model' ? t : undefined;
@@ -212,7 +225,11 @@ export function historyAsMessages(history: Tau2Message[]): Message[] {
   const out: Message[] = [];
   for (const m of history) {
     if (m.role === 'assistant') {
-      const calls = (m.tool_calls ?? []).map((tc) => ({ id: tc.id, type: 'function' as const, function: { name: tc.name, arguments: JSON.stringify(tc.arguments) } }));
+      const calls = (m.tool_calls ?? []).map((tc) => ({
+        id: tc.id,
+        type: 'function' as const,
+        function: { name: tc.name, arguments: JSON.stringify(tc.arguments) },
+      }));
       out.push({ role: 'assistant', content: m.content ?? null, ...(calls.length ? { tool_calls: calls } : {}) });
     } else if (m.role === 'tool') {
       if (m.requestor !== 'user') out.push({ role: 'tool', tool_call_id: m.id ?? '', content: m.content ?? '' });

@@ -83,12 +83,16 @@ export function loadTasks(domain: Tau2DomainName, taskSet: TaskSet = 'current'):
   const key = `${domain}/${taskSet}`;
   const hit = taskCache.get(key);
   if (hit) return hit;
-  if (taskSet === 'legacy' && domain === 'mock') throw new Error("taskSet: the mock domain has no legacy task file; use 'current'");
+  if (taskSet === 'legacy' && domain === 'mock')
+    throw new Error("taskSet: the mock domain has no legacy task file; use 'current'");
   const file = taskSet === 'current' ? 'tasks.json' : 'legacy_v0.2.0/tasks.json';
   const raw = readDataJson<unknown[]>(domain, file);
   const tasks = raw.map((t, i) => {
     const r = TaskSchema.safeParse(t);
-    if (!r.success) throw new Error(`data/tau2/${domain}/${file}: task ${i}: ${r.error.issues[0].path.join('.')}: ${r.error.issues[0].message}`);
+    if (!r.success)
+      throw new Error(
+        `data/tau2/${domain}/${file}: task ${i}: ${r.error.issues[0].path.join('.')}: ${r.error.issues[0].message}`,
+      );
     return r.data;
   });
   taskCache.set(key, tasks);

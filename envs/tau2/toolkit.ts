@@ -173,7 +173,13 @@ export function checkArguments(qualname: string, params: ToolParam[], args: Obj)
 }
 
 /** Runs one tool call and renders the result as tau2 does (`to_json_str`, `"Error: {e}"`). */
-export function runTool<Ctx>(toolkitName: string, tools: Map<string, ToolDef<Ctx>>, ctx: Ctx, name: string, args: Obj): ToolOutput {
+export function runTool<Ctx>(
+  toolkitName: string,
+  tools: Map<string, ToolDef<Ctx>>,
+  ctx: Ctx,
+  name: string,
+  args: Obj,
+): ToolOutput {
   const tool = tools.get(name);
   if (!tool) return { content: `Error: Tool '${name}' not found.`, error: true };
   const typeError = checkArguments(`${toolkitName}.${name}`, tool.params, args);

@@ -33,7 +33,10 @@ export function userStopReason(content: string | null): 'user_stop' | 'transfer'
 }
 
 export function userSimulatorSystemPrompt(task: Tau2Task, withTools: boolean): string {
-  const guidelines = readDataFile('user_simulator', withTools ? 'simulation_guidelines_tools.md' : 'simulation_guidelines.md');
+  const guidelines = readDataFile(
+    'user_simulator',
+    withTools ? 'simulation_guidelines_tools.md' : 'simulation_guidelines.md',
+  );
   return `${guidelines}\n\n<scenario>\n${userScenarioText(task)}\n</scenario>`;
 }
 
@@ -75,19 +78,33 @@ export class UserSimulator {
    * generating for a conversation nobody waits on.
    */
   async next(signal?: AbortSignal): Promise<UserTurn> {
-    const res = await this.llm.client.chat.completions.create({
-      model: typeof this.llm.model === 'string' ? this.llm.model : await this.llm.model(),
-      temperature: this.llm.temperature ?? 0,
-      ...(this.llm.seed !== undefined ? { seed: this.llm.seed } : {}),
-      messages: [{ role: 'system', content: this.systemPrompt }, ...this.messages] as OpenAI.Chat.ChatCompletionMessageParam[],
-      ...(this.tools?.length ? { tools: this.tools as OpenAI.Chat.ChatCompletionTool[] } : {}),
-    }, signal ? { signal } : undefined);
+    const res = await this.llm.client.chat.completions.create(
+      {
+        model: typeof this.llm.model === 'string' ? this.llm.model : await this.llm.model(),
+        temperature: this.llm.temperature ?? 0,
+        ...(this.llm.seed !== undefined ? { seed: this.llm.seed } : {}),
+        messages: [
+          { role: 'system', content: this.systemPrompt },
+          ...this.messages,
+        ] as OpenAI.Chat.ChatCompletionMessageParam[],
+        ...(this.tools?.length ? { tools: this.tools as OpenAI.Chat.ChatCompletionTool[] } : {}),
+      },
+      signal ? { signal } : undefined,
+    );
     const msg = res.choices[0]?.message;
     if (!msg) throw new Error(`user simulator (${this.llm.model}) returned no choices`);
     const toolCalls: ToolCall[] = (msg.tool_calls ?? [])
       .filter((c): c is OpenAI.Chat.ChatCompletionMessageFunctionToolCall => c.type === 'function')
-      .map((c) => ({ id: c.id, type: 'function', function: { name: c.function.name, arguments: c.function.arguments } }));
-    this.messages.push({ role: 'assistant', content: msg.content ?? null, ...(toolCalls.length ? { tool_calls: toolCalls } : {}) });
+      .map((c) => ({
+        id: c.id,
+        type: 'function',
+        function: { name: c.function.name, arguments: c.function.arguments },
+      }));
+    this.messages.push({
+      role: 'assistant',
+      content: msg.content ?? null,
+      ...(toolCalls.length ? { tool_calls: toolCalls } : {}),
+    });
     return { content: msg.content ?? null, toolCalls };
   }
 }

@@ -14,20 +14,60 @@ export type Row = Record<string, unknown>;
 /** Column order of each database (ExecutionContext.dbs_schemas); floats are the Float64 columns. */
 export const SCHEMAS: Record<Namespace, { columns: string[]; floats: string[] }> = {
   SANDBOX: {
-    columns: ['sandbox_message_index', 'sender', 'recipient', 'content', 'openai_tool_call_id', 'openai_function_name', 'conversation_active', 'tool_call_exception', 'tool_trace', 'visible_to'],
+    columns: [
+      'sandbox_message_index',
+      'sender',
+      'recipient',
+      'content',
+      'openai_tool_call_id',
+      'openai_function_name',
+      'conversation_active',
+      'tool_call_exception',
+      'tool_trace',
+      'visible_to',
+    ],
     floats: [],
   },
   SETTING: {
-    columns: ['sandbox_message_index', 'device_id', 'cellular', 'wifi', 'location_service', 'low_battery_mode', 'latitude', 'longitude'],
+    columns: [
+      'sandbox_message_index',
+      'device_id',
+      'cellular',
+      'wifi',
+      'location_service',
+      'low_battery_mode',
+      'latitude',
+      'longitude',
+    ],
     floats: ['latitude', 'longitude'],
   },
-  CONTACT: { columns: ['sandbox_message_index', 'person_id', 'name', 'phone_number', 'relationship', 'is_self'], floats: [] },
+  CONTACT: {
+    columns: ['sandbox_message_index', 'person_id', 'name', 'phone_number', 'relationship', 'is_self'],
+    floats: [],
+  },
   MESSAGING: {
-    columns: ['sandbox_message_index', 'message_id', 'sender_person_id', 'sender_phone_number', 'recipient_person_id', 'recipient_phone_number', 'content', 'creation_timestamp'],
+    columns: [
+      'sandbox_message_index',
+      'message_id',
+      'sender_person_id',
+      'sender_phone_number',
+      'recipient_person_id',
+      'recipient_phone_number',
+      'content',
+      'creation_timestamp',
+    ],
     floats: ['creation_timestamp'],
   },
   REMINDER: {
-    columns: ['sandbox_message_index', 'reminder_id', 'content', 'creation_timestamp', 'reminder_timestamp', 'latitude', 'longitude'],
+    columns: [
+      'sandbox_message_index',
+      'reminder_id',
+      'content',
+      'creation_timestamp',
+      'reminder_timestamp',
+      'latitude',
+      'longitude',
+    ],
     floats: ['creation_timestamp', 'reminder_timestamp', 'latitude', 'longitude'],
   },
 };
@@ -49,7 +89,8 @@ export function isHeadguard(row: Row): boolean {
   return true;
 }
 
-const isUserSimFewShot = (row: Row): boolean => Array.isArray(row.visible_to) && row.visible_to.length === 1 && row.visible_to[0] === 'USER';
+const isUserSimFewShot = (row: Row): boolean =>
+  Array.isArray(row.visible_to) && row.visible_to.length === 1 && row.visible_to[0] === 'USER';
 
 export interface GetOptions {
   /** Snapshot no later than this index; default: the current (max + 1). */
@@ -70,12 +111,22 @@ export class SandboxContext {
   /** A fresh context: headguards plus upstream's default settings row. */
   static empty(): SandboxContext {
     const dbs = Object.fromEntries(NAMESPACES.map((ns) => [ns, [normalise(ns, {}, 0)]])) as Record<Namespace, Row[]>;
-    dbs.SETTING.push(normalise('SETTING', {
-      // uuid5(NAMESPACE_URL, "my_phone"), as ExecutionContext.__init__ sets it.
-      device_id: '04640c30-ec89-5a3c-9fb4-4af3101c8e04',
-      cellular: true, wifi: true, location_service: true, low_battery_mode: false,
-      latitude: 37.334606, longitude: -122.009102,
-    }, 0));
+    dbs.SETTING.push(
+      normalise(
+        'SETTING',
+        {
+          // uuid5(NAMESPACE_URL, "my_phone"), as ExecutionContext.__init__ sets it.
+          device_id: '04640c30-ec89-5a3c-9fb4-4af3101c8e04',
+          cellular: true,
+          wifi: true,
+          location_service: true,
+          low_battery_mode: false,
+          latitude: 37.334606,
+          longitude: -122.009102,
+        },
+        0,
+      ),
+    );
     return new SandboxContext(dbs);
   }
 
@@ -121,7 +172,8 @@ export class SandboxContext {
     const db = this.dbs[ns];
     if (!db.some((r) => !isHeadguard(r))) return -1;
     const max = this.maxSandboxMessageIndex + 1;
-    if (query > max) throw new Error(`query_index=${query} is larger than the largest available sandbox_message_index + 1 = ${max}`);
+    if (query > max)
+      throw new Error(`query_index=${query} is larger than the largest available sandbox_message_index + 1 = ${max}`);
     const indices = [...new Set(db.map((r) => r[INDEX] as number))].sort((a, b) => a - b);
     let pos = 0;
     while (pos < indices.length && indices[pos] <= query) pos++;
@@ -150,7 +202,8 @@ export class SandboxContext {
     for (const row of rows) {
       const unknown = Object.keys(row).filter((k) => !cols.has(k));
       if (unknown.length) throw new Error(`${ns}: unknown column(s) ${unknown.join(', ')}`);
-      if (isHeadguard(row)) throw new Error(`${ns}: cannot add a row with all None values (reserved for the headguard)`);
+      if (isHeadguard(row))
+        throw new Error(`${ns}: cannot add a row with all None values (reserved for the headguard)`);
     }
     if (ns !== 'SANDBOX') {
       this.maybeCreateSnapshot(ns);
@@ -187,7 +240,10 @@ export class SandboxContext {
       this.maybeCreateSnapshot(ns);
       idx = this.maxSandboxMessageIndex + 1;
     } else idx = this.maxSandboxMessageIndex;
-    const next = [normalise(ns, {}, idx), ...rows.filter((r) => !isHeadguard(r)).map((r) => normalise(ns, structuredClone(r), idx))];
+    const next = [
+      normalise(ns, {}, idx),
+      ...rows.filter((r) => !isHeadguard(r)).map((r) => normalise(ns, structuredClone(r), idx)),
+    ];
     this.dbs[ns] = [...this.dbs[ns].filter((r) => r[INDEX] !== idx), ...next];
     this.maxIndex = undefined;
   }

@@ -4,7 +4,16 @@ import type OpenAI from 'openai';
 import { z } from 'zod';
 import type { Message, ToolCall, ToolSchema } from '../../core/messages.js';
 import type { RewardInfo, Termination } from '../../core/trajectory.js';
-import type { AgentAction, EnvInfo, Environment, Episode, RequestOptions, ResetRequest, StepResult, TaskRef } from '../environment.js';
+import type {
+  AgentAction,
+  EnvInfo,
+  Environment,
+  Episode,
+  RequestOptions,
+  ResetRequest,
+  StepResult,
+  TaskRef,
+} from '../environment.js';
 import type { EnvLlm } from '../registry.js';
 import { pyNumber, pyStrRepr } from '../tau2/python-format.js';
 import type { Row, SandboxContext } from './context.js';
@@ -26,7 +35,10 @@ import { callTool, parseToolArguments, PORTED_TOOLS, type ToolOutcome } from './
 
 const SCHEMA_FILE = new URL('../../data/toolsandbox/derived/tools_openai_schema.json', import.meta.url);
 const SchemaFile = z.object({
-  augmentations: z.record(z.string(), z.array(z.object({ type: z.literal('function'), function: z.object({ name: z.string() }).passthrough() }))),
+  augmentations: z.record(
+    z.string(),
+    z.array(z.object({ type: z.literal('function'), function: z.object({ name: z.string() }).passthrough() })),
+  ),
   scrambled_names: z.record(z.string(), z.string()),
   visible_to: z.record(z.string(), z.array(z.string())),
 });
@@ -47,12 +59,19 @@ function toolSchemas(): Schemas {
     const byAugmentation = new Map<string, Map<string, ToolSchema>>();
     for (const [aug, list] of Object.entries(parsed.augmentations)) {
       // Each list is the same registry in the same order; a name-scrambled entry carries the scrambled name.
-      if (list.length !== order.length) throw new Error(`tools_openai_schema.json: ${aug} lists ${list.length} tools, none lists ${order.length}`);
-      byAugmentation.set(aug, new Map(list.map((t, i) => {
-        const expected = aug === NAME_SCRAMBLED ? parsed.scrambled_names[order[i]] : order[i];
-        if (t.function.name !== expected) throw new Error(`tools_openai_schema.json: ${aug}[${i}] is '${t.function.name}', expected '${expected}'`);
-        return [order[i], t as unknown as ToolSchema];
-      })));
+      if (list.length !== order.length)
+        throw new Error(`tools_openai_schema.json: ${aug} lists ${list.length} tools, none lists ${order.length}`);
+      byAugmentation.set(
+        aug,
+        new Map(
+          list.map((t, i) => {
+            const expected = aug === NAME_SCRAMBLED ? parsed.scrambled_names[order[i]] : order[i];
+            if (t.function.name !== expected)
+              throw new Error(`tools_openai_schema.json: ${aug}[${i}] is '${t.function.name}', expected '${expected}'`);
+            return [order[i], t as unknown as ToolSchema];
+          }),
+        ),
+      );
     }
     schemas = { order, byAugmentation, scrambledNames: parsed.scrambled_names };
   }
@@ -70,7 +89,8 @@ const availableTools = (s: ToolSandboxScenario): string[] => s.toolAllowList.fil
 export function offlineSkipReason(s: ToolSandboxScenario): string | undefined {
   const missing = availableTools(s).filter((t) => !PORTED_TOOLS.includes(t));
   // A variant's distraction tools may be RapidAPI ones even when the base scenario needs no network.
-  if (s.needsNetwork || missing.some((t) => loadPack().tool_modules[t] === 'rapid_api_search_tools')) return 'need RapidAPI (network)';
+  if (s.needsNetwork || missing.some((t) => loadPack().tool_modules[t] === 'rapid_api_search_tools'))
+    return 'need RapidAPI (network)';
   if (missing.length) return `use a tool not ported yet (${[...new Set(missing)].join(', ')})`;
   return undefined;
 }
@@ -86,7 +106,15 @@ export function scenarioSplit(name: string): 'train' | 'test' {
 
 /** `toolsandbox-<category>`: a scenario category, lower-cased (single_tool_call, canonicalization, …). */
 export function scenarioCategories(): string[] {
-  return [...new Set(loadScenarios().filter((s) => s.variant === BASE_VARIANT).flatMap((s) => s.categories))].map((c) => c.toLowerCase()).sort();
+  return [
+    ...new Set(
+      loadScenarios()
+        .filter((s) => s.variant === BASE_VARIANT)
+        .flatMap((s) => s.categories),
+    ),
+  ]
+    .map((c) => c.toLowerCase())
+    .sort();
 }
 
 /** `toolsandbox-<variant>`: upstream's augmented variants (3_distraction_tools, …_tool_name_scrambled, …). */
@@ -113,20 +141,31 @@ export function createToolSandboxEnvironment(opts: ToolSandboxEnvOptions = {}): 
   if (opts.category !== undefined && !scenarioCategories().includes(opts.category)) {
     throw new Error(`toolsandbox: unknown category '${opts.category}' (known: ${scenarioCategories().join(', ')})`);
   }
-  const selected = all.filter((s) => s.variant === variant && (opts.category === undefined || s.categories.map((c) => c.toLowerCase()).includes(opts.category)));
+  const selected = all.filter(
+    (s) =>
+      s.variant === variant &&
+      (opts.category === undefined || s.categories.map((c) => c.toLowerCase()).includes(opts.category)),
+  );
   const runnable = selected.filter((s) => !offlineSkipReason(s));
   const skipped = new Map<string, number>();
   for (const s of selected) {
     const why = offlineSkipReason(s);
     if (why) skipped.set(why, (skipped.get(why) ?? 0) + 1);
   }
-  const name = variant !== BASE_VARIANT ? `toolsandbox-${variant}` : opts.category === undefined ? 'toolsandbox' : `toolsandbox-${opts.category}`;
+  const name =
+    variant !== BASE_VARIANT
+      ? `toolsandbox-${variant}`
+      : opts.category === undefined
+        ? 'toolsandbox'
+        : `toolsandbox-${opts.category}`;
   const skippedText = [...skipped].map(([why, n]) => `${n} ${why}`).join('; ');
   const info: EnvInfo = {
     name,
     kind: 'target',
-    description: `apple/ToolSandbox ${variant === BASE_VARIANT ? 'base' : variant} scenarios${opts.category ? ` (${opts.category})` : ''}: ${runnable.length} of ${selected.length} offline-runnable` +
-      (skipped.size ? `, skipped ${selected.length - runnable.length} (${skippedText})` : '') + '; scored by milestone similarity (perfect = 1.0)',
+    description:
+      `apple/ToolSandbox ${variant === BASE_VARIANT ? 'base' : variant} scenarios${opts.category ? ` (${opts.category})` : ''}: ${runnable.length} of ${selected.length} offline-runnable` +
+      (skipped.size ? `, skipped ${selected.length - runnable.length} (${skippedText})` : '') +
+      '; scored by milestone similarity (perfect = 1.0)',
   };
   // The union of the offered scenarios' agent tools; each episode shows the agent only its own allow list.
   const augmentations = runnable[0]?.toolAugmentationList ?? [];
@@ -154,7 +193,7 @@ export function createToolSandboxEnvironment(opts: ToolSandboxEnvOptions = {}): 
 /** A tool's schema as the agent of a scenario with these augmentations sees it (the user's tools are never scrambled). */
 function schemaOf(tool: string, augmentations: readonly string[] = []): ToolSchema {
   const all = toolSchemas().byAugmentation;
-  const aug = USER_TOOLS.includes(tool) ? 'none' : augmentations.find((a) => all.has(a)) ?? 'none';
+  const aug = USER_TOOLS.includes(tool) ? 'none' : (augmentations.find((a) => all.has(a)) ?? 'none');
   const s = all.get(aug)!.get(tool);
   if (!s) throw new Error(`tools_openai_schema.json: no schema for tool '${tool}'`);
   return s;
@@ -162,7 +201,9 @@ function schemaOf(tool: string, augmentations: readonly string[] = []): ToolSche
 
 /** The agent-facing name of a tool (get_agent_facing_tool_name: scrambled under TOOL_NAME_SCRAMBLED). */
 function agentFacingName(tool: string, augmentations: readonly string[]): string {
-  return augmentations.includes(NAME_SCRAMBLED) && !USER_TOOLS.includes(tool) ? toolSchemas().scrambledNames[tool] : tool;
+  return augmentations.includes(NAME_SCRAMBLED) && !USER_TOOLS.includes(tool)
+    ? toolSchemas().scrambledNames[tool]
+    : tool;
 }
 
 /** A SANDBOX message's visible_to: upstream's Message defaults it to [sender, recipient]; rows written as data leave it null. */
@@ -178,9 +219,13 @@ function argsRepr(args: Record<string, unknown>, floats: Set<string>): string {
     if (typeof v === 'number') return pyNumber(v, isFloat);
     if (typeof v === 'string') return pyStrRepr(v);
     if (Array.isArray(v)) return `[${v.map((x) => repr(x, false)).join(', ')}]`;
-    return `{${Object.entries(v as object).map(([k, x]) => `${pyStrRepr(k)}: ${repr(x, false)}`).join(', ')}}`;
+    return `{${Object.entries(v as object)
+      .map(([k, x]) => `${pyStrRepr(k)}: ${repr(x, false)}`)
+      .join(', ')}}`;
   };
-  return `{${Object.entries(args).map(([k, v]) => `${pyStrRepr(k)}: ${repr(v, floats.has(k))}`).join(', ')}}`;
+  return `{${Object.entries(args)
+    .map(([k, v]) => `${pyStrRepr(k)}: ${repr(v, floats.has(k))}`)
+    .join(', ')}}`;
 }
 
 /** openai_tool_call_to_python_code. */
@@ -220,18 +265,25 @@ class ToolSandboxEpisode implements Episode {
    */
   tools(): ToolSchema[] {
     const allowed = new Set(availableTools(this.scenario).filter((t) => !USER_TOOLS.includes(t)));
-    return toolSchemas().order.filter((t) => allowed.has(t)).map((t) => schemaOf(t, this.scenario.toolAugmentationList));
+    return toolSchemas()
+      .order.filter((t) => allowed.has(t))
+      .map((t) => schemaOf(t, this.scenario.toolAugmentationList));
   }
 
   /** Agent-facing name → execution-facing name, for this scenario's agent tools. */
   private agentToolNames(): Map<string, string> {
     const augs = this.scenario.toolAugmentationList;
-    return new Map(availableTools(this.scenario).filter((t) => !USER_TOOLS.includes(t)).map((t) => [agentFacingName(t, augs), t]));
+    return new Map(
+      availableTools(this.scenario)
+        .filter((t) => !USER_TOOLS.includes(t))
+        .map((t) => [agentFacingName(t, augs), t]),
+    );
   }
 
   /** The scenario's opening messages as the agent sees them (after the system prompt): the first user turn. */
   initialMessages(): Message[] {
-    return this.ctx.getDatabase('SANDBOX', { allHistory: true })
+    return this.ctx
+      .getDatabase('SANDBOX', { allHistory: true })
       .filter((r) => r.sender === 'USER' && r.recipient === 'AGENT' && visibleTo(r).includes('AGENT'))
       .map((r) => ({ role: 'user', content: String(r.content) }));
   }
@@ -255,13 +307,29 @@ class ToolSandboxEpisode implements Episode {
     const ids = sender === 'AGENT' ? { openai_tool_call_id: call.id, openai_function_name: name } : {};
     // Upstream's agent raises (the scenario crashes) on an unknown tool or unparsable arguments;
     // here the agent is told, as an exception line, and the turn counts.
-    if (!bad && !allowed.has(name)) bad = `KeyError: "Agent tool call agent_facing_tool_name='${name}' is not a known allowed tool."`;
-    this.add({ sender, recipient: 'EXECUTION_ENVIRONMENT', content: parsed ? toolCallCode(call.id, exec, parsed.args, parsed.floats) : call.function.arguments, ...ids });
-    const out: ToolOutcome = bad ? { content: bad, exception: bad, trace: null } : callTool(this.ctx, exec, parsed!.args, parsed!.floats);
+    if (!bad && !allowed.has(name))
+      bad = `KeyError: "Agent tool call agent_facing_tool_name='${name}' is not a known allowed tool."`;
+    this.add({
+      sender,
+      recipient: 'EXECUTION_ENVIRONMENT',
+      content: parsed ? toolCallCode(call.id, exec, parsed.args, parsed.floats) : call.function.arguments,
+      ...ids,
+    });
+    const out: ToolOutcome = bad
+      ? { content: bad, exception: bad, trace: null }
+      : callTool(this.ctx, exec, parsed!.args, parsed!.floats);
     // The execution environment moves the trace from the call message onto its reply
     // (roles/execution_environment.py: erased on the call with update_database, set on the response).
-    if (out.trace !== null) this.ctx.updateDatabase('SANDBOX', [{ ...this.ctx.getDatabase('SANDBOX')[0], tool_trace: null }]);
-    this.add({ sender: 'EXECUTION_ENVIRONMENT', recipient: sender, content: out.content, tool_call_exception: out.exception, ...(out.trace !== null ? { tool_trace: [out.trace] } : {}), ...ids });
+    if (out.trace !== null)
+      this.ctx.updateDatabase('SANDBOX', [{ ...this.ctx.getDatabase('SANDBOX')[0], tool_trace: null }]);
+    this.add({
+      sender: 'EXECUTION_ENVIRONMENT',
+      recipient: sender,
+      content: out.content,
+      tool_call_exception: out.exception,
+      ...(out.trace !== null ? { tool_trace: [out.trace] } : {}),
+      ...ids,
+    });
     return out;
   }
 
@@ -272,7 +340,8 @@ class ToolSandboxEpisode implements Episode {
   /** Scenario.play's loop condition: the conversation is active and fewer than max_messages were added. */
   private checkLimits(): void {
     if (!this.conversationActive) Object.assign(this.state, { done: true, termination: 'user_stop' });
-    else if (this.ctx.maxSandboxMessageIndex >= this.scenario.maxMessages + this.startIndex) Object.assign(this.state, { done: true, termination: 'max_steps' });
+    else if (this.ctx.maxSandboxMessageIndex >= this.scenario.maxMessages + this.startIndex)
+      Object.assign(this.state, { done: true, termination: 'max_steps' });
   }
 
   async step(action: AgentAction, ropts?: RequestOptions): Promise<StepResult> {
@@ -289,7 +358,12 @@ class ToolSandboxEpisode implements Episode {
       observation = this.state.done ? { role: 'user', content: '' } : await this.userTurn(ropts?.signal);
     }
     this.checkLimits();
-    return { observation, error, done: this.state.done, ...(this.state.termination ? { termination: this.state.termination } : {}) };
+    return {
+      observation,
+      error,
+      done: this.state.done,
+      ...(this.state.termination ? { termination: this.state.termination } : {}),
+    };
   }
 
   /** The simulated user's messages as its OpenAI request shows them (openai_api_user.to_openai_messages). */
@@ -309,21 +383,31 @@ class ToolSandboxEpisode implements Episode {
   private async userTurn(signal?: AbortSignal): Promise<Message> {
     const llm = this.user;
     if (!llm) throw new Error(`${this.scenario.name}: an agent message needs the user simulator (llm.userSimulator)`);
-    const res = await llm.client.chat.completions.create({
-      model: typeof llm.model === 'string' ? llm.model : await llm.model(),
-      ...(llm.temperature !== undefined ? { temperature: llm.temperature } : {}),
-      messages: this.userView(),
-      tools: USER_TOOLS.map((t) => schemaOf(t)) as OpenAI.Chat.ChatCompletionTool[],
-    }, signal ? { signal } : undefined);
+    const res = await llm.client.chat.completions.create(
+      {
+        model: typeof llm.model === 'string' ? llm.model : await llm.model(),
+        ...(llm.temperature !== undefined ? { temperature: llm.temperature } : {}),
+        messages: this.userView(),
+        tools: USER_TOOLS.map((t) => schemaOf(t)) as OpenAI.Chat.ChatCompletionTool[],
+      },
+      signal ? { signal } : undefined,
+    );
     const msg = res.choices[0]?.message;
     if (!msg) throw new Error('user simulator returned no choices');
-    const calls = (msg.tool_calls ?? []).filter((c): c is OpenAI.Chat.ChatCompletionMessageFunctionToolCall => c.type === 'function');
+    const calls = (msg.tool_calls ?? []).filter(
+      (c): c is OpenAI.Chat.ChatCompletionMessageFunctionToolCall => c.type === 'function',
+    );
     if (!calls.length) {
       const content = msg.content ?? '';
       this.add({ sender: 'USER', recipient: 'AGENT', content });
       return { role: 'user', content };
     }
-    for (const c of calls) this.execute('USER', { id: c.id, type: 'function', function: { name: c.function.name, arguments: c.function.arguments } }, new Map(USER_TOOLS.map((t) => [t, t])));
+    for (const c of calls)
+      this.execute(
+        'USER',
+        { id: c.id, type: 'function', function: { name: c.function.name, arguments: c.function.arguments } },
+        new Map(USER_TOOLS.map((t) => [t, t])),
+      );
     return { role: 'user', content: msg.content ?? '' };
   }
 
@@ -332,8 +416,19 @@ class ToolSandboxEpisode implements Episode {
     return {
       reward: r.similarity,
       success: r.similarity === 1,
-      components: { similarity: r.similarity, milestone_similarity: r.milestone_similarity, minefield_similarity: r.minefield_similarity },
-      details: { scenario: this.scenario.name, categories: this.scenario.categories, termination, turn_count: r.turn_count, milestone_mapping: r.milestone_mapping, minefield_mapping: r.minefield_mapping },
+      components: {
+        similarity: r.similarity,
+        milestone_similarity: r.milestone_similarity,
+        minefield_similarity: r.minefield_similarity,
+      },
+      details: {
+        scenario: this.scenario.name,
+        categories: this.scenario.categories,
+        termination,
+        turn_count: r.turn_count,
+        milestone_mapping: r.milestone_mapping,
+        minefield_mapping: r.minefield_mapping,
+      },
     };
   }
 

@@ -40,7 +40,8 @@ function exactMatch(rows: Row[], col: string, value: unknown): Sim[] {
 }
 
 function closeMatch(rows: Row[], col: string, value: unknown, atol?: Record<string, number>): Sim[] {
-  if (typeof value !== 'number' || !atol) throw new Error(`column_close_similarity on '${col}' needs a numeric target and atol_dict`);
+  if (typeof value !== 'number' || !atol)
+    throw new Error(`column_close_similarity on '${col}' needs a numeric target and atol_dict`);
   return rows.map((r) => (isClose(value, r[col], atol[col]) ? 1 : 0));
 }
 
@@ -52,7 +53,10 @@ function contains(rows: Row[], col: string, value: unknown): Sim[] {
 /** Any recorded trace matching any golden trace: same tool name, every golden argument close. */
 function toolTraceMatch(rows: Row[], col: string, value: unknown, atol?: Record<string, number>): Sim[] {
   const parsed = JSON.parse(String(value)) as unknown;
-  const golden = (Array.isArray(parsed) ? parsed : [parsed]) as { tool_name: string; arguments: Record<string, unknown> }[];
+  const golden = (Array.isArray(parsed) ? parsed : [parsed]) as {
+    tool_name: string;
+    arguments: Record<string, unknown>;
+  }[];
   return rows.map((r) => {
     const traces = r[col];
     if (traces === null || traces === undefined) return 0;
@@ -61,7 +65,8 @@ function toolTraceMatch(rows: Row[], col: string, value: unknown, atol?: Record<
         const t = JSON.parse(json) as { tool_name: string; arguments: Record<string, unknown> };
         if (t.tool_name !== g.tool_name) continue;
         const ok = Object.keys(g.arguments).every((arg) =>
-          isClose(arg in t.arguments ? t.arguments[arg] : NOT_GIVEN, g.arguments[arg], atol?.[arg]));
+          isClose(arg in t.arguments ? t.arguments[arg] : NOT_GIVEN, g.arguments[arg], atol?.[arg]),
+        );
         if (ok) return 1;
       }
     }
@@ -71,19 +76,28 @@ function toolTraceMatch(rows: Row[], col: string, value: unknown, atol?: Record<
 
 function rougeL(rows: Row[], col: string, value: unknown): Sim[] {
   return rows.map((r) => {
-    if (typeof r[col] !== 'string') throw new Error(`column_rouge_l_similarity: '${col}' is ${r[col] === null ? 'null' : typeof r[col]} (upstream's rouge scorer fails on it too)`);
+    if (typeof r[col] !== 'string')
+      throw new Error(
+        `column_rouge_l_similarity: '${col}' is ${r[col] === null ? 'null' : typeof r[col]} (upstream's rouge scorer fails on it too)`,
+      );
     return f32(rougeLFmeasure(String(value), r[col] as string));
   });
 }
 
 function columnSimilarity(m: ColumnMeasure, rows: Row[], col: string, value: unknown): Sim[] {
   switch (m.name) {
-    case 'column_exact_match_similarity': return exactMatch(rows, col, value);
-    case 'column_close_similarity': return closeMatch(rows, col, value, m.atol_dict);
-    case 'column_one_similarity': return rows.map(() => 1);
-    case 'column_contains_similarity': return contains(rows, col, value);
-    case 'column_tool_trace_exact_match_similarity': return toolTraceMatch(rows, col, value, m.atol_dict);
-    case 'column_rouge_l_similarity': return rougeL(rows, col, value);
+    case 'column_exact_match_similarity':
+      return exactMatch(rows, col, value);
+    case 'column_close_similarity':
+      return closeMatch(rows, col, value, m.atol_dict);
+    case 'column_one_similarity':
+      return rows.map(() => 1);
+    case 'column_contains_similarity':
+      return contains(rows, col, value);
+    case 'column_tool_trace_exact_match_similarity':
+      return toolTraceMatch(rows, col, value, m.atol_dict);
+    case 'column_rouge_l_similarity':
+      return rougeL(rows, col, value);
   }
 }
 
@@ -93,16 +107,47 @@ const R: ColumnMeasure = { name: 'column_rouge_l_similarity' };
 const ONE: ColumnMeasure = { name: 'column_one_similarity' };
 export const DEFAULT_COLUMN_MEASURES: Record<Namespace, Record<string, ColumnMeasure>> = {
   SANDBOX: {
-    sandbox_message_index: E, sender: E, recipient: E, content: R, openai_tool_call_id: ONE, openai_function_name: ONE,
-    conversation_active: E, tool_call_exception: ONE, tool_trace: { name: 'column_tool_trace_exact_match_similarity' }, visible_to: E,
+    sandbox_message_index: E,
+    sender: E,
+    recipient: E,
+    content: R,
+    openai_tool_call_id: ONE,
+    openai_function_name: ONE,
+    conversation_active: E,
+    tool_call_exception: ONE,
+    tool_trace: { name: 'column_tool_trace_exact_match_similarity' },
+    visible_to: E,
   },
-  SETTING: { sandbox_message_index: E, device_id: E, cellular: E, wifi: E, location_service: E, low_battery_mode: E, latitude: E, longitude: E },
+  SETTING: {
+    sandbox_message_index: E,
+    device_id: E,
+    cellular: E,
+    wifi: E,
+    location_service: E,
+    low_battery_mode: E,
+    latitude: E,
+    longitude: E,
+  },
   CONTACT: { sandbox_message_index: E, person_id: E, name: E, phone_number: E, relationship: R, is_self: E },
   MESSAGING: {
-    sandbox_message_index: E, message_id: E, sender_person_id: E, sender_phone_number: E, recipient_person_id: E,
-    recipient_phone_number: E, content: R, creation_timestamp: E,
+    sandbox_message_index: E,
+    message_id: E,
+    sender_person_id: E,
+    sender_phone_number: E,
+    recipient_person_id: E,
+    recipient_phone_number: E,
+    content: R,
+    creation_timestamp: E,
   },
-  REMINDER: { sandbox_message_index: E, reminder_id: E, content: R, creation_timestamp: E, reminder_timestamp: E, latitude: E, longitude: E },
+  REMINDER: {
+    sandbox_message_index: E,
+    reminder_id: E,
+    content: R,
+    creation_timestamp: E,
+    reminder_timestamp: E,
+    latitude: E,
+    longitude: E,
+  },
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -112,7 +157,14 @@ export const DEFAULT_COLUMN_MEASURES: Record<Namespace, Record<string, ColumnMea
  * polars' fill_null(strategy="zero"): numeric → 0, boolean → false, string → "" (list columns are
  * left null). Upstream applies it before joining snapshots, since polars never joins on a null.
  */
-const BOOLEAN_COLUMNS = new Set(['cellular', 'wifi', 'location_service', 'low_battery_mode', 'is_self', 'conversation_active']);
+const BOOLEAN_COLUMNS = new Set([
+  'cellular',
+  'wifi',
+  'location_service',
+  'low_battery_mode',
+  'is_self',
+  'conversation_active',
+]);
 const LIST_COLUMNS = new Set(['tool_trace', 'visible_to']);
 function fillNullZero(rows: Row[], ns: Namespace | 'target', targetSchema?: Record<string, string>): Row[] {
   const floats = ns === 'target' ? undefined : new Set(SCHEMAS[ns].floats);
@@ -221,7 +273,14 @@ export function snapshotSimilarity(snapshot: Row[], target: Row[], measures: Mea
 }
 
 /** evaluation.addition_similarity: snapshot ⊇ reference, and what was added matches the target. */
-export function additionSimilarity(ns: Namespace, snapshot: Row[], target: Row[], measures: Measures, reference: Row[], targetSchema?: Record<string, string>): number {
+export function additionSimilarity(
+  ns: Namespace,
+  snapshot: Row[],
+  target: Row[],
+  measures: Measures,
+  reference: Row[],
+  targetSchema?: Record<string, string>,
+): number {
   const snap = fillNullZero(dropIndex(snapshot), ns);
   const ref = fillNullZero(dropIndex(reference), ns);
   const cols = SCHEMAS[ns].columns.filter((c) => c !== 'sandbox_message_index');
@@ -233,12 +292,26 @@ export function additionSimilarity(ns: Namespace, snapshot: Row[], target: Row[]
 }
 
 /** evaluation.removal_similarity: addition with snapshot and reference swapped. */
-export function removalSimilarity(ns: Namespace, snapshot: Row[], target: Row[], measures: Measures, reference: Row[], targetSchema?: Record<string, string>): number {
+export function removalSimilarity(
+  ns: Namespace,
+  snapshot: Row[],
+  target: Row[],
+  measures: Measures,
+  reference: Row[],
+  targetSchema?: Record<string, string>,
+): number {
   return additionSimilarity(ns, reference, target, measures, snapshot, targetSchema);
 }
 
 /** evaluation.update_similarity: same row count, and the rows not in the reference match the target. */
-export function updateSimilarity(ns: Namespace, snapshot: Row[], target: Row[], measures: Measures, reference: Row[], targetSchema?: Record<string, string>): number {
+export function updateSimilarity(
+  ns: Namespace,
+  snapshot: Row[],
+  target: Row[],
+  measures: Measures,
+  reference: Row[],
+  targetSchema?: Record<string, string>,
+): number {
   const snap = fillNullZero(dropIndex(snapshot), ns);
   const ref = fillNullZero(dropIndex(reference), ns);
   if (ref.length !== snap.length) return 0;
@@ -254,7 +327,10 @@ export function guardrailSimilarity(snapshot: Row[], reference: Row[]): number {
 
 function rowsIdentical(a: Row, b: Row): boolean {
   const keys = Object.keys(a);
-  return keys.length === Object.keys(b).length && keys.every((k) => (a[k] === null ? b[k] === null : b[k] !== null && pyEquals(a[k], b[k])));
+  return (
+    keys.length === Object.keys(b).length &&
+    keys.every((k) => (a[k] === null ? b[k] === null : b[k] !== null && pyEquals(a[k], b[k])))
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -268,7 +344,10 @@ function pyFloat(v: unknown): number {
   if (typeof v === 'number') return v;
   if (typeof v === 'boolean') return Number(v);
   if (typeof v === 'string' && /^\s*[+-]?(\d+\.?\d*(e[+-]?\d+)?|\.\d+(e[+-]?\d+)?|inf(inity)?|nan)\s*$/i.test(v)) {
-    const t = v.trim().toLowerCase().replace(/^([+-]?)inf(inity)?$/, '$1Infinity');
+    const t = v
+      .trim()
+      .toLowerCase()
+      .replace(/^([+-]?)inf(inity)?$/, '$1Infinity');
     return t === 'nan' || t === '+nan' || t === '-nan' ? NaN : Number(t);
   }
   throw new TypeError(`float() argument: ${JSON.stringify(v)}`);
@@ -282,7 +361,8 @@ function pyInt(v: unknown): number {
 }
 
 const field = (o: unknown, k: string): unknown => {
-  if (o === null || typeof o !== 'object' || Array.isArray(o) || !(k in (o as object))) throw new TypeError(`missing key ${k}`);
+  if (o === null || typeof o !== 'object' || Array.isArray(o) || !(k in (o as object)))
+    throw new TypeError(`missing key ${k}`);
   return (o as Record<string, unknown>)[k];
 };
 
@@ -303,21 +383,37 @@ export const EXTRACTORS: Record<string, (t: Trace) => Extracted[]> = {
   lat_lon_dict_extractor: (t) => [{ latitude: field(t.result, 'latitude'), longitude: field(t.result, 'longitude') }],
   current_temperature_extractor: (t) => [{ amount: new PyFloat(pyFloat(field(t.result, 'current_temperature'))) }],
   result_to_temperature_extractor: (t) => normalisations(pyFloat(t.result)).map((temperature) => ({ temperature })),
-  result_to_reminder_timestamp_lowerbound_extractor: (t) => [{ reminder_timestamp_lowerbound: new PyFloat(pyFloat(t.result)) }],
+  result_to_reminder_timestamp_lowerbound_extractor: (t) => [
+    { reminder_timestamp_lowerbound: new PyFloat(pyFloat(t.result)) },
+  ],
   min_temperature_amount_extractor: (t) => [{ amount: new PyFloat(pyFloat(field(t.result, 'min_temperature'))) }],
   min_temperature_extractor: (t) => normalisations(pyFloat(t.result)).map((min_temperature) => ({ min_temperature })),
 };
 
 /** JSON with PyFloat unwrapped (json.dumps writes a float as its repr; the reader only sees numbers). */
 const plain = (v: unknown): unknown =>
-  v instanceof PyFloat ? v.value : Array.isArray(v) ? v.map(plain) : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, plain(x)])) : v;
+  v instanceof PyFloat
+    ? v.value
+    : Array.isArray(v)
+      ? v.map(plain)
+      : v && typeof v === 'object'
+        ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, plain(x)]))
+        : v;
 
 /**
  * evaluation.tool_trace_dependant_similarity: values extracted from the reference message's tool
  * traces are filled into the target's tool_trace arguments or content template; the best fill wins.
  */
-export function toolTraceDependantSimilarity(snapshot: Row[], target: Row[], measures: Measures, reference: Row[], fillTo: 'tool_trace' | 'content', extractor: string): number {
-  if (snapshot.length !== 1 || reference.length !== 1) throw new Error('tool_trace_dependant_similarity can only be used with SANDBOX database with only 1 row');
+export function toolTraceDependantSimilarity(
+  snapshot: Row[],
+  target: Row[],
+  measures: Measures,
+  reference: Row[],
+  fillTo: 'tool_trace' | 'content',
+  extractor: string,
+): number {
+  if (snapshot.length !== 1 || reference.length !== 1)
+    throw new Error('tool_trace_dependant_similarity can only be used with SANDBOX database with only 1 row');
   const extract = EXTRACTORS[extractor];
   if (!extract) throw new Error(`extractor: unknown tool trace extractor '${extractor}'`);
   const traces = reference[0].tool_trace as string[] | null;
@@ -360,7 +456,14 @@ export function toolTraceDependantSimilarity(snapshot: Row[], target: Row[], mea
 // Milestones, minefields and the matcher.
 
 export type SnapshotMeasure =
-  | { name: 'snapshot_similarity' | 'addition_similarity' | 'removal_similarity' | 'update_similarity' | 'guardrail_similarity' }
+  | {
+      name:
+        | 'snapshot_similarity'
+        | 'addition_similarity'
+        | 'removal_similarity'
+        | 'update_similarity'
+        | 'guardrail_similarity';
+    }
   | { name: 'tool_trace_dependant_similarity'; fill_to: 'tool_trace' | 'content'; extractor: string };
 
 export interface SnapshotConstraint {
@@ -426,7 +529,12 @@ export class MilestoneMatcher {
       }
       for (const ref of new Set([...refs, ...preds])) {
         for (const ns of guarded) {
-          added[i].push({ database_namespace: ns, snapshot_constraint: { name: 'guardrail_similarity' }, reference_milestone_node_index: ref, target_dataframe: null });
+          added[i].push({
+            database_namespace: ns,
+            snapshot_constraint: { name: 'guardrail_similarity' },
+            reference_milestone_node_index: ref,
+            target_dataframe: null,
+          });
         }
       }
     }
@@ -438,12 +546,26 @@ export class MilestoneMatcher {
     if (!this.dag.nodes.length) return { mapping: new Map(), similarity: null };
     const snapshots = new SnapshotCache(ctx);
     const calculators = this.milestones.map((m) => new CachedSimilarity(snapshots, m));
-    const { mapping, sum } = this.dfs(new Map(), calculators, 0, this.dag, ctx.firstUserSandboxMessageIndex, ctx.maxSandboxMessageIndex);
+    const { mapping, sum } = this.dfs(
+      new Map(),
+      calculators,
+      0,
+      this.dag,
+      ctx.firstUserSandboxMessageIndex,
+      ctx.maxSandboxMessageIndex,
+    );
     return { mapping, similarity: sum / this.milestones.length };
   }
 
   /** _dfs: best-first over (milestone, snapshot) pairs with 0 in-degree, pruned by the remaining upper bound. */
-  private dfs(assigned: Map<number, [number, number]>, calc: CachedSimilarity[], assignedSum: number, remaining: Dag, minIndex: number, maxIndex: number): { mapping: Map<number, [number, number]>; sum: number } {
+  private dfs(
+    assigned: Map<number, [number, number]>,
+    calc: CachedSimilarity[],
+    assignedSum: number,
+    remaining: Dag,
+    minIndex: number,
+    maxIndex: number,
+  ): { mapping: Map<number, [number, number]>; sum: number } {
     if (!remaining.nodes.length) return { mapping: assigned, sum: assignedSum };
     const last = assigned.size ? [...assigned.values()].at(-1)![0] : minIndex;
     let bestMapping = new Map<number, [number, number]>();
@@ -460,7 +582,10 @@ export class MilestoneMatcher {
       if (assignedSum + sim + remaining.nodes.length - 1 <= bestSum) continue;
       const next = new Map(assigned);
       next.set(m, [s, sim]);
-      const rest: Dag = { nodes: remaining.nodes.filter((n) => n !== m), edges: remaining.edges.filter(([a, b]) => a !== m && b !== m) };
+      const rest: Dag = {
+        nodes: remaining.nodes.filter((n) => n !== m),
+        edges: remaining.edges.filter(([a, b]) => a !== m && b !== m),
+      };
       const r = this.dfs(next, calc, assignedSum + sim, rest, minIndex, maxIndex);
       if (r.sum > bestSum) {
         bestMapping = r.mapping;
@@ -472,7 +597,8 @@ export class MilestoneMatcher {
 }
 
 function withGuardrailDefaults(m: Milestone): Milestone {
-  if (m.guardrail_database_list && m.guardrail_database_exclusion_list) throw new Error('Only one of guardrail_database_list, guardrail_database_exclusion_list should be set');
+  if (m.guardrail_database_list && m.guardrail_database_exclusion_list)
+    throw new Error('Only one of guardrail_database_list, guardrail_database_exclusion_list should be set');
   let list = m.guardrail_database_list ?? [...NAMESPACES];
   if (m.guardrail_database_exclusion_list) list = list.filter((x) => !m.guardrail_database_exclusion_list!.includes(x));
   return { ...m, guardrail_database_list: list };
@@ -504,7 +630,10 @@ class SnapshotCache {
 class CachedSimilarity {
   private readonly cache: Map<string, number>[];
 
-  constructor(private readonly snapshots: SnapshotCache, private readonly milestone: Milestone) {
+  constructor(
+    private readonly snapshots: SnapshotCache,
+    private readonly milestone: Milestone,
+  ) {
     this.cache = milestone.snapshot_constraints.map(() => new Map());
   }
 
@@ -526,9 +655,16 @@ class CachedSimilarity {
       if (v === undefined) {
         const ns = c.database_namespace;
         // A guardrail between two indices that resolve to the same snapshot holds trivially.
-        v = c.snapshot_constraint.name === 'guardrail_similarity' && refIndex !== null && this.snapshots.resolve(ns, current) === this.snapshots.resolve(ns, refIndex)
-          ? 1
-          : constraintSimilarity(c, this.snapshots.get(ns, current), refIndex === null ? null : this.snapshots.get(ns, refIndex));
+        v =
+          c.snapshot_constraint.name === 'guardrail_similarity' &&
+          refIndex !== null &&
+          this.snapshots.resolve(ns, current) === this.snapshots.resolve(ns, refIndex)
+            ? 1
+            : constraintSimilarity(
+                c,
+                this.snapshots.get(ns, current),
+                refIndex === null ? null : this.snapshots.get(ns, refIndex),
+              );
         this.cache[k].set(key, v);
       }
       product *= v;
@@ -539,7 +675,10 @@ class CachedSimilarity {
 }
 
 export function constraintSimilarity(c: SnapshotConstraint, snapshot: Row[], reference: Row[] | null): number {
-  const measures: Measures = { ...DEFAULT_COLUMN_MEASURES[c.database_namespace], ...(c.column_similarity_measure ?? {}) };
+  const measures: Measures = {
+    ...DEFAULT_COLUMN_MEASURES[c.database_namespace],
+    ...(c.column_similarity_measure ?? {}),
+  };
   const target = c.target_dataframe;
   const need = <T>(v: T | null, what: string): T => {
     if (v === null) throw new Error(`${c.snapshot_constraint.name} on ${c.database_namespace} needs ${what}`);
@@ -547,13 +686,46 @@ export function constraintSimilarity(c: SnapshotConstraint, snapshot: Row[], ref
   };
   const ns = c.database_namespace;
   switch (c.snapshot_constraint.name) {
-    case 'snapshot_similarity': return snapshotSimilarity(snapshot, need(target, 'a target_dataframe'), measures);
-    case 'addition_similarity': return additionSimilarity(ns, snapshot, need(target, 'a target_dataframe'), measures, need(reference, 'a reference milestone'), c.target_schema);
-    case 'removal_similarity': return removalSimilarity(ns, snapshot, need(target, 'a target_dataframe'), measures, need(reference, 'a reference milestone'), c.target_schema);
-    case 'update_similarity': return updateSimilarity(ns, snapshot, need(target, 'a target_dataframe'), measures, need(reference, 'a reference milestone'), c.target_schema);
-    case 'guardrail_similarity': return guardrailSimilarity(snapshot, need(reference, 'a reference milestone'));
+    case 'snapshot_similarity':
+      return snapshotSimilarity(snapshot, need(target, 'a target_dataframe'), measures);
+    case 'addition_similarity':
+      return additionSimilarity(
+        ns,
+        snapshot,
+        need(target, 'a target_dataframe'),
+        measures,
+        need(reference, 'a reference milestone'),
+        c.target_schema,
+      );
+    case 'removal_similarity':
+      return removalSimilarity(
+        ns,
+        snapshot,
+        need(target, 'a target_dataframe'),
+        measures,
+        need(reference, 'a reference milestone'),
+        c.target_schema,
+      );
+    case 'update_similarity':
+      return updateSimilarity(
+        ns,
+        snapshot,
+        need(target, 'a target_dataframe'),
+        measures,
+        need(reference, 'a reference milestone'),
+        c.target_schema,
+      );
+    case 'guardrail_similarity':
+      return guardrailSimilarity(snapshot, need(reference, 'a reference milestone'));
     case 'tool_trace_dependant_similarity':
-      return toolTraceDependantSimilarity(snapshot, need(target, 'a target_dataframe'), measures, need(reference, 'a reference milestone'), c.snapshot_constraint.fill_to, c.snapshot_constraint.extractor);
+      return toolTraceDependantSimilarity(
+        snapshot,
+        need(target, 'a target_dataframe'),
+        measures,
+        need(reference, 'a reference milestone'),
+        c.snapshot_constraint.fill_to,
+        c.snapshot_constraint.extractor,
+      );
   }
 }
 
@@ -594,7 +766,9 @@ export function evaluateContext(spec: EvaluationSpec, ctx: SandboxContext): Eval
 /** get_effective_turn_count: messages other than system, user↔execution-environment and user few-shot (null visible_to drops out too, as polars filters nulls). */
 export function effectiveTurnCount(ctx: SandboxContext): number {
   return ctx.getDatabase('SANDBOX', { allHistory: true }).filter((r) => {
-    const userExec = (r.sender === 'USER' && r.recipient === 'EXECUTION_ENVIRONMENT') || (r.sender === 'EXECUTION_ENVIRONMENT' && r.recipient === 'USER');
+    const userExec =
+      (r.sender === 'USER' && r.recipient === 'EXECUTION_ENVIRONMENT') ||
+      (r.sender === 'EXECUTION_ENVIRONMENT' && r.recipient === 'USER');
     const v = r.visible_to as string[] | null;
     return r.sender !== 'SYSTEM' && !userExec && v !== null && !(v.length === 1 && v[0] === 'USER');
   }).length;
@@ -615,5 +789,8 @@ export function summarise(results: { similarity: number; categories: string[] }[
     perfect: rs.filter((r) => r.similarity === 1).length,
   });
   const cats = [...new Set(results.flatMap((r) => r.categories))].sort();
-  return { ...agg(results), byCategory: Object.fromEntries(cats.map((c) => [c, agg(results.filter((r) => r.categories.includes(c)))])) };
+  return {
+    ...agg(results),
+    byCategory: Object.fromEntries(cats.map((c) => [c, agg(results.filter((r) => r.categories.includes(c)))])),
+  };
 }

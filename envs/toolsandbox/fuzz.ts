@@ -11,7 +11,10 @@ const chars = (s: string): string[] => Array.from(s);
 
 /** utils.default_process: every non-alphanumeric code point (underscore too) becomes a space, trimmed, lower-cased. */
 export function defaultProcess(s: string): string {
-  return s.replace(/[^\p{L}\p{N}]/gu, ' ').trim().toLowerCase();
+  return s
+    .replace(/[^\p{L}\p{N}]/gu, ' ')
+    .trim()
+    .toLowerCase();
 }
 
 /** Length of the longest common subsequence (the Indel distance is len1 + len2 - 2 LCS). */
@@ -20,7 +23,8 @@ function lcs(a: string[], b: string[]): number {
   let prev = new Array<number>(b.length + 1).fill(0);
   let cur = new Array<number>(b.length + 1).fill(0);
   for (let i = 1; i <= a.length; i++) {
-    for (let j = 1; j <= b.length; j++) cur[j] = a[i - 1] === b[j - 1] ? prev[j - 1] + 1 : Math.max(prev[j], cur[j - 1]);
+    for (let j = 1; j <= b.length; j++)
+      cur[j] = a[i - 1] === b[j - 1] ? prev[j - 1] + 1 : Math.max(prev[j], cur[j - 1]);
     [prev, cur] = [cur, prev];
   }
   return prev[b.length];
@@ -82,12 +86,14 @@ export function partialRatio(a: string, b: string): number {
 /** str.split(): runs of whitespace separate, empty tokens dropped. */
 const split = (s: string): string[] => s.split(/\s+/u).filter(Boolean);
 /** sorted() of Python strings: by code point. */
-const sortPy = (xs: Iterable<string>): string[] => [...xs].sort((x, y) => {
-  const a = chars(x);
-  const b = chars(y);
-  for (let i = 0; i < Math.min(a.length, b.length); i++) if (a[i] !== b[i]) return a[i].codePointAt(0)! - b[i].codePointAt(0)!;
-  return a.length - b.length;
-});
+const sortPy = (xs: Iterable<string>): string[] =>
+  [...xs].sort((x, y) => {
+    const a = chars(x);
+    const b = chars(y);
+    for (let i = 0; i < Math.min(a.length, b.length); i++)
+      if (a[i] !== b[i]) return a[i].codePointAt(0)! - b[i].codePointAt(0)!;
+    return a.length - b.length;
+  });
 const joinLen = (xs: Iterable<string>): number => chars([...xs].join(' ')).length;
 
 function tokenSortRatio(s1: string, s2: string): number {
@@ -113,7 +119,11 @@ function tokenSetRatio(s1: string, s2: string): number {
   const dist = abLen + baLen - 2 * lcs(chars(abJoined), chars(baJoined));
   const result = normDistance(dist, sectAbLen + sectBaLen);
   if (!sectLen) return result;
-  return Math.max(result, normDistance(sep + abLen, sectLen + sectAbLen), normDistance(sep + baLen, sectLen + sectBaLen));
+  return Math.max(
+    result,
+    normDistance(sep + abLen, sectLen + sectAbLen),
+    normDistance(sep + baLen, sectLen + sectBaLen),
+  );
 }
 
 const tokenRatio = (s1: string, s2: string): number => Math.max(tokenSetRatio(s1, s2), tokenSortRatio(s1, s2));
@@ -152,7 +162,12 @@ export function wratio(a: string, b: string): number {
  * default limit of 5: [score, index] of the choices scoring at least the cutoff (None choices are
  * skipped), best first, ties by index. Only five rows ever come back from a fuzzy search upstream.
  */
-export function extract(query: string | null, choices: (string | null)[], cutoff: number, limit = 5): [number, number][] {
+export function extract(
+  query: string | null,
+  choices: (string | null)[],
+  cutoff: number,
+  limit = 5,
+): [number, number][] {
   if (query === null) return [];
   const out: [number, number][] = [];
   choices.forEach((c, i) => {

@@ -239,8 +239,8 @@ function a2m1f(eps: number): number {
 
 const A3_COEFF = [-3, 128, -2, -3, 64, -1, -3, -1, 16, 3, -1, -2, 8, 1, -1, 2, 1, 1];
 const C3_COEFF = [
-  3, 128, 2, 5, 128, -1, 3, 3, 64, -1, 0, 1, 8, -1, 1, 4, 5, 256, 1, 3, 128, -3, -2, 3, 64, 1, -3, 2, 32, 7, 512, -10, 9, 384, 5, -9, 5,
-  192, 7, 512, -14, 7, 512, 21, 2560,
+  3, 128, 2, 5, 128, -1, 3, 3, 64, -1, 0, 1, 8, -1, 1, 4, 5, 256, 1, 3, 128, -3, -2, 3, 64, 1, -3, 2, 32, 7, 512, -10,
+  9, 384, 5, -9, 5, 192, 7, 512, -14, 7, 512, 21, 2560,
 ];
 
 class Ellipsoid {
@@ -368,7 +368,10 @@ class Ellipsoid {
       comg12 = clam12;
     }
     let salp1 = cbet2 * somg12;
-    let calp1 = comg12 >= 0 ? sbet12 + (cbet2 * sbet1 * sq(somg12)) / (1 + comg12) : sbet12a - (cbet2 * sbet1 * sq(somg12)) / (1 - comg12);
+    let calp1 =
+      comg12 >= 0
+        ? sbet12 + (cbet2 * sbet1 * sq(somg12)) / (1 + comg12)
+        : sbet12a - (cbet2 * sbet1 * sq(somg12)) / (1 - comg12);
     const ssig12 = pyHypot(salp1, calp1);
     const csig12 = sbet1 * sbet2 + cbet1 * cbet2 * comg12;
     if (shortline && ssig12 < this.etol2) {
@@ -431,7 +434,10 @@ class Ellipsoid {
     [ssig1, csig1] = norm(ssig1, csig1);
     const calp2 =
       cbet2 !== cbet1 || Math.abs(sbet2) !== -sbet1
-        ? Math.sqrt(sq(calp1 * cbet1) + (cbet1 < -sbet1 ? (cbet2 - cbet1) * (cbet1 + cbet2) : (sbet1 - sbet2) * (sbet1 + sbet2))) / cbet2
+        ? Math.sqrt(
+            sq(calp1 * cbet1) +
+              (cbet1 < -sbet1 ? (cbet2 - cbet1) * (cbet1 + cbet2) : (sbet1 - sbet2) * (sbet1 + sbet2)),
+          ) / cbet2
         : Math.abs(calp1);
     let ssig2 = sbet2;
     const somg2 = salp0 * sbet2;
@@ -524,7 +530,22 @@ class Ellipsoid {
         let calp1b = -1.0;
         let r: ReturnType<Ellipsoid['lambda12']>;
         for (;;) {
-          r = this.lambda12(sbet1, cbet1, dn1, sbet2, cbet2, dn2, salp1, calp1, slam12, clam12, numit < MAXIT1, C1a, C2a, C3a);
+          r = this.lambda12(
+            sbet1,
+            cbet1,
+            dn1,
+            sbet2,
+            cbet2,
+            dn2,
+            salp1,
+            calp1,
+            slam12,
+            clam12,
+            numit < MAXIT1,
+            C1a,
+            C2a,
+            C3a,
+          );
           const v = r.lam12;
           const dv = r.dlam12;
           if (tripb || !(Math.abs(v) >= (tripn ? 8 : 1) * TOL0) || numit === MAXIT2) break;
@@ -556,7 +577,8 @@ class Ellipsoid {
           calp1 = (calp1a + calp1b) / 2;
           [salp1, calp1] = norm(salp1, calp1);
           tripn = false;
-          tripb = Math.abs(salp1a - salp1) + (calp1a - calp1) < TOLB || Math.abs(salp1 - salp1b) + (calp1 - calp1b) < TOLB;
+          tripb =
+            Math.abs(salp1a - salp1) + (calp1a - calp1) < TOLB || Math.abs(salp1 - salp1b) + (calp1 - calp1b) < TOLB;
         }
         s12x = this.lengths(r.eps, r.sig12, r.ssig1, r.csig1, dn1, r.ssig2, r.csig2, dn2, true, false, C1a, C2a)[0];
         s12x *= this.b;

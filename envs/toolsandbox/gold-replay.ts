@@ -23,11 +23,17 @@ const GOLD_FILE = new URL('../../data/toolsandbox/derived/gold-trajectories.json
 
 export function loadGoldTrajectories(): Map<string, GoldTrajectory> {
   const out = new Map<string, GoldTrajectory>();
-  readFileSync(GOLD_FILE, 'utf8').trimEnd().split('\n').forEach((line, i) => {
-    const parsed = GoldLine.safeParse(JSON.parse(line));
-    if (!parsed.success) throw new Error(`gold-trajectories.jsonl line ${i + 1}: ${parsed.error.issues[0].path.join('.')}: ${parsed.error.issues[0].message}`);
-    out.set(parsed.data.scenario, parsed.data);
-  });
+  readFileSync(GOLD_FILE, 'utf8')
+    .trimEnd()
+    .split('\n')
+    .forEach((line, i) => {
+      const parsed = GoldLine.safeParse(JSON.parse(line));
+      if (!parsed.success)
+        throw new Error(
+          `gold-trajectories.jsonl line ${i + 1}: ${parsed.error.issues[0].path.join('.')}: ${parsed.error.issues[0].message}`,
+        );
+      out.set(parsed.data.scenario, parsed.data);
+    });
   return out;
 }
 
@@ -59,8 +65,11 @@ export interface GoldReplayLine {
 /** Every base scenario (or the one named), in data order. */
 export function replayToolSandboxGold(scenario?: string): GoldReplayLine[] {
   const gold = loadGoldTrajectories();
-  const base = loadScenarios().filter((s) => s.variant === BASE_VARIANT && (scenario === undefined || s.name === scenario));
-  if (scenario !== undefined && !base.length) throw new Error(`--task: '${scenario}' is not a ToolSandbox base scenario`);
+  const base = loadScenarios().filter(
+    (s) => s.variant === BASE_VARIANT && (scenario === undefined || s.name === scenario),
+  );
+  if (scenario !== undefined && !base.length)
+    throw new Error(`--task: '${scenario}' is not a ToolSandbox base scenario`);
   return base.map((s) => {
     const g = gold.get(s.name);
     const line = { scenario: s.name, categories: s.categories, needs_network: s.needsNetwork };
@@ -68,6 +77,12 @@ export function replayToolSandboxGold(scenario?: string): GoldReplayLine[] {
     const ctx = s.startingContext();
     applyOps(ctx, g.ops);
     const r = evaluateContext(s.evaluation, ctx);
-    return { ...line, similarity: r.similarity, upstream_similarity: g.upstream_similarity, perfect: r.similarity === 1, db_hash: dbHash(ctx) };
+    return {
+      ...line,
+      similarity: r.similarity,
+      upstream_similarity: g.upstream_similarity,
+      perfect: r.similarity === 1,
+      db_hash: dbHash(ctx),
+    };
   });
 }

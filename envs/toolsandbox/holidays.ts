@@ -27,7 +27,8 @@ function nthWeekday(y: number, m: number, wd: number, n: number): Ymd {
 const MON = 1;
 const THU = 4;
 
-export const isoDate = ([y, m, d]: Ymd): string => `${String(y).padStart(4, '0')}-${String(m).padStart(2, '0')}-${String(d).padStart(2, '0')}`;
+export const isoDate = ([y, m, d]: Ymd): string =>
+  `${String(y).padStart(4, '0')}-${String(m).padStart(2, '0')}-${String(d).padStart(2, '0')}`;
 
 /** country_holidays("US", years=year).items() as [ISO date, name]; raises as date() would past year 9999. */
 export function usHolidays(year: number): [string, string][] {

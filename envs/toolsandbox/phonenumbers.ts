@@ -13,20 +13,21 @@
 
 /** phonenumbers.COUNTRY_CODE_TO_REGION_CODE's keys (8.13.39): the recognised calling codes. */
 const COUNTRY_CODES = new Set([
-  1, 7, 20, 27, 30, 31, 32, 33, 34, 36, 39, 40, 41, 43, 44, 45, 46, 47, 48, 49, 51, 52, 53, 54, 55, 56, 57, 58, 60, 61, 62,
-  63, 64, 65, 66, 81, 82, 84, 86, 90, 91, 92, 93, 94, 95, 98, 211, 212, 213, 216, 218, 220, 221, 222, 223, 224, 225, 226,
-  227, 228, 229, 230, 231, 232, 233, 234, 235, 236, 237, 238, 239, 240, 241, 242, 243, 244, 245, 246, 247, 248, 249, 250,
-  251, 252, 253, 254, 255, 256, 257, 258, 260, 261, 262, 263, 264, 265, 266, 267, 268, 269, 290, 291, 297, 298, 299, 350,
-  351, 352, 353, 354, 355, 356, 357, 358, 359, 370, 371, 372, 373, 374, 375, 376, 377, 378, 380, 381, 382, 383, 385, 386,
-  387, 389, 420, 421, 423, 500, 501, 502, 503, 504, 505, 506, 507, 508, 509, 590, 591, 592, 593, 594, 595, 596, 597, 598,
-  599, 670, 672, 673, 674, 675, 676, 677, 678, 679, 680, 681, 682, 683, 685, 686, 687, 688, 689, 690, 691, 692, 800, 808,
-  850, 852, 853, 855, 856, 870, 878, 880, 881, 882, 883, 886, 888, 960, 961, 962, 963, 964, 965, 966, 967, 968, 970, 971,
-  972, 973, 974, 975, 976, 977, 979, 992, 993, 994, 995, 996, 998,
+  1, 7, 20, 27, 30, 31, 32, 33, 34, 36, 39, 40, 41, 43, 44, 45, 46, 47, 48, 49, 51, 52, 53, 54, 55, 56, 57, 58, 60, 61,
+  62, 63, 64, 65, 66, 81, 82, 84, 86, 90, 91, 92, 93, 94, 95, 98, 211, 212, 213, 216, 218, 220, 221, 222, 223, 224, 225,
+  226, 227, 228, 229, 230, 231, 232, 233, 234, 235, 236, 237, 238, 239, 240, 241, 242, 243, 244, 245, 246, 247, 248,
+  249, 250, 251, 252, 253, 254, 255, 256, 257, 258, 260, 261, 262, 263, 264, 265, 266, 267, 268, 269, 290, 291, 297,
+  298, 299, 350, 351, 352, 353, 354, 355, 356, 357, 358, 359, 370, 371, 372, 373, 374, 375, 376, 377, 378, 380, 381,
+  382, 383, 385, 386, 387, 389, 420, 421, 423, 500, 501, 502, 503, 504, 505, 506, 507, 508, 509, 590, 591, 592, 593,
+  594, 595, 596, 597, 598, 599, 670, 672, 673, 674, 675, 676, 677, 678, 679, 680, 681, 682, 683, 685, 686, 687, 688,
+  689, 690, 691, 692, 800, 808, 850, 852, 853, 855, 856, 870, 878, 880, 881, 882, 883, 886, 888, 960, 961, 962, 963,
+  964, 965, 966, 967, 968, 970, 971, 972, 973, 974, 975, 976, 977, 979, 992, 993, 994, 995, 996, 998,
 ]);
 export const RECOGNISED_COUNTRY_CODES: ReadonlySet<number> = COUNTRY_CODES;
 
 const D = '\\p{Nd}';
-const PUNCT = '\\-x\\u2010-\\u2015\\u2212\\u30FC\\uFF0D-\\uFF0F \\u00A0\\u00AD\\u200B\\u2060\\u3000()\\uFF08\\uFF09\\uFF3B\\uFF3D.\\[\\]/~\\u2053\\u223C\\uFF5E';
+const PUNCT =
+  '\\-x\\u2010-\\u2015\\u2212\\u30FC\\uFF0D-\\uFF0F \\u00A0\\u00AD\\u200B\\u2060\\u3000()\\uFF08\\uFF09\\uFF3B\\uFF3D.\\[\\]/~\\u2053\\u223C\\uFF5E';
 const ALPHA = 'A-Za-z';
 const PLUS = '+\\uFF0B';
 
@@ -35,7 +36,8 @@ function extnPattern(): string {
   const digits = (n: number) => `(${D}{1,${n}})`;
   const sep = '[ \\u00A0\\t,]*';
   const after = '[:\\.\\uFF0E]?[ \\u00A0\\t,-]*';
-  const explicit = '(?:e?xt(?:ensi(?:o\\u0301?|\\u00F3))?n?|\\uFF45?\\uFF58\\uFF54\\uFF4E?|\\u0434\\u043E\\u0431|anexo)';
+  const explicit =
+    '(?:e?xt(?:ensi(?:o\\u0301?|\\u00F3))?n?|\\uFF45?\\uFF58\\uFF54\\uFF4E?|\\u0434\\u043E\\u0431|anexo)';
   const ambiguous = '(?:[x\\uFF58#\\uFF03~\\uFF5E]|int|\\uFF49\\uFF4E\\uFF54)';
   const noComma = '[ \\u00A0\\t]*';
   return [
@@ -48,7 +50,10 @@ function extnPattern(): string {
   ].join('|');
 }
 const EXTN = extnPattern();
-const VALID_NUMBER = new RegExp(`^(?:${D}{2}|[${PLUS}]*(?:[${PUNCT}*]*${D}){3,}[${PUNCT}*${ALPHA}${D}]*(?:${EXTN})?)$`, 'iu');
+const VALID_NUMBER = new RegExp(
+  `^(?:${D}{2}|[${PLUS}]*(?:[${PUNCT}*]*${D}){3,}[${PUNCT}*${ALPHA}${D}]*(?:${EXTN})?)$`,
+  'iu',
+);
 const EXTN_AT_END = new RegExp(`(?:${EXTN})$`, 'iu');
 const START = new RegExp(`[${PLUS}${D}]`, 'u');
 /** _UNWANTED_END_CHARS: `(?:_|[^#\w])+$` with Python's Unicode \w (letters, digits, underscore). */
@@ -60,7 +65,10 @@ const KEYPAD: Record<string, string> = Object.fromEntries(
 );
 
 export class NumberParseException extends Error {
-  constructor(readonly errorType: number, message: string) {
+  constructor(
+    readonly errorType: number,
+    message: string,
+  ) {
     super(`(${errorType}) ${message}`);
   }
 }
@@ -80,8 +88,14 @@ const isViable = (n: string): boolean => Array.from(n).length >= 2 && VALID_NUMB
 
 /** _normalize: letters to keypad digits when there are three or more (ASCII digits only then), else every Unicode digit. */
 function normalize(n: string): string {
-  if (ALPHA_PHONE.test(n)) return Array.from(n).map((c) => KEYPAD[c.toUpperCase()] ?? (/[0-9]/.test(c) ? c : '')).join('');
-  return Array.from(n).filter((c) => /\p{Nd}/u.test(c)).map((c) => String(digitValue(c))).join('');
+  if (ALPHA_PHONE.test(n))
+    return Array.from(n)
+      .map((c) => KEYPAD[c.toUpperCase()] ?? (/[0-9]/.test(c) ? c : ''))
+      .join('');
+  return Array.from(n)
+    .filter((c) => /\p{Nd}/u.test(c))
+    .map((c) => String(digitValue(c)))
+    .join('');
 }
 
 /** A Unicode decimal digit's value: Nd digits come in runs of ten from their zero, so count back along the run. */
@@ -95,7 +109,10 @@ function digitValue(c: string): number {
 /** Throws NumberParseException (or TypeError for a non-string, as len() would) where phonenumbers.parse(n) raises. */
 export function validatePhoneNumber(n: unknown): void {
   if (n === null) throw new NumberParseException(1, 'The phone number supplied was None.');
-  if (typeof n !== 'string') throw new TypeError(`object of type '${typeof n === 'boolean' ? 'bool' : Number.isInteger(n) ? 'int' : 'float'}' has no len()`);
+  if (typeof n !== 'string')
+    throw new TypeError(
+      `object of type '${typeof n === 'boolean' ? 'bool' : Number.isInteger(n) ? 'int' : 'float'}' has no len()`,
+    );
   if (Array.from(n).length > 250) throw new NumberParseException(4, 'The string supplied was too long to parse.');
   let national: string;
   const ctxAt = n.indexOf(';phone-context=');
@@ -114,7 +131,11 @@ export function validatePhoneNumber(n: unknown): void {
   const ext = EXTN_AT_END.exec(national);
   if (ext && isViable(national.slice(0, ext.index))) national = national.slice(0, ext.index);
   const full = normalize(national.slice(plus[0].length));
-  if (full.length <= 2) throw new NumberParseException(2, 'Phone number had an IDD, but after this was not long enough to be a viable phone number.');
+  if (full.length <= 2)
+    throw new NumberParseException(
+      2,
+      'Phone number had an IDD, but after this was not long enough to be a viable phone number.',
+    );
   let rest: string | undefined;
   if (full[0] !== '0') {
     for (let i = 1; i <= Math.min(3, full.length); i++) {

@@ -28,7 +28,12 @@ export function pyEquals(a: unknown, b: unknown): boolean {
   if (typeof a === 'object' && typeof b === 'object') {
     const ka = Object.keys(a as object);
     const kb = Object.keys(b as object);
-    return ka.length === kb.length && ka.every((k) => k in (b as object) && pyEquals((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
+    return (
+      ka.length === kb.length &&
+      ka.every(
+        (k) => k in (b as object) && pyEquals((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]),
+      )
+    );
   }
   return a === b;
 }

@@ -10,9 +10,22 @@ const VOWELS = new Set(['a', 'e', 'i', 'o', 'u']);
 
 /** NLTK_EXTENSIONS irregular forms (PorterStemmer.__init__), looked up before any rule. */
 const POOL: Record<string, string> = {
-  sky: 'sky', skies: 'sky', dying: 'die', lying: 'lie', tying: 'tie', news: 'news',
-  innings: 'inning', inning: 'inning', outings: 'outing', outing: 'outing', cannings: 'canning', canning: 'canning',
-  howe: 'howe', proceed: 'proceed', exceed: 'exceed', succeed: 'succeed',
+  sky: 'sky',
+  skies: 'sky',
+  dying: 'die',
+  lying: 'lie',
+  tying: 'tie',
+  news: 'news',
+  innings: 'inning',
+  inning: 'inning',
+  outings: 'outing',
+  outing: 'outing',
+  cannings: 'canning',
+  canning: 'canning',
+  howe: 'howe',
+  proceed: 'proceed',
+  exceed: 'exceed',
+  succeed: 'succeed',
 };
 
 function isConsonant(w: string, i: number): boolean {
@@ -41,8 +54,10 @@ function endsDoubleConsonant(w: string): boolean {
 
 function endsCvc(w: string): boolean {
   const n = w.length;
-  return (n >= 3 && isConsonant(w, n - 3) && !isConsonant(w, n - 2) && isConsonant(w, n - 1) && !'wxy'.includes(w[n - 1]))
-    || (n === 2 && !isConsonant(w, 0) && isConsonant(w, 1));
+  return (
+    (n >= 3 && isConsonant(w, n - 3) && !isConsonant(w, n - 2) && isConsonant(w, n - 1) && !'wxy'.includes(w[n - 1])) ||
+    (n === 2 && !isConsonant(w, 0) && isConsonant(w, 1))
+  );
 }
 
 type Rule = [suffix: string, replacement: string, condition: ((stem: string) => boolean) | null];
@@ -64,7 +79,12 @@ function applyRules(word: string, rules: Rule[]): string {
 
 function step1a(w: string): string {
   if (w.endsWith('ies') && w.length === 4) return w.slice(0, -3) + 'ie';
-  return applyRules(w, [['sses', 'ss', null], ['ies', 'i', null], ['ss', 'ss', null], ['s', '', null]]);
+  return applyRules(w, [
+    ['sses', 'ss', null],
+    ['ies', 'i', null],
+    ['ss', 'ss', null],
+    ['s', '', null],
+  ]);
 }
 
 function step1b(w: string): string {
@@ -98,11 +118,26 @@ function step1c(w: string): string {
 function step2(w: string): string {
   if (w.endsWith('alli') && positive(w.slice(0, -4))) return step2(w.slice(0, -4) + 'al');
   return applyRules(w, [
-    ['ational', 'ate', positive], ['tional', 'tion', positive], ['enci', 'ence', positive], ['anci', 'ance', positive],
-    ['izer', 'ize', positive], ['bli', 'ble', positive], ['alli', 'al', positive], ['entli', 'ent', positive],
-    ['eli', 'e', positive], ['ousli', 'ous', positive], ['ization', 'ize', positive], ['ation', 'ate', positive],
-    ['ator', 'ate', positive], ['alism', 'al', positive], ['iveness', 'ive', positive], ['fulness', 'ful', positive],
-    ['ousness', 'ous', positive], ['aliti', 'al', positive], ['iviti', 'ive', positive], ['biliti', 'ble', positive],
+    ['ational', 'ate', positive],
+    ['tional', 'tion', positive],
+    ['enci', 'ence', positive],
+    ['anci', 'ance', positive],
+    ['izer', 'ize', positive],
+    ['bli', 'ble', positive],
+    ['alli', 'al', positive],
+    ['entli', 'ent', positive],
+    ['eli', 'e', positive],
+    ['ousli', 'ous', positive],
+    ['ization', 'ize', positive],
+    ['ation', 'ate', positive],
+    ['ator', 'ate', positive],
+    ['alism', 'al', positive],
+    ['iveness', 'ive', positive],
+    ['fulness', 'ful', positive],
+    ['ousness', 'ous', positive],
+    ['aliti', 'al', positive],
+    ['iviti', 'ive', positive],
+    ['biliti', 'ble', positive],
     ['fulli', 'ful', positive],
     // NLTK keeps the 'l' of 'logi' with the stem for the measure, so 'geo'/'theo' behave like 'archaeo'.
     ['logi', 'log', () => positive(w.slice(0, -3))],
@@ -111,17 +146,37 @@ function step2(w: string): string {
 
 function step3(w: string): string {
   return applyRules(w, [
-    ['icate', 'ic', positive], ['ative', '', positive], ['alize', 'al', positive], ['iciti', 'ic', positive],
-    ['ical', 'ic', positive], ['ful', '', positive], ['ness', '', positive],
+    ['icate', 'ic', positive],
+    ['ative', '', positive],
+    ['alize', 'al', positive],
+    ['iciti', 'ic', positive],
+    ['ical', 'ic', positive],
+    ['ful', '', positive],
+    ['ness', '', positive],
   ]);
 }
 
 function step4(w: string): string {
   return applyRules(w, [
-    ['al', '', gt1], ['ance', '', gt1], ['ence', '', gt1], ['er', '', gt1], ['ic', '', gt1], ['able', '', gt1],
-    ['ible', '', gt1], ['ant', '', gt1], ['ement', '', gt1], ['ment', '', gt1], ['ent', '', gt1],
+    ['al', '', gt1],
+    ['ance', '', gt1],
+    ['ence', '', gt1],
+    ['er', '', gt1],
+    ['ic', '', gt1],
+    ['able', '', gt1],
+    ['ible', '', gt1],
+    ['ant', '', gt1],
+    ['ement', '', gt1],
+    ['ment', '', gt1],
+    ['ent', '', gt1],
     ['ion', '', (s) => measure(s) > 1 && (s.endsWith('s') || s.endsWith('t'))],
-    ['ou', '', gt1], ['ism', '', gt1], ['ate', '', gt1], ['iti', '', gt1], ['ous', '', gt1], ['ive', '', gt1], ['ize', '', gt1],
+    ['ou', '', gt1],
+    ['ism', '', gt1],
+    ['ate', '', gt1],
+    ['iti', '', gt1],
+    ['ous', '', gt1],
+    ['ive', '', gt1],
+    ['ize', '', gt1],
   ]);
 }
 
@@ -161,7 +216,8 @@ export function lcsLength(a: readonly string[], b: readonly string[]): number {
   let prev = new Array<number>(b.length + 1).fill(0);
   for (let i = 1; i <= a.length; i++) {
     const cur = new Array<number>(b.length + 1).fill(0);
-    for (let j = 1; j <= b.length; j++) cur[j] = a[i - 1] === b[j - 1] ? prev[j - 1] + 1 : Math.max(prev[j], cur[j - 1]);
+    for (let j = 1; j <= b.length; j++)
+      cur[j] = a[i - 1] === b[j - 1] ? prev[j - 1] + 1 : Math.max(prev[j], cur[j - 1]);
     prev = cur;
   }
   return prev[b.length];

@@ -13,19 +13,38 @@ import type { EvaluationSpec } from './evaluator.js';
 const Namespace = z.enum(NAMESPACES);
 const RowSchema = z.record(z.string(), z.unknown());
 /** Python's float("inf") is written as the string "Infinity" (JSON has no infinity). */
-const Atol = z.record(z.string(), z.union([z.number(), z.literal('Infinity')]).transform((v) => (v === 'Infinity' ? Infinity : v)));
+const Atol = z.record(
+  z.string(),
+  z.union([z.number(), z.literal('Infinity')]).transform((v) => (v === 'Infinity' ? Infinity : v)),
+);
 
 const ColumnMeasure = z.object({
   name: z.enum([
-    'column_exact_match_similarity', 'column_close_similarity', 'column_one_similarity',
-    'column_contains_similarity', 'column_tool_trace_exact_match_similarity', 'column_rouge_l_similarity',
+    'column_exact_match_similarity',
+    'column_close_similarity',
+    'column_one_similarity',
+    'column_contains_similarity',
+    'column_tool_trace_exact_match_similarity',
+    'column_rouge_l_similarity',
   ]),
   atol_dict: Atol.optional(),
 });
 
 const SnapshotMeasure = z.union([
-  z.object({ name: z.enum(['snapshot_similarity', 'addition_similarity', 'removal_similarity', 'update_similarity', 'guardrail_similarity']) }),
-  z.object({ name: z.literal('tool_trace_dependant_similarity'), fill_to: z.enum(['tool_trace', 'content']), extractor: z.string() }),
+  z.object({
+    name: z.enum([
+      'snapshot_similarity',
+      'addition_similarity',
+      'removal_similarity',
+      'update_similarity',
+      'guardrail_similarity',
+    ]),
+  }),
+  z.object({
+    name: z.literal('tool_trace_dependant_similarity'),
+    fill_to: z.enum(['tool_trace', 'content']),
+    extractor: z.string(),
+  }),
 ]);
 
 const Constraint = z.object({
@@ -59,7 +78,12 @@ const ScenarioSchema = z.object({
   needs_network: z.boolean(),
   tables: z.record(z.string(), z.string()),
   messages: z.array(RowSchema),
-  evaluation: z.object({ milestones: z.array(MilestoneSchema), milestone_edge_list: Edges, minefields: z.array(MilestoneSchema), minefield_edge_list: Edges }),
+  evaluation: z.object({
+    milestones: z.array(MilestoneSchema),
+    milestone_edge_list: Edges,
+    minefields: z.array(MilestoneSchema),
+    minefield_edge_list: Edges,
+  }),
   variants: z.record(z.string(), Variant),
 });
 
@@ -137,7 +161,9 @@ export function loadScenarios(pack: ScenarioPack = loadPack()): ToolSandboxScena
       evaluation,
       startingContext: () => startingContext(pack, s),
     });
-    out.push(make(BASE_VARIANT, { tool_allow_list: s.tool_allow_list, tool_augmentation_list: [], categories: s.categories }));
+    out.push(
+      make(BASE_VARIANT, { tool_allow_list: s.tool_allow_list, tool_augmentation_list: [], categories: s.categories }),
+    );
     for (const [name, v] of Object.entries(s.variants)) out.push(make(name, v));
   }
   return out;

@@ -20,7 +20,10 @@ import { NumberParseException, validatePhoneNumber } from './phonenumbers.js';
 
 /** A Python exception raised by a tool: its class name and str(). */
 export class PyException extends Error {
-  constructor(readonly pyType: string, message: string) {
+  constructor(
+    readonly pyType: string,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -65,13 +68,21 @@ function pyTypeName(v: unknown, isFloat: boolean): string {
 
 /** validators.validate_type for a bool parameter (ints and floats are not upcast to bool). */
 function validateBool(v: unknown, name: string, isFloat = false): void {
-  if (typeof v !== 'boolean') throw new PyException('TypeError', `Parameter '${name}' is of type '${pyTypeName(v, isFloat)}', but expected '<class 'bool'>'.`);
+  if (typeof v !== 'boolean')
+    throw new PyException(
+      'TypeError',
+      `Parameter '${name}' is of type '${pyTypeName(v, isFloat)}', but expected '<class 'bool'>'.`,
+    );
 }
 
 /** validators.validate_type for int / float: bool passes both, int passes float, float never passes int. */
 function validateNumber(v: unknown, name: string, type: 'int' | 'float', isFloat: boolean): void {
   const ok = typeof v === 'boolean' || (typeof v === 'number' && (type === 'float' || !isFloat));
-  if (!ok) throw new PyException('TypeError', `Parameter '${name}' is of type '${pyTypeName(v, isFloat)}', but expected '<class '${type}'>'.`);
+  if (!ok)
+    throw new PyException(
+      'TypeError',
+      `Parameter '${name}' is of type '${pyTypeName(v, isFloat)}', but expected '<class '${type}'>'.`,
+    );
 }
 
 type BoolSetting = 'cellular' | 'wifi' | 'location_service' | 'low_battery_mode';
@@ -84,8 +95,12 @@ function getBool(ctx: SandboxContext, setting: BoolSetting): boolean {
 function setBool(ctx: SandboxContext, setting: BoolSetting, on: boolean, isFloat = false): void {
   validateBool(on, 'on', isFloat);
   const rows = ctx.getDatabase('SETTING');
-  if (Boolean(rows[0][setting]) === on) throw new PyException('ValueError', `${setting} already ${on ? 'enabled' : 'disabled'}`);
-  ctx.updateDatabase('SETTING', rows.map((r) => ({ ...r, [setting]: !r[setting] })));
+  if (Boolean(rows[0][setting]) === on)
+    throw new PyException('ValueError', `${setting} already ${on ? 'enabled' : 'disabled'}`);
+  ctx.updateDatabase(
+    'SETTING',
+    rows.map((r) => ({ ...r, [setting]: !r[setting] })),
+  );
 }
 
 const ON: Param[] = [{ name: 'on', type: 'bool' }];
@@ -120,20 +135,27 @@ function roundHalfEven(x: number): number {
 
 /** datetime.fromtimestamp: microseconds rounded half to even (CPython's _PyTime_ROUND_HALF_EVEN). */
 function fromTimestamp(t: number): PyDateTime {
-  if (!Number.isFinite(t) || Math.abs(t) > 8.64e12) throw new PyException('OverflowError', 'timestamp out of range for platform time_t');
+  if (!Number.isFinite(t) || Math.abs(t) > 8.64e12)
+    throw new PyException('OverflowError', 'timestamp out of range for platform time_t');
   let secs = Math.trunc(t);
   let us = roundHalfEven((t - secs) * 1e6);
-  if (us >= 1e6) (us -= 1e6), (secs += 1);
-  if (us < 0) (us += 1e6), (secs -= 1);
-  if (secs < MIN_SECS || secs > MAX_SECS) throw new PyException('ValueError', `year ${new Date(secs * 1000).getUTCFullYear()} is out of range`);
+  if (us >= 1e6) ((us -= 1e6), (secs += 1));
+  if (us < 0) ((us += 1e6), (secs -= 1));
+  if (secs < MIN_SECS || secs > MAX_SECS)
+    throw new PyException('ValueError', `year ${new Date(secs * 1000).getUTCFullYear()} is out of range`);
   return { secs, us };
 }
 
 function fields(dt: PyDateTime) {
   const d = new Date(dt.secs * 1000);
   return {
-    year: d.getUTCFullYear(), month: d.getUTCMonth() + 1, day: d.getUTCDate(),
-    hour: d.getUTCHours(), minute: d.getUTCMinutes(), second: d.getUTCSeconds(), isoweekday: d.getUTCDay() || 7,
+    year: d.getUTCFullYear(),
+    month: d.getUTCMonth() + 1,
+    day: d.getUTCDate(),
+    hour: d.getUTCHours(),
+    minute: d.getUTCMinutes(),
+    second: d.getUTCSeconds(),
+    isoweekday: d.getUTCDay() || 7,
   };
 }
 
@@ -144,7 +166,9 @@ const toTimestamp = (dt: PyDateTime): number => dt.secs + dt.us / 1e6;
 function makeDateTime(y: number, mo: number, d: number, h: number, mi: number, s: number): PyDateTime {
   if (y < 1 || y > 9999) throw new PyException('ValueError', `year ${y} is out of range`);
   if (mo < 1 || mo > 12) throw new PyException('ValueError', 'month must be in 1..12');
-  const days = new Date(Date.UTC(2000, mo, 0)).getUTCDate() - (mo === 2 && !(y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0)) ? 1 : 0);
+  const days =
+    new Date(Date.UTC(2000, mo, 0)).getUTCDate() -
+    (mo === 2 && !(y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0)) ? 1 : 0);
   if (d < 1 || d > days) throw new PyException('ValueError', 'day is out of range for month');
   if (h < 0 || h > 23) throw new PyException('ValueError', 'hour must be in 0..23');
   if (mi < 0 || mi > 59) throw new PyException('ValueError', 'minute must be in 0..59');
@@ -159,8 +183,10 @@ function makeDateTime(y: number, mo: number, d: number, h: number, mi: number, s
 function validateTimestamp(v: unknown, name: string, isFloat: boolean): void {
   validateNumber(v, name, 'float', isFloat);
   const x = Number(v);
-  if (x < 315529200.0) throw new PyException('ValueError', `Parameter '${name}' is smaller than its valid range minimum of 315529200.0.`);
-  if (x > 2524604400.0) throw new PyException('ValueError', `Parameter '${name}' is larger than its valid range maximum of 2524604400.0.`);
+  if (x < 315529200.0)
+    throw new PyException('ValueError', `Parameter '${name}' is smaller than its valid range minimum of 315529200.0.`);
+  if (x > 2524604400.0)
+    throw new PyException('ValueError', `Parameter '${name}' is larger than its valid range maximum of 2524604400.0.`);
 }
 
 /** The frozen "now" of the data (2024-08-05 12:00:00, local = UTC). */
@@ -168,7 +194,8 @@ export const FROZEN_NOW = 1722859200;
 
 /** repr() of a parameter's annotation, as validate_type's message prints it. */
 function annotation(p: Param): string {
-  if (p.default === NOT_GIVEN) return `typing.Union[${p.type}, ${p.optional ? 'NoneType, ' : ''}tool_sandbox.common.utils.NotGiven]`;
+  if (p.default === NOT_GIVEN)
+    return `typing.Union[${p.type}, ${p.optional ? 'NoneType, ' : ''}tool_sandbox.common.utils.NotGiven]`;
   return p.optional ? `typing.Optional[${p.type}]` : `<class '${p.type}'>`;
 }
 
@@ -177,24 +204,44 @@ function validateParam(p: Param, v: unknown, isFloat: boolean): void {
   if (v === NOT_GIVEN && p.default === NOT_GIVEN) return;
   if (v === null && p.optional) return;
   const ok =
-    p.type === 'str' ? typeof v === 'string'
-    : p.type === 'bool' ? typeof v === 'boolean'
-    : typeof v === 'boolean' || (typeof v === 'number' && (p.type === 'float' || !isFloat));
-  if (!ok) throw new PyException('TypeError', `Parameter '${p.name}' is of type '${pyTypeName(v, isFloat)}', but expected '${annotation(p)}'.`);
+    p.type === 'str'
+      ? typeof v === 'string'
+      : p.type === 'bool'
+        ? typeof v === 'boolean'
+        : typeof v === 'boolean' || (typeof v === 'number' && (p.type === 'float' || !isFloat));
+  if (!ok)
+    throw new PyException(
+      'TypeError',
+      `Parameter '${p.name}' is of type '${pyTypeName(v, isFloat)}', but expected '${annotation(p)}'.`,
+    );
 }
 
 /** typechecked: every bound argument (defaults included) against its annotation, in signature order. */
 function typecheck(params: Param[], args: Args, floats: Set<string>): void {
-  for (const [k, v] of Object.entries(args)) validateParam(params.find((x) => x.name === k)!, v, floats.has(k));
+  for (const [k, v] of Object.entries(args))
+    validateParam(
+      params.find((x) => x.name === k)!,
+      v,
+      floats.has(k),
+    );
 }
 
 const F = (name: string): Param => ({ name, type: 'float' });
-const I = (name: string, dflt?: number): Param => (dflt === undefined ? { name, type: 'int' } : { name, type: 'int', default: dflt });
+const I = (name: string, dflt?: number): Param =>
+  dflt === undefined ? { name, type: 'int' } : { name, type: 'int', default: dflt };
 const num = (v: unknown): number => Number(v);
 const floatRepr = (r: unknown): string => pyFloatRepr(r as number);
 
-function typed(params: Param[], run: (args: Args, floats: Set<string>) => unknown, repr?: (r: unknown) => string): ToolDef {
-  return { params, run: (_ctx, args, floats) => (typecheck(params, args, floats), run(args, floats)), ...(repr ? { repr } : {}) };
+function typed(
+  params: Param[],
+  run: (args: Args, floats: Set<string>) => unknown,
+  repr?: (r: unknown) => string,
+): ToolDef {
+  return {
+    params,
+    run: (_ctx, args, floats) => (typecheck(params, args, floats), run(args, floats)),
+    ...(repr ? { repr } : {}),
+  };
 }
 
 const UTILITIES: Record<string, ToolDef> = {
@@ -203,16 +250,24 @@ const UTILITIES: Record<string, ToolDef> = {
     validateTimestamp(timestamp, 'timestamp', fl.has('timestamp'));
     return fields(fromTimestamp(num(timestamp)));
   }),
-  datetime_info_to_timestamp: typed(['year', 'month', 'day', 'hour', 'minute', 'second'].map((n) => I(n)), (a) =>
-    toTimestamp(makeDateTime(num(a.year), num(a.month), num(a.day), num(a.hour), num(a.minute), num(a.second))), floatRepr),
-  shift_timestamp: typed([F('timestamp'), I('weeks', 0), I('days', 0), I('hours', 0), I('minutes', 0), I('seconds', 0)], (a, fl) => {
-    validateTimestamp(a.timestamp, 'timestamp', fl.has('timestamp'));
-    const dt = fromTimestamp(num(a.timestamp));
-    const shift = num(a.weeks) * 604800 + num(a.days) * 86400 + num(a.hours) * 3600 + num(a.minutes) * 60 + num(a.seconds);
-    const secs = dt.secs + shift;
-    if (secs < MIN_SECS || secs > MAX_SECS) throw new PyException('OverflowError', 'date value out of range');
-    return toTimestamp({ secs, us: dt.us });
-  }, floatRepr),
+  datetime_info_to_timestamp: typed(
+    ['year', 'month', 'day', 'hour', 'minute', 'second'].map((n) => I(n)),
+    (a) => toTimestamp(makeDateTime(num(a.year), num(a.month), num(a.day), num(a.hour), num(a.minute), num(a.second))),
+    floatRepr,
+  ),
+  shift_timestamp: typed(
+    [F('timestamp'), I('weeks', 0), I('days', 0), I('hours', 0), I('minutes', 0), I('seconds', 0)],
+    (a, fl) => {
+      validateTimestamp(a.timestamp, 'timestamp', fl.has('timestamp'));
+      const dt = fromTimestamp(num(a.timestamp));
+      const shift =
+        num(a.weeks) * 604800 + num(a.days) * 86400 + num(a.hours) * 3600 + num(a.minutes) * 60 + num(a.seconds);
+      const secs = dt.secs + shift;
+      if (secs < MIN_SECS || secs > MAX_SECS) throw new PyException('OverflowError', 'date value out of range');
+      return toTimestamp({ secs, us: dt.us });
+    },
+    floatRepr,
+  ),
   timestamp_diff: typed([F('timestamp_0'), F('timestamp_1')], (a, fl) => {
     validateTimestamp(a.timestamp_0, 'timestamp_0', fl.has('timestamp_0'));
     validateTimestamp(a.timestamp_1, 'timestamp_1', fl.has('timestamp_1'));
@@ -228,12 +283,16 @@ const UTILITIES: Record<string, ToolDef> = {
   }),
 };
 
-
 // ---- Contacts, messaging, reminders (tools/contact.py, messaging.py, reminder.py).
 
 const S = (name: string, extra: Partial<Param> = {}): Param => ({ name, type: 'str', ...extra });
 /** A search / modify field: Union[T, NotGiven] = NOT_GIVEN. */
-const G = (name: string, type: Param['type'], optional = false): Param => ({ name, type, default: NOT_GIVEN, optional });
+const G = (name: string, type: Param['type'], optional = false): Param => ({
+  name,
+  type,
+  default: NOT_GIVEN,
+  optional,
+});
 
 /** validate_phone_number: phonenumbers.parse, its exception as the console prints it. */
 function checkPhone(v: unknown): void {
@@ -241,7 +300,8 @@ function checkPhone(v: unknown): void {
   try {
     validatePhoneNumber(v);
   } catch (e) {
-    if (e instanceof NumberParseException) throw new PyException('phonenumbers.phonenumberutil.NumberParseException', e.message);
+    if (e instanceof NumberParseException)
+      throw new PyException('phonenumbers.phonenumberutil.NumberParseException', e.message);
     if (e instanceof TypeError) throw new PyException('TypeError', e.message);
     throw e;
   }
@@ -253,8 +313,10 @@ function checkRange(p: Param, v: unknown, isFloat: boolean, min: number, max: nu
   if (typeof v !== 'number' && typeof v !== 'boolean') return;
   const x = Number(v);
   const f = (b: number) => pyFloatRepr(b);
-  if (x < min) throw new PyException('ValueError', `Parameter '${p.name}' is smaller than its valid range minimum of ${f(min)}.`);
-  if (x > max) throw new PyException('ValueError', `Parameter '${p.name}' is larger than its valid range maximum of ${f(max)}.`);
+  if (x < min)
+    throw new PyException('ValueError', `Parameter '${p.name}' is smaller than its valid range minimum of ${f(min)}.`);
+  if (x > max)
+    throw new PyException('ValueError', `Parameter '${p.name}' is larger than its valid range maximum of ${f(max)}.`);
 }
 const TS_RANGE: [number, number] = [315529200.0, 2524604400.0];
 
@@ -262,7 +324,13 @@ const TS_RANGE: [number, number] = [315529200.0, 2524604400.0];
 function checkRanges(params: Param[], args: Args, floats: Set<string>, names: string[]): void {
   for (const n of names) {
     const [min, max] = n.includes('timestamp') ? TS_RANGE : n.startsWith('lat') ? [-90.0, 90.0] : [-180.0, 180.0];
-    checkRange(params.find((p) => p.name === n)!, args[n], floats.has(n), min, max);
+    checkRange(
+      params.find((p) => p.name === n)!,
+      args[n],
+      floats.has(n),
+      min,
+      max,
+    );
   }
 }
 
@@ -271,20 +339,28 @@ type Filter = [column: string, value: unknown, kind: 'exact' | 'fuzzy' | 'gte' |
 /** common/utils.filter_dataframe: at least one criterion, applied in order; a fuzzy one keeps process.extract's top 5, best first. */
 function filterRows(rows: Row[], criteria: Filter[]): Row[] {
   if (criteria.every((c) => c[1] === NOT_GIVEN)) {
-    throw new PyException('ValueError', `No search criteria are given. At least one search criteria should be provided among (${criteria.map((c) => pyStrRepr(c[0])).join(', ')})`);
+    throw new PyException(
+      'ValueError',
+      `No search criteria are given. At least one search criteria should be provided among (${criteria.map((c) => pyStrRepr(c[0])).join(', ')})`,
+    );
   }
   for (const [col, value, kind, threshold] of criteria) {
     if (value === NOT_GIVEN) continue;
     if (kind === 'fuzzy') {
       if (value !== null && typeof value !== 'string') throw new PyException('TypeError', 'sentence must be a String');
-      rows = extract(value, rows.map((r) => r[col] as string | null), threshold!).map(([, i]) => rows[i]);
+      rows = extract(
+        value,
+        rows.map((r) => r[col] as string | null),
+        threshold!,
+      ).map(([, i]) => rows[i]);
       continue;
     }
     // polars comparisons: a null cell or a None value never matches.
     rows = rows.filter((r) => {
       const cell = r[col];
       if (cell === null || value === null) return false;
-      if (kind === 'exact') return cell === value || (typeof cell === 'number' && typeof value === 'boolean' && cell === Number(value));
+      if (kind === 'exact')
+        return cell === value || (typeof cell === 'number' && typeof value === 'boolean' && cell === Number(value));
       return kind === 'gte' ? (cell as number) >= Number(value) : (cell as number) <= Number(value);
     });
   }
@@ -294,7 +370,15 @@ function filterRows(rows: Row[], criteria: Filter[]): Row[] {
 /** repr() of database rows: the Float64 columns as Python floats. */
 function rowsRepr(ns: Namespace): (r: unknown) => string {
   const floats = new Set(SCHEMAS[ns].floats);
-  return (r) => `[${(r as Row[]).map((row) => `{${Object.entries(row).map(([k, v]) => `${pyStrRepr(k)}: ${typeof v === 'number' && floats.has(k) ? pyFloatRepr(v) : pyRepr(v)}`).join(', ')}}`).join(', ')}]`;
+  return (r) =>
+    `[${(r as Row[])
+      .map(
+        (row) =>
+          `{${Object.entries(row)
+            .map(([k, v]) => `${pyStrRepr(k)}: ${typeof v === 'number' && floats.has(k) ? pyFloatRepr(v) : pyRepr(v)}`)
+            .join(', ')}}`,
+      )
+      .join(', ')}]`;
 }
 
 /** The value a Float64 column holds (an int argument is stored as float; polars keeps it a number here). */
@@ -310,15 +394,20 @@ function removeRows(ctx: SandboxContext, ns: Namespace, col: string, id: unknown
   } catch (e) {
     if (!(e instanceof NoMatchingRows)) throw e;
     const text = `[([(col("${col}")) == (String(${String(id)}))]) & ([(col("sandbox_message_index")) == (dyn int: 0)])]`;
-    throw new PyException('polars.exceptions.NoDataError', `No db entry matching predicate=<Expr ['${Array.from(text).slice(0, 30).join('')}…'] at 0x0> found`);
+    throw new PyException(
+      'polars.exceptions.NoDataError',
+      `No db entry matching predicate=<Expr ['${Array.from(text).slice(0, 30).join('')}…'] at 0x0> found`,
+    );
   }
 }
 
 /** The one row with this id, or polars' NoDataError / DuplicateError as modify_* raise them. */
 function uniqueRow(ctx: SandboxContext, ns: Namespace, col: string, id: string): Row {
   const hits = ctx.getDatabase(ns).filter((r) => r[col] === id);
-  if (!hits.length) throw new PyException('polars.exceptions.NoDataError', `No db entry matching ${col}=${pyStrRepr(id)} found`);
-  if (hits.length > 1) throw new PyException('polars.exceptions.DuplicateError', `More than 1 entry with ${col}=${pyStrRepr(id)} found`);
+  if (!hits.length)
+    throw new PyException('polars.exceptions.NoDataError', `No db entry matching ${col}=${pyStrRepr(id)} found`);
+  if (hits.length > 1)
+    throw new PyException('polars.exceptions.DuplicateError', `More than 1 entry with ${col}=${pyStrRepr(id)} found`);
   return hits[0];
 }
 
@@ -332,34 +421,80 @@ function searchContacts(ctx: SandboxContext, a: Args): Row[] {
     ['is_self', a.is_self, 'exact'],
   ]);
 }
-const SELF_ONLY: Args = { person_id: NOT_GIVEN, name: NOT_GIVEN, phone_number: NOT_GIVEN, relationship: NOT_GIVEN, is_self: true };
+const SELF_ONLY: Args = {
+  person_id: NOT_GIVEN,
+  name: NOT_GIVEN,
+  phone_number: NOT_GIVEN,
+  relationship: NOT_GIVEN,
+  is_self: true,
+};
 const SELF_EXISTS = 'Self entry already exists. Cannot add another one.';
 
 const CONTACT_FIELDS = ['name', 'phone_number', 'relationship', 'is_self'];
 const REMINDER_FIELDS = ['content', 'reminder_timestamp', 'latitude', 'longitude'];
 const noUpdate = (fields: string[], what: string) =>
-  new PyException('ValueError', `No update information given. At least one new field should be provided among [${fields.join(', ')}] in order to modify ${what}`);
+  new PyException(
+    'ValueError',
+    `No update information given. At least one new field should be provided among [${fields.join(', ')}] in order to modify ${what}`,
+  );
 
 const MESSAGE_SEARCH: Param[] = [
-  G('message_id', 'str'), G('sender_person_id', 'str'), G('sender_phone_number', 'str'), G('recipient_person_id', 'str'),
-  G('recipient_phone_number', 'str'), G('content', 'str'), G('creation_timestamp_lowerbound', 'float'), G('creation_timestamp_upperbound', 'float'),
+  G('message_id', 'str'),
+  G('sender_person_id', 'str'),
+  G('sender_phone_number', 'str'),
+  G('recipient_person_id', 'str'),
+  G('recipient_phone_number', 'str'),
+  G('content', 'str'),
+  G('creation_timestamp_lowerbound', 'float'),
+  G('creation_timestamp_upperbound', 'float'),
 ];
 const REMINDER_SEARCH: Param[] = [
-  G('reminder_id', 'str'), G('content', 'str'), G('creation_timestamp_lowerbound', 'float'), G('creation_timestamp_upperbound', 'float'),
-  G('reminder_timestamp_lowerbound', 'float'), G('reminder_timestamp_upperbound', 'float'), G('latitude', 'float'), G('longitude', 'float'),
+  G('reminder_id', 'str'),
+  G('content', 'str'),
+  G('creation_timestamp_lowerbound', 'float'),
+  G('creation_timestamp_upperbound', 'float'),
+  G('reminder_timestamp_lowerbound', 'float'),
+  G('reminder_timestamp_upperbound', 'float'),
+  G('latitude', 'float'),
+  G('longitude', 'float'),
 ];
-const ADD_REMINDER: Param[] = [S('content'), F('reminder_timestamp'), { name: 'latitude', type: 'float', optional: true, default: null }, { name: 'longitude', type: 'float', optional: true, default: null }];
-const MODIFY_REMINDER: Param[] = [S('reminder_id'), G('content', 'str'), G('reminder_timestamp', 'float'), G('latitude', 'float', true), G('longitude', 'float', true)];
+const ADD_REMINDER: Param[] = [
+  S('content'),
+  F('reminder_timestamp'),
+  { name: 'latitude', type: 'float', optional: true, default: null },
+  { name: 'longitude', type: 'float', optional: true, default: null },
+];
+const MODIFY_REMINDER: Param[] = [
+  S('reminder_id'),
+  G('content', 'str'),
+  G('reminder_timestamp', 'float'),
+  G('latitude', 'float', true),
+  G('longitude', 'float', true),
+];
 
 const CRM: Record<string, ToolDef> = {
   add_contact: {
-    params: [S('name'), S('phone_number'), S('relationship', { optional: true, default: null }), { name: 'is_self', type: 'bool', default: false }],
+    params: [
+      S('name'),
+      S('phone_number'),
+      S('relationship', { optional: true, default: null }),
+      { name: 'is_self', type: 'bool', default: false },
+    ],
     run: (ctx, a, fl) => {
       typecheck(CRM.add_contact.params, a, fl);
       checkPhone(a.phone_number);
       const personId = ctx.newId();
-      if (a.is_self && searchContacts(ctx, SELF_ONLY).length) throw new PyException('polars.exceptions.DuplicateError', SELF_EXISTS);
-      ctx.addToDatabase('CONTACT', [{ person_id: personId, name: a.name, phone_number: a.phone_number, relationship: a.relationship, is_self: a.is_self }]);
+      if (a.is_self && searchContacts(ctx, SELF_ONLY).length)
+        throw new PyException('polars.exceptions.DuplicateError', SELF_EXISTS);
+      ctx.addToDatabase('CONTACT', [
+        {
+          person_id: personId,
+          name: a.name,
+          phone_number: a.phone_number,
+          relationship: a.relationship,
+          is_self: a.is_self,
+        },
+      ]);
       return personId;
     },
   },
@@ -370,7 +505,8 @@ const CRM: Record<string, ToolDef> = {
       if (CONTACT_FIELDS.every((k) => a[k] === NOT_GIVEN)) throw noUpdate(CONTACT_FIELDS, 'contact');
       checkPhone(a.phone_number);
       const self = searchContacts(ctx, SELF_ONLY);
-      if (self.length && a.is_self === true && self[0].person_id !== a.person_id) throw new PyException('polars.exceptions.DuplicateError', SELF_EXISTS);
+      if (self.length && a.is_self === true && self[0].person_id !== a.person_id)
+        throw new PyException('polars.exceptions.DuplicateError', SELF_EXISTS);
       const row = uniqueRow(ctx, 'CONTACT', 'person_id', a.person_id as string);
       for (const k of CONTACT_FIELDS) if (a[k] !== NOT_GIVEN) row[k] = a[k];
       ctx.removeFromDatabase('CONTACT', (r) => r.person_id === a.person_id);
@@ -380,7 +516,11 @@ const CRM: Record<string, ToolDef> = {
   },
   remove_contact: {
     params: [S('person_id')],
-    run: (ctx, a, fl) => (typecheck(CRM.remove_contact.params, a, fl), removeRows(ctx, 'CONTACT', 'person_id', a.person_id), null),
+    run: (ctx, a, fl) => (
+      typecheck(CRM.remove_contact.params, a, fl),
+      removeRows(ctx, 'CONTACT', 'person_id', a.person_id),
+      null
+    ),
   },
   // Not @typechecked upstream: a wrong type reaches the filters.
   search_contacts: {
@@ -396,13 +536,23 @@ const CRM: Record<string, ToolDef> = {
       if (!getBool(ctx, 'cellular')) throw new PyException('ConnectionError', 'Cellular service is not enabled');
       const messageId = ctx.newId();
       const self = searchContacts(ctx, SELF_ONLY);
-      if (self.length !== 1) throw new PyException('polars.exceptions.DuplicateError', `1 and only 1 self entry should exist in contacts database, instead found ${self.length}`);
+      if (self.length !== 1)
+        throw new PyException(
+          'polars.exceptions.DuplicateError',
+          `1 and only 1 self entry should exist in contacts database, instead found ${self.length}`,
+        );
       const recipient = searchContacts(ctx, { ...SELF_ONLY, is_self: NOT_GIVEN, phone_number: a.phone_number });
-      ctx.addToDatabase('MESSAGING', [{
-        message_id: messageId, sender_person_id: self[0].person_id, sender_phone_number: self[0].phone_number,
-        recipient_person_id: recipient.length ? recipient[0].person_id : null, recipient_phone_number: a.phone_number,
-        content: a.content, creation_timestamp: NOW_TS(),
-      }]);
+      ctx.addToDatabase('MESSAGING', [
+        {
+          message_id: messageId,
+          sender_person_id: self[0].person_id,
+          sender_phone_number: self[0].phone_number,
+          recipient_person_id: recipient.length ? recipient[0].person_id : null,
+          recipient_phone_number: a.phone_number,
+          content: a.content,
+          creation_timestamp: NOW_TS(),
+        },
+      ]);
       return messageId;
     },
   },
@@ -414,10 +564,14 @@ const CRM: Record<string, ToolDef> = {
       checkPhone(a.recipient_phone_number);
       checkRanges(MESSAGE_SEARCH, a, fl, ['creation_timestamp_lowerbound', 'creation_timestamp_upperbound']);
       return filterRows(ctx.getDatabase('MESSAGING'), [
-        ['message_id', a.message_id, 'exact'], ['sender_person_id', a.sender_person_id, 'exact'],
-        ['sender_phone_number', a.sender_phone_number, 'exact'], ['recipient_person_id', a.recipient_person_id, 'exact'],
-        ['recipient_phone_number', a.recipient_phone_number, 'exact'], ['content', a.content, 'fuzzy', 50],
-        ['creation_timestamp', a.creation_timestamp_lowerbound, 'gte'], ['creation_timestamp', a.creation_timestamp_upperbound, 'lte'],
+        ['message_id', a.message_id, 'exact'],
+        ['sender_person_id', a.sender_person_id, 'exact'],
+        ['sender_phone_number', a.sender_phone_number, 'exact'],
+        ['recipient_person_id', a.recipient_person_id, 'exact'],
+        ['recipient_phone_number', a.recipient_phone_number, 'exact'],
+        ['content', a.content, 'fuzzy', 50],
+        ['creation_timestamp', a.creation_timestamp_lowerbound, 'gte'],
+        ['creation_timestamp', a.creation_timestamp_upperbound, 'lte'],
       ]);
     },
     repr: rowsRepr('MESSAGING'),
@@ -428,10 +582,16 @@ const CRM: Record<string, ToolDef> = {
       typecheck(ADD_REMINDER, a, fl);
       checkRanges(ADD_REMINDER, a, fl, ['reminder_timestamp', 'latitude', 'longitude']);
       const reminderId = ctx.newId();
-      ctx.addToDatabase('REMINDER', [{
-        reminder_id: reminderId, content: a.content, creation_timestamp: NOW_TS(),
-        reminder_timestamp: Number(a.reminder_timestamp), latitude: a.latitude === null ? null : Number(a.latitude), longitude: a.longitude === null ? null : Number(a.longitude),
-      }]);
+      ctx.addToDatabase('REMINDER', [
+        {
+          reminder_id: reminderId,
+          content: a.content,
+          creation_timestamp: NOW_TS(),
+          reminder_timestamp: Number(a.reminder_timestamp),
+          latitude: a.latitude === null ? null : Number(a.latitude),
+          longitude: a.longitude === null ? null : Number(a.longitude),
+        },
+      ]);
       return reminderId;
     },
   },
@@ -443,8 +603,15 @@ const CRM: Record<string, ToolDef> = {
       if (REMINDER_FIELDS.every((k) => a[k] === NOT_GIVEN)) throw noUpdate(REMINDER_FIELDS, 'reminder');
       const row = uniqueRow(ctx, 'REMINDER', 'reminder_id', a.reminder_id as string);
       // The creation timestamp is always renewed (upstream's loop lists it with datetime.now()).
-      const updates: Args = { content: a.content, creation_timestamp: NOW_TS(), reminder_timestamp: a.reminder_timestamp, latitude: a.latitude, longitude: a.longitude };
-      for (const [k, v] of Object.entries(updates)) if (v !== NOT_GIVEN) row[k] = typeof v === 'boolean' ? Number(v) : v;
+      const updates: Args = {
+        content: a.content,
+        creation_timestamp: NOW_TS(),
+        reminder_timestamp: a.reminder_timestamp,
+        latitude: a.latitude,
+        longitude: a.longitude,
+      };
+      for (const [k, v] of Object.entries(updates))
+        if (v !== NOT_GIVEN) row[k] = typeof v === 'boolean' ? Number(v) : v;
       ctx.removeFromDatabase('REMINDER', (r) => r.reminder_id === a.reminder_id);
       ctx.addToDatabase('REMINDER', [row]);
       return null;
@@ -454,19 +621,34 @@ const CRM: Record<string, ToolDef> = {
     params: REMINDER_SEARCH,
     run: (ctx, a, fl) => {
       typecheck(REMINDER_SEARCH, a, fl);
-      checkRanges(REMINDER_SEARCH, a, fl, ['creation_timestamp_lowerbound', 'creation_timestamp_upperbound', 'reminder_timestamp_lowerbound', 'reminder_timestamp_upperbound', 'latitude', 'longitude']);
+      checkRanges(REMINDER_SEARCH, a, fl, [
+        'creation_timestamp_lowerbound',
+        'creation_timestamp_upperbound',
+        'reminder_timestamp_lowerbound',
+        'reminder_timestamp_upperbound',
+        'latitude',
+        'longitude',
+      ]);
       return filterRows(ctx.getDatabase('REMINDER'), [
-        ['reminder_id', a.reminder_id, 'exact'], ['content', a.content, 'fuzzy', 50],
-        ['creation_timestamp', a.creation_timestamp_lowerbound, 'gte'], ['creation_timestamp', a.creation_timestamp_upperbound, 'lte'],
-        ['reminder_timestamp', a.reminder_timestamp_lowerbound, 'gte'], ['reminder_timestamp', a.reminder_timestamp_upperbound, 'lte'],
-        ['latitude', a.latitude, 'exact'], ['longitude', a.longitude, 'exact'],
+        ['reminder_id', a.reminder_id, 'exact'],
+        ['content', a.content, 'fuzzy', 50],
+        ['creation_timestamp', a.creation_timestamp_lowerbound, 'gte'],
+        ['creation_timestamp', a.creation_timestamp_upperbound, 'lte'],
+        ['reminder_timestamp', a.reminder_timestamp_lowerbound, 'gte'],
+        ['reminder_timestamp', a.reminder_timestamp_upperbound, 'lte'],
+        ['latitude', a.latitude, 'exact'],
+        ['longitude', a.longitude, 'exact'],
       ]);
     },
     repr: rowsRepr('REMINDER'),
   },
   remove_reminder: {
     params: [S('reminder_id')],
-    run: (ctx, a, fl) => (typecheck(CRM.remove_reminder.params, a, fl), removeRows(ctx, 'REMINDER', 'reminder_id', a.reminder_id), null),
+    run: (ctx, a, fl) => (
+      typecheck(CRM.remove_reminder.params, a, fl),
+      removeRows(ctx, 'REMINDER', 'reminder_id', a.reminder_id),
+      null
+    ),
   },
 };
 
@@ -490,7 +672,9 @@ UTILITIES.search_holiday = {
     // sorted(reverse=True) over (score, date, name) tuples: a tie in score goes to the later date, so
     // "Independence Day" finds "Independence Day (observed)" when there is one.
     const scored = days.map(([date, name]) => [partialRatio(query, defaultProcess(name)), date, name] as const);
-    scored.sort((x, y) => y[0] - x[0] || (x[1] < y[1] ? 1 : x[1] > y[1] ? -1 : 0) || (x[2] < y[2] ? 1 : x[2] > y[2] ? -1 : 0));
+    scored.sort(
+      (x, y) => y[0] - x[0] || (x[1] < y[1] ? 1 : x[1] > y[1] ? -1 : 0) || (x[2] < y[2] ? 1 : x[2] > y[2] ? -1 : 0),
+    );
     if (!scored.length || !(scored[0][0] > 90)) return null;
     const [y, m, d] = scored[0][1].split('-').map(Number);
     return Date.UTC(y, m - 1, d) / 1000;
@@ -500,10 +684,14 @@ UTILITIES.search_holiday = {
 
 /** utilities.calculate_lat_lon_distance: the four range checks (latitudes first), then geopy's geodesic in km. */
 const LAT_LON: Param[] = ['latitude_0', 'longitude_0', 'latitude_1', 'longitude_1'].map(F);
-UTILITIES.calculate_lat_lon_distance = typed(LAT_LON, (a, fl) => {
-  checkRanges(LAT_LON, a, fl, ['latitude_0', 'latitude_1', 'longitude_0', 'longitude_1']);
-  return geodesicKm(num(a.latitude_0), num(a.longitude_0), num(a.latitude_1), num(a.longitude_1));
-}, floatRepr);
+UTILITIES.calculate_lat_lon_distance = typed(
+  LAT_LON,
+  (a, fl) => {
+    checkRanges(LAT_LON, a, fl, ['latitude_0', 'latitude_1', 'longitude_0', 'longitude_1']);
+    return geodesicKm(num(a.latitude_0), num(a.longitude_0), num(a.latitude_1), num(a.longitude_1));
+  },
+  floatRepr,
+);
 
 const TOOLS: Record<string, ToolDef> = {
   set_low_battery_mode_status: {
@@ -524,7 +712,11 @@ const TOOLS: Record<string, ToolDef> = {
     },
   },
   get_low_battery_mode_status: { params: [], run: (ctx) => getBool(ctx, 'low_battery_mode') },
-  set_location_service_status: setter('location_service', 'Location service cannot be turned on in low battery mode', false),
+  set_location_service_status: setter(
+    'location_service',
+    'Location service cannot be turned on in low battery mode',
+    false,
+  ),
   get_location_service_status: { params: [], run: (ctx) => getBool(ctx, 'location_service') },
   set_cellular_service_status: setter('cellular', 'Cellular service cannot be turned on in low battery mode', true),
   get_cellular_service_status: { params: [], run: (ctx) => getBool(ctx, 'cellular') },
@@ -533,7 +725,8 @@ const TOOLS: Record<string, ToolDef> = {
   get_current_location: {
     params: [],
     run: (ctx) => {
-      if (!getBool(ctx, 'location_service')) throw new PyException('PermissionError', 'Location service is not enabled.');
+      if (!getBool(ctx, 'location_service'))
+        throw new PyException('PermissionError', 'Location service is not enabled.');
       const row = ctx.getDatabase('SETTING')[0];
       return { latitude: row.latitude, longitude: row.longitude };
     },
@@ -547,7 +740,10 @@ const TOOLS: Record<string, ToolDef> = {
     run: (ctx) => {
       const rows = ctx.getDatabase('SANDBOX');
       if (!rows.at(-1)!.conversation_active) throw new PyException('ValueError', 'Conversation already ended');
-      ctx.updateDatabase('SANDBOX', rows.map((r) => ({ ...r, conversation_active: !r.conversation_active })));
+      ctx.updateDatabase(
+        'SANDBOX',
+        rows.map((r) => ({ ...r, conversation_active: !r.conversation_active })),
+      );
       return null;
     },
   },
@@ -572,7 +768,8 @@ export interface ToolOutcome {
  */
 export function parseToolArguments(raw: string): ToolArgs {
   const args = JSON.parse(raw) as unknown;
-  if (args === null || typeof args !== 'object' || Array.isArray(args)) throw new Error(`arguments: expected a JSON object, got ${raw.slice(0, 80)}`);
+  if (args === null || typeof args !== 'object' || Array.isArray(args))
+    throw new Error(`arguments: expected a JSON object, got ${raw.slice(0, 80)}`);
   const floats = new Set<string>();
   // Walk the top level: a key string, ':', then the value's literal up to the next ',' or '}' at depth 1.
   let depth = 0;
@@ -613,7 +810,11 @@ export function callTool(ctx: SandboxContext, name: string, args: Args, floats: 
     const bound: Args = Object.fromEntries(tool.params.map((p) => [p.name, p.name in args ? args[p.name] : p.default]));
     const result = tool.run(ctx, bound, floats);
     const traced = Object.fromEntries(Object.entries(bound).filter(([, v]) => v !== NOT_GIVEN));
-    return { content: tool.repr ? tool.repr(result) : pyRepr(result), exception: null, trace: JSON.stringify({ tool_name: name, arguments: traced, result }) };
+    return {
+      content: tool.repr ? tool.repr(result) : pyRepr(result),
+      exception: null,
+      trace: JSON.stringify({ tool_name: name, arguments: traced, result }),
+    };
   } catch (e) {
     if (!(e instanceof PyException)) throw e;
     const line = `${e.pyType}: ${e.message}`;

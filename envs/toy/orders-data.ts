@@ -50,7 +50,16 @@ const NAMES = ['Ada Park', 'Bo Chen', 'Cleo Diaz', 'Dev Patel'];
 const SKUS = ['lamp', 'mug', 'kettle', 'chair', 'rug', 'clock'];
 const STREETS = ['1 Oak Rd', '22 Pine Ave', '7 Birch Ln', '301 Cedar Ct'];
 /** Order statuses fixed per order so the tasks below stay meaningful for any seed. */
-const STATUS_PLAN: OrderStatus[] = ['delivered', 'pending', 'shipped', 'pending', 'delivered', 'pending', 'delivered', 'delivered'];
+const STATUS_PLAN: OrderStatus[] = [
+  'delivered',
+  'pending',
+  'shipped',
+  'pending',
+  'delivered',
+  'pending',
+  'delivered',
+  'delivered',
+];
 
 export const DB_SEED = 7;
 
@@ -89,13 +98,21 @@ export function buildTasks(db: Db): ToyTask[] {
   const o = db.orders;
   const ada = db.customers['C-100'];
   const bo = db.customers['C-101'];
-  const delivered = (c: string) => Object.values(o).filter((x) => x.customerId === c && x.status === 'delivered').length;
+  const delivered = (c: string) =>
+    Object.values(o).filter((x) => x.customerId === c && x.status === 'delivered').length;
   const pendingTotal = (c: string) =>
     Object.values(o)
       .filter((x) => x.customerId === c && x.status === 'pending')
       .reduce((s, x) => s + orderTotal(x), 0);
   return [
-    { id: 'order_total', split: 'train', opening: 'Hi, how much did I pay in total for order O-1001?', email: ada.email, gold: [], communicate: [money(orderTotal(o['O-1001']))] },
+    {
+      id: 'order_total',
+      split: 'train',
+      opening: 'Hi, how much did I pay in total for order O-1001?',
+      email: ada.email,
+      gold: [],
+      communicate: [money(orderTotal(o['O-1001']))],
+    },
     {
       id: 'cancel_pending',
       split: 'train',
@@ -105,7 +122,15 @@ export function buildTasks(db: Db): ToyTask[] {
       gold: [{ tool: 'cancel_order', args: { order_id: 'O-1002', reason: 'ordered_by_mistake' } }],
       communicate: [],
     },
-    { id: 'cancel_shipped', split: 'train', opening: 'I want to cancel order O-1003 right now.', email: ada.email, reason: 'I no longer need it.', gold: [], communicate: ['shipped'] },
+    {
+      id: 'cancel_shipped',
+      split: 'train',
+      opening: 'I want to cancel order O-1003 right now.',
+      email: ada.email,
+      reason: 'I no longer need it.',
+      gold: [],
+      communicate: ['shipped'],
+    },
     {
       id: 'change_address',
       split: 'train',
@@ -115,8 +140,22 @@ export function buildTasks(db: Db): ToyTask[] {
       gold: [{ tool: 'update_shipping_address', args: { order_id: 'O-1004', address: '12 Elm St, Springfield' } }],
       communicate: [],
     },
-    { id: 'count_delivered', split: 'train', opening: 'How many of my orders have been delivered so far?', email: ada.email, gold: [], communicate: [String(delivered(ada.id))] },
-    { id: 'order_status', split: 'train', opening: 'What is the status of my order O-1007?', email: ada.email, gold: [], communicate: [o['O-1007'].status] },
+    {
+      id: 'count_delivered',
+      split: 'train',
+      opening: 'How many of my orders have been delivered so far?',
+      email: ada.email,
+      gold: [],
+      communicate: [String(delivered(ada.id))],
+    },
+    {
+      id: 'order_status',
+      split: 'train',
+      opening: 'What is the status of my order O-1007?',
+      email: ada.email,
+      gold: [],
+      communicate: [o['O-1007'].status],
+    },
     {
       id: 'cancel_pending_2',
       split: 'test',
@@ -126,6 +165,13 @@ export function buildTasks(db: Db): ToyTask[] {
       gold: [{ tool: 'cancel_order', args: { order_id: 'O-1006', reason: 'no_longer_needed' } }],
       communicate: [],
     },
-    { id: 'pending_total', split: 'test', opening: 'What is the combined total of all my pending orders?', email: bo.email, gold: [], communicate: [money(pendingTotal(bo.id))] },
+    {
+      id: 'pending_total',
+      split: 'test',
+      opening: 'What is the combined total of all my pending orders?',
+      email: bo.email,
+      gold: [],
+      communicate: [money(pendingTotal(bo.id))],
+    },
   ];
 }

@@ -7,17 +7,35 @@ import { buildTasks, generateDb, orderTotal, type Db, type GoldAction, type ToyT
 const CANCEL_REASONS = ['no_longer_needed', 'ordered_by_mistake'] as const;
 
 const TOOLS: ToolSchema[] = [
-  tool('find_customer_by_email', 'Look up a customer by email. Returns the customer id and name.', { email: { type: 'string' } }),
+  tool('find_customer_by_email', 'Look up a customer by email. Returns the customer id and name.', {
+    email: { type: 'string' },
+  }),
   tool('list_orders', "List a customer's order ids with their statuses.", { customer_id: { type: 'string' } }),
-  tool('get_order', 'Get the details of an order: status, items (sku, qty, unit price), shipping address.', { order_id: { type: 'string' } }),
-  tool('cancel_order', 'Cancel a pending order.', { order_id: { type: 'string' }, reason: { type: 'string', enum: [...CANCEL_REASONS] } }),
-  tool('update_shipping_address', 'Change the shipping address of a pending order.', { order_id: { type: 'string' }, address: { type: 'string' } }),
+  tool('get_order', 'Get the details of an order: status, items (sku, qty, unit price), shipping address.', {
+    order_id: { type: 'string' },
+  }),
+  tool('cancel_order', 'Cancel a pending order.', {
+    order_id: { type: 'string' },
+    reason: { type: 'string', enum: [...CANCEL_REASONS] },
+  }),
+  tool('update_shipping_address', 'Change the shipping address of a pending order.', {
+    order_id: { type: 'string' },
+    address: { type: 'string' },
+  }),
 ];
 
-function tool(name: string, description: string, properties: Record<string, { type: string; enum?: string[] }>): ToolSchema {
+function tool(
+  name: string,
+  description: string,
+  properties: Record<string, { type: string; enum?: string[] }>,
+): ToolSchema {
   return {
     type: 'function',
-    function: { name, description, parameters: { type: 'object', properties, required: Object.keys(properties), additionalProperties: false } },
+    function: {
+      name,
+      description,
+      parameters: { type: 'object', properties, required: Object.keys(properties), additionalProperties: false },
+    },
   };
 }
 
@@ -50,14 +68,18 @@ export function dbHash(db: Db): string {
 /** Validates arguments against the tool's JSON schema subset used above (required strings, enums, no extras). */
 function checkArgs(schema: ToolSchema, args: unknown): Record<string, string> {
   if (!args || typeof args !== 'object' || Array.isArray(args)) throw new ToolError('arguments must be a JSON object');
-  const params = schema.function.parameters as { properties: Record<string, { type: string; enum?: string[] }>; required: string[] };
+  const params = schema.function.parameters as {
+    properties: Record<string, { type: string; enum?: string[] }>;
+    required: string[];
+  };
   const a = args as Record<string, unknown>;
   for (const k of Object.keys(a)) if (!(k in params.properties)) throw new ToolError(`unexpected argument '${k}'`);
   for (const k of params.required) {
     if (a[k] === undefined) throw new ToolError(`missing required argument '${k}'`);
     if (typeof a[k] !== 'string') throw new ToolError(`argument '${k}' must be a string`);
     const allowed = params.properties[k].enum;
-    if (allowed && !allowed.includes(a[k] as string)) throw new ToolError(`argument '${k}' must be one of ${allowed.join(', ')}`);
+    if (allowed && !allowed.includes(a[k] as string))
+      throw new ToolError(`argument '${k}' must be one of ${allowed.join(', ')}`);
   }
   return a as Record<string, string>;
 }
@@ -82,7 +104,14 @@ function runTool(db: Db, name: string, a: Record<string, string>): unknown {
     }
     case 'get_order': {
       const o = order();
-      return { order_id: o.id, customer_id: o.customerId, status: o.status, items: o.items, shipping_address: o.address, total: orderTotal(o) };
+      return {
+        order_id: o.id,
+        customer_id: o.customerId,
+        status: o.status,
+        items: o.items,
+        shipping_address: o.address,
+        total: orderTotal(o),
+      };
     }
     case 'cancel_order': {
       const o = order();
@@ -104,7 +133,10 @@ function runTool(db: Db, name: string, a: Record<string, string>): unknown {
 export function applyTool(db: Db, call: ToolCall): { content: string; error: boolean } {
   try {
     const schema = TOOLS.find((t) => t.function.name === call.function.name);
-    if (!schema) throw new ToolError(`unknown tool '${call.function.name}'; available: ${TOOLS.map((t) => t.function.name).join(', ')}`);
+    if (!schema)
+      throw new ToolError(
+        `unknown tool '${call.function.name}'; available: ${TOOLS.map((t) => t.function.name).join(', ')}`,
+      );
     let parsed: unknown;
     try {
       parsed = JSON.parse(call.function.arguments || '{}');
@@ -122,7 +154,11 @@ const STOP = '###STOP###';
 const MAX_USER_TURNS = 8;
 
 /** A deterministic scripted customer: answers what it is asked from the task, otherwise ends. */
-export function userReply(task: ToyTask, agentText: string, state: { gaveEmail: boolean; turns: number }): { content: string; done: boolean } {
+export function userReply(
+  task: ToyTask,
+  agentText: string,
+  state: { gaveEmail: boolean; turns: number },
+): { content: string; done: boolean } {
   const t = agentText.toLowerCase();
   state.turns++;
   if (state.turns > MAX_USER_TURNS) return { content: STOP, done: true };
@@ -131,8 +167,10 @@ export function userReply(task: ToyTask, agentText: string, state: { gaveEmail: 
     return { content: `My email is ${task.email}.`, done: false };
   }
   if (task.reason && t.includes('reason')) return { content: task.reason, done: false };
-  if (task.address && t.includes('address') && !t.includes(task.address.toLowerCase())) return { content: `The new address is ${task.address}.`, done: false };
-  if (/\b(confirm|proceed|shall i|should i|would you like me|do you want me)\b/.test(t)) return { content: 'Yes, please go ahead.', done: false };
+  if (task.address && t.includes('address') && !t.includes(task.address.toLowerCase()))
+    return { content: `The new address is ${task.address}.`, done: false };
+  if (/\b(confirm|proceed|shall i|should i|would you like me|do you want me)\b/.test(t))
+    return { content: 'Yes, please go ahead.', done: false };
   return { content: `Thanks, that's all. ${STOP}`, done: true };
 }
 
@@ -155,10 +193,19 @@ class OrdersEpisode implements Episode {
   async step(action: AgentAction): Promise<StepResult> {
     if (action.type === 'tool_call') {
       const r = applyTool(this.db, action.call);
-      return { observation: { role: 'tool', tool_call_id: action.call.id, content: r.content }, error: r.error, done: false };
+      return {
+        observation: { role: 'tool', tool_call_id: action.call.id, content: r.content },
+        error: r.error,
+        done: false,
+      };
     }
     const r = userReply(this.task, action.content, this.user);
-    return { observation: { role: 'user', content: r.content }, error: false, done: r.done, ...(r.done ? { termination: 'user_stop' as Termination } : {}) };
+    return {
+      observation: { role: 'user', content: r.content },
+      error: false,
+      done: r.done,
+      ...(r.done ? { termination: 'user_stop' as Termination } : {}),
+    };
   }
 
   async evaluate(messages: Message[]): Promise<RewardInfo> {
@@ -189,7 +236,11 @@ class OrdersEpisode implements Episode {
 }
 
 function applyGold(db: Db, g: GoldAction) {
-  const r = applyTool(db, { id: 'gold', type: 'function', function: { name: g.tool, arguments: JSON.stringify(g.args) } });
+  const r = applyTool(db, {
+    id: 'gold',
+    type: 'function',
+    function: { name: g.tool, arguments: JSON.stringify(g.args) },
+  });
   if (r.error) throw new Error(`toy-orders: gold action ${g.tool} failed: ${r.content}`);
 }
 
@@ -197,12 +248,19 @@ export function createToyOrdersEnv(): Environment {
   const tasks = buildTasks(generateDb());
   let episodes = 0;
   return {
-    info: { name: 'toy-orders', kind: 'target', description: 'Built-in order-management customer-service environment (5 tools, 8 tasks).' },
+    info: {
+      name: 'toy-orders',
+      kind: 'target',
+      description: 'Built-in order-management customer-service environment (5 tools, 8 tasks).',
+    },
     tools: () => structuredClone(TOOLS),
     systemPrompt: () => POLICY,
     listTasks: async (): Promise<TaskRef[]> => tasks.map((t) => ({ id: t.id, split: t.split })),
     async reset(req: ResetRequest): Promise<Episode> {
-      const task = 'taskId' in req ? tasks.find((t) => t.id === req.taskId) : tasks[((req.seed % tasks.length) + tasks.length) % tasks.length];
+      const task =
+        'taskId' in req
+          ? tasks.find((t) => t.id === req.taskId)
+          : tasks[((req.seed % tasks.length) + tasks.length) % tasks.length];
       if (!task) throw new Error(`toy-orders: unknown taskId '${(req as { taskId: string }).taskId}'`);
       return new OrdersEpisode(`toy-orders-${++episodes}`, task, generateDb(), { gaveEmail: false, turns: 0 });
     },

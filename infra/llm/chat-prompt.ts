@@ -11,18 +11,14 @@ import { jsonSchemaToGrammarSchema, SchemaConversionError } from './json-schema-
  * assistant turns are rendered in the same form so the model sees a consistent transcript.
  */
 export type OutputMode =
-  | { kind: 'text' }
-  | { kind: 'json'; schema?: GbnfJsonSchema }
-  | { kind: 'action'; schema: GbnfJsonSchema };
+  { kind: 'text' } | { kind: 'json'; schema?: GbnfJsonSchema } | { kind: 'action'; schema: GbnfJsonSchema };
 
 export interface ChatPrompt {
   history: ChatHistoryItem[];
   output: OutputMode;
 }
 
-export type Action =
-  | { type: 'message'; content: unknown }
-  | { type: 'tool_call'; name: string; arguments: unknown };
+export type Action = { type: 'message'; content: unknown } | { type: 'tool_call'; name: string; arguments: unknown };
 
 export function buildChatPrompt(req: ChatRequest): ChatPrompt {
   const tools = req.tool_choice === 'none' ? [] : (req.tools ?? []);
@@ -48,16 +44,22 @@ export function buildChatPrompt(req: ChatRequest): ChatPrompt {
       case 'assistant': {
         const parts: string[] = [];
         const text = contentText(m.content);
-        if (text && (actions || !m.tool_calls?.length)) parts.push(actions ? JSON.stringify({ type: 'message', content: text }) : text);
+        if (text && (actions || !m.tool_calls?.length))
+          parts.push(actions ? JSON.stringify({ type: 'message', content: text }) : text);
         for (const c of m.tool_calls ?? []) {
           callNames.set(c.id, c.function.name);
-          parts.push(JSON.stringify({ type: 'tool_call', name: c.function.name, arguments: parseOrRaw(c.function.arguments) }));
+          parts.push(
+            JSON.stringify({ type: 'tool_call', name: c.function.name, arguments: parseOrRaw(c.function.arguments) }),
+          );
         }
         history.push({ type: 'model', response: [parts.join('\n')] });
         break;
       }
       case 'tool':
-        history.push({ type: 'user', text: `Result of tool call ${callNames.get(m.tool_call_id) ?? ''} (${m.tool_call_id}):\n${contentText(m.content)}` });
+        history.push({
+          type: 'user',
+          text: `Result of tool call ${callNames.get(m.tool_call_id) ?? ''} (${m.tool_call_id}):\n${contentText(m.content)}`,
+        });
         break;
     }
   }
@@ -82,7 +84,11 @@ function responseContentSchema(req: ChatRequest): GbnfJsonSchema | undefined {
   return convertOrReject(rf.json_schema.schema, 'response_format.json_schema.schema');
 }
 
-function actionSchema(req: ChatRequest, tools: ChatRequestTool[], contentSchema: GbnfJsonSchema | undefined): GbnfJsonSchema {
+function actionSchema(
+  req: ChatRequest,
+  tools: ChatRequestTool[],
+  contentSchema: GbnfJsonSchema | undefined,
+): GbnfJsonSchema {
   const forced = typeof req.tool_choice === 'object' ? req.tool_choice.function.name : undefined;
   const calls: GbnfJsonSchema[] = tools
     .map((t, i) => ({ t, i }))
@@ -108,7 +114,13 @@ function actionSchema(req: ChatRequest, tools: ChatRequestTool[], contentSchema:
 
 function toolInstructions(req: ChatRequest, tools: ChatRequestTool[]): string {
   const list = tools
-    .map((t) => JSON.stringify({ name: t.function.name, description: t.function.description ?? '', parameters: schemaForPrompt(t.function.parameters ?? {}) }))
+    .map((t) =>
+      JSON.stringify({
+        name: t.function.name,
+        description: t.function.description ?? '',
+        parameters: schemaForPrompt(t.function.parameters ?? {}),
+      }),
+    )
     .join('\n');
   const replyAllowed = req.tool_choice === undefined || req.tool_choice === 'auto';
   return [

@@ -69,7 +69,10 @@ export const ChatRequestSchema = z.object({
   max_tokens: z.number().int().positive().nullable().optional(),
   max_completion_tokens: z.number().int().positive().nullable().optional(),
   seed: z.number().int().nullable().optional(),
-  stop: z.union([z.string(), z.array(z.string()).max(4)]).nullable().optional(),
+  stop: z
+    .union([z.string(), z.array(z.string()).max(4)])
+    .nullable()
+    .optional(),
   frequency_penalty: z.number().min(-2).max(2).nullable().optional(),
   presence_penalty: z.number().min(-2).max(2).nullable().optional(),
   n: z.literal(1, 'only n = 1 is supported').nullable().optional(),
@@ -120,7 +123,10 @@ function checkToolReferences(req: ChatRequest): void {
   req.messages.forEach((m, i) => {
     if (m.role === 'assistant') m.tool_calls?.forEach((c) => callIds.add(c.id));
     if (m.role === 'tool' && !callIds.has(m.tool_call_id)) {
-      throw new BadRequestError(`messages[${i}].tool_call_id`, `no earlier assistant tool_call has id ${JSON.stringify(m.tool_call_id)}`);
+      throw new BadRequestError(
+        `messages[${i}].tool_call_id`,
+        `no earlier assistant tool_call has id ${JSON.stringify(m.tool_call_id)}`,
+      );
     }
   });
 }

@@ -32,7 +32,11 @@ export interface EngineOptions {
 }
 
 export interface ChatCompletion {
-  message: { role: 'assistant'; content: string | null; tool_calls?: { id: string; type: 'function'; function: { name: string; arguments: string } }[] };
+  message: {
+    role: 'assistant';
+    content: string | null;
+    tool_calls?: { id: string; type: 'function'; function: { name: string; arguments: string } }[];
+  };
   finish_reason: 'stop' | 'length' | 'tool_calls';
   usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
 }
@@ -48,15 +52,28 @@ export interface LlmEngine {
 
 /** `SmolLM2-135M-Instruct.Q4_1.gguf` → `smollm2-135m-instruct-q4_1`. */
 export function modelIdFromPath(modelPath: string): string {
-  return path.basename(modelPath).replace(/\.gguf$/i, '').toLowerCase().replace(/[^a-z0-9_-]+/g, '-');
+  return path
+    .basename(modelPath)
+    .replace(/\.gguf$/i, '')
+    .toLowerCase()
+    .replace(/[^a-z0-9_-]+/g, '-');
 }
 
 export async function loadLlmEngine(opts: EngineOptions): Promise<LlmEngine> {
-  const llama = await getLlama({ gpu: opts.gpu ? 'auto' : false, build: 'never', maxThreads: opts.threads, logLevel: LlamaLogLevel.error });
+  const llama = await getLlama({
+    gpu: opts.gpu ? 'auto' : false,
+    build: 'never',
+    maxThreads: opts.threads,
+    logLevel: LlamaLogLevel.error,
+  });
   let model: LlamaModel | undefined;
   try {
     model = await llama.loadModel({ modelPath: opts.modelPath });
-    const context = await model.createContext({ contextSize: opts.contextSize, sequences: opts.parallel, threads: opts.threads });
+    const context = await model.createContext({
+      contextSize: opts.contextSize,
+      sequences: opts.parallel,
+      threads: opts.threads,
+    });
     return new Engine(llama, model, context, modelIdFromPath(opts.modelPath));
   } catch (e) {
     await model?.dispose();
@@ -103,10 +120,16 @@ class Engine implements LlmEngine {
   async complete(req: ChatRequest, signal?: AbortSignal): Promise<ChatCompletion> {
     if (this.closed) throw new Error('LLM engine is closed');
     const prompt = buildChatPrompt(req);
-    const promptTokens = this.chatWrapper.generateContextState({ chatHistory: prompt.history }).contextText.tokenize(this.model.tokenizer);
+    const promptTokens = this.chatWrapper
+      .generateContextState({ chatHistory: prompt.history })
+      .contextText.tokenize(this.model.tokenizer);
     const room = this.contextSize - promptTokens.length - 1;
     if (room < 1) {
-      throw new BadRequestError('messages', `prompt is ${promptTokens.length} tokens but the context holds ${this.contextSize}`, 'context_length_exceeded');
+      throw new BadRequestError(
+        'messages',
+        `prompt is ${promptTokens.length} tokens but the context holds ${this.contextSize}`,
+        'context_length_exceeded',
+      );
     }
     const grammar = await this.grammarFor(prompt.output);
     const slot = await this.acquire(promptTokens, signal);
@@ -122,14 +145,20 @@ class Engine implements LlmEngine {
         seed: req.seed ?? undefined,
         customStopTriggers: req.stop == null ? undefined : [req.stop].flat(),
         tokenBias: grammar ? this.compactJson : undefined,
-        repeatPenalty: penalties ? { frequencyPenalty: req.frequency_penalty ?? undefined, presencePenalty: req.presence_penalty ?? undefined } : undefined,
+        repeatPenalty: penalties
+          ? { frequencyPenalty: req.frequency_penalty ?? undefined, presencePenalty: req.presence_penalty ?? undefined }
+          : undefined,
         signal,
         onToken: (t: Token[]) => {
           completionTokens += t.length;
         },
       });
       const truncated = r.metadata.stopReason === 'maxTokens';
-      const usage = { prompt_tokens: promptTokens.length, completion_tokens: completionTokens, total_tokens: promptTokens.length + completionTokens };
+      const usage = {
+        prompt_tokens: promptTokens.length,
+        completion_tokens: completionTokens,
+        total_tokens: promptTokens.length + completionTokens,
+      };
       return { ...toMessage(r.response, prompt.output, truncated), usage };
     } finally {
       this.release(slot);
@@ -223,7 +252,11 @@ function toMessage(text: string, output: OutputMode, truncated: boolean): Omit<C
     const content = typeof action.content === 'string' ? action.content : JSON.stringify(action.content);
     return { message: { role: 'assistant', content }, finish_reason };
   }
-  const call = { id: `call_${randomBytes(12).toString('hex')}`, type: 'function' as const, function: { name: action.name, arguments: JSON.stringify(action.arguments) } };
+  const call = {
+    id: `call_${randomBytes(12).toString('hex')}`,
+    type: 'function' as const,
+    function: { name: action.name, arguments: JSON.stringify(action.arguments) },
+  };
   return { message: { role: 'assistant', content: null, tool_calls: [call] }, finish_reason: 'tool_calls' };
 }
 

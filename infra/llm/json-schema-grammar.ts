@@ -66,14 +66,21 @@ function convertBody(s: Json, ctx: Ctx): GbnfJsonSchema {
     if (s.enum.length === 0) throw new SchemaConversionError(ctx.field, `empty enum admits no value`);
     return s.enum.every(isPrimitive) ? { enum: s.enum as (string | number | boolean | null)[] } : ANY;
   }
-  const alternatives = (Array.isArray(s.anyOf) ? s.anyOf : Array.isArray(s.oneOf) ? s.oneOf : undefined) as unknown[] | undefined;
+  const alternatives = (Array.isArray(s.anyOf) ? s.anyOf : Array.isArray(s.oneOf) ? s.oneOf : undefined) as
+    unknown[] | undefined;
   if (alternatives) {
     if (alternatives.length === 0) throw new SchemaConversionError(ctx.field, `empty anyOf/oneOf admits no value`);
     return oneOf(alternatives.map((a) => convert(a, ctx)));
   }
   if (Array.isArray(s.allOf)) return convert(mergeAllOf(s.allOf as unknown[], ctx), ctx);
 
-  const type = s.type ?? (isObject(s.properties) || s.additionalProperties !== undefined ? 'object' : s.items !== undefined || s.prefixItems !== undefined ? 'array' : undefined);
+  const type =
+    s.type ??
+    (isObject(s.properties) || s.additionalProperties !== undefined
+      ? 'object'
+      : s.items !== undefined || s.prefixItems !== undefined
+        ? 'array'
+        : undefined);
   if (type === undefined) return ANY;
   if (Array.isArray(type)) {
     if (type.every((t) => typeof t === 'string' && PRIMITIVES.has(t) && t !== 'string')) {
@@ -101,7 +108,11 @@ function convertBody(s: Json, ctx: Ctx): GbnfJsonSchema {
 function convertRef(ref: string, ctx: Ctx): GbnfJsonSchema {
   const m = /^#\/(\$defs|definitions)\/(.+)$/.exec(ref);
   if (ref === '#') return ctx.refStack.includes(ref) ? ANY : withRef(ref, ctx, ctx.root);
-  if (!m) throw new SchemaConversionError(ctx.field, `unsupported $ref ${JSON.stringify(ref)} (only #/$defs/… and #/definitions/…)`);
+  if (!m)
+    throw new SchemaConversionError(
+      ctx.field,
+      `unsupported $ref ${JSON.stringify(ref)} (only #/$defs/… and #/definitions/…)`,
+    );
   const defs = ctx.root[m[1]];
   const target = isObject(defs) ? defs[decodeURIComponent(m[2].replace(/~1/g, '/').replace(/~0/g, '~'))] : undefined;
   if (target === undefined) throw new SchemaConversionError(ctx.field, `$ref ${ref} does not resolve`);
@@ -128,7 +139,8 @@ function convertObject(s: Json, ctx: Ctx): GbnfJsonSchema {
   const props = isObject(s.properties) ? s.properties : {};
   const names = Object.keys(props);
   const converted: Record<string, GbnfJsonSchema> = {};
-  for (const name of names) converted[name] = convert(props[name], { ...ctx, field: `${ctx.field}.properties.${name}` });
+  for (const name of names)
+    converted[name] = convert(props[name], { ...ctx, field: `${ctx.field}.properties.${name}` });
   const extra =
     s.additionalProperties === undefined
       ? names.length === 0
@@ -152,7 +164,13 @@ function convertObject(s: Json, ctx: Ctx): GbnfJsonSchema {
 }
 
 function convertArray(s: Json, ctx: Ctx): GbnfJsonSchema {
-  const out: { type: 'array'; items?: GbnfJsonSchema; prefixItems?: GbnfJsonSchema[]; minItems?: number; maxItems?: number } = { type: 'array' };
+  const out: {
+    type: 'array';
+    items?: GbnfJsonSchema;
+    prefixItems?: GbnfJsonSchema[];
+    minItems?: number;
+    maxItems?: number;
+  } = { type: 'array' };
   const tuple = Array.isArray(s.prefixItems) ? s.prefixItems : Array.isArray(s.items) ? s.items : undefined;
   if (tuple) out.prefixItems = tuple.map((t, i) => convert(t, { ...ctx, field: `${ctx.field}.prefixItems.${i}` }));
   const rest = Array.isArray(s.items) ? s.additionalItems : s.items;

@@ -42,7 +42,10 @@ export async function startMoto(timeoutMs = 30_000): Promise<MotoServer> {
 function announcedPort(child: ChildProcess, timeoutMs: number): Promise<number> {
   return new Promise((resolve, reject) => {
     let output = '';
-    const timer = setTimeout(() => reject(new Error(`moto_server did not announce its port within ${timeoutMs} ms: ${output.slice(-500)}`)), timeoutMs);
+    const timer = setTimeout(
+      () => reject(new Error(`moto_server did not announce its port within ${timeoutMs} ms: ${output.slice(-500)}`)),
+      timeoutMs,
+    );
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
       const m = /Running on http:\/\/127\.0\.0\.1:(\d+)/.exec(output);
@@ -68,7 +71,8 @@ async function waitUntilAnswering(endpoint: string, timeoutMs: number): Promise<
       await res.arrayBuffer();
       return;
     } catch (e) {
-      if (Date.now() > deadline) throw new Error(`moto_server at ${endpoint} did not answer within ${timeoutMs} ms: ${e}`);
+      if (Date.now() > deadline)
+        throw new Error(`moto_server at ${endpoint} did not answer within ${timeoutMs} ms: ${e}`);
       await new Promise((r) => setTimeout(r, 100));
     }
   }

@@ -45,7 +45,14 @@ export function fullReportInputs(): ReportInputs {
     generatedAt: '2026-11-29T21:00:00Z',
     notes: ['tiny model: numbers are a smoke signal'],
     evaluations: [base, trace, { ...prompt, summaryUri: 'file:///tmp/prompt.json' }],
-    analysis: { trajectories: 40, successes: 12, passes: 10, minPassesSelected: 8, deltaThreshold: 0.2, coverageThreshold: 0.1 },
+    analysis: {
+      trajectories: 40,
+      successes: 12,
+      passes: 10,
+      minPassesSelected: 8,
+      deltaThreshold: 0.2,
+      coverageThreshold: 0.1,
+    },
     capabilities: [
       {
         name: 'structured_data_reasoning',
@@ -86,7 +93,21 @@ export function fullReportInputs(): ReportInputs {
       },
     ],
     gate: { routing: [{ capability: 'structured_data_reasoning', share: 1 }] },
-    cost: { llm: [{ role: 'analyst', calls: 410, promptTokens: 900000, completionTokens: 40000 }], rollouts: 40, evaluationEpisodes: 45, cpuSeconds: 300 },
-    links: { ui: 'http://127.0.0.1:8233', run: 'http://127.0.0.1:8233/namespaces/default/workflows/run-1', children: [{ label: 'capability structured_data_reasoning', url: 'http://127.0.0.1:8233/namespaces/default/workflows/run-1-cap-0' }] },
+    cost: {
+      llm: [{ role: 'analyst', calls: 410, promptTokens: 900000, completionTokens: 40000 }],
+      rollouts: 40,
+      evaluationEpisodes: 45,
+      cpuSeconds: 300,
+    },
+    links: {
+      ui: 'http://127.0.0.1:8233',
+      run: 'http://127.0.0.1:8233/namespaces/default/workflows/run-1',
+      children: [
+        {
+          label: 'capability structured_data_reasoning',
+          url: 'http://127.0.0.1:8233/namespaces/default/workflows/run-1-cap-0',
+        },
+      ],
+    },
   };
 }

@@ -65,7 +65,11 @@ export async function startScriptedLlm(script: Script, model = 'scripted-model')
       type: 'function',
       function: { name: c.name, arguments: c.arguments },
     }));
-    const message = { role: 'assistant', content: reply.content ?? null, ...(toolCalls ? { tool_calls: toolCalls } : {}) };
+    const message = {
+      role: 'assistant',
+      content: reply.content ?? null,
+      ...(toolCalls ? { tool_calls: toolCalls } : {}),
+    };
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(
       JSON.stringify({

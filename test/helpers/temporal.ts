@@ -10,7 +10,13 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import type { Queue } from '../../workers/activities.js';
 import type { RunningWorkers } from '../../workers/run.js';
 import { buildTinyModel } from './trainer.js';
-import { startScriptedLlm, type ChatRequest, type Script, type ScriptedLlm, type ScriptedReply } from './scripted-llm.js';
+import {
+  startScriptedLlm,
+  type ChatRequest,
+  type Script,
+  type ScriptedLlm,
+  type ScriptedReply,
+} from './scripted-llm.js';
 
 /**
  * Shared pieces of the tests that run the pipeline on a real Temporal dev server (the project's
@@ -25,7 +31,11 @@ export interface TestTemporal extends DevServer {
 
 export async function startTestTemporal(opts: { dbFile: string; port?: number }): Promise<TestTemporal> {
   const server = await startTemporalDevServer({ dbFile: opts.dbFile, port: opts.port ?? 0, uiPort: false });
-  return { ...server, dbFile: opts.dbFile, settings: { address: server.address, namespace: 'default', embedded: true, uiBase: 'http://ui.test' } };
+  return {
+    ...server,
+    dbFile: opts.dbFile,
+    settings: { address: server.address, namespace: 'default', embedded: true, uiBase: 'http://ui.test' },
+  };
 }
 
 export async function tempDir(prefix: string): Promise<{ dir: string; cleanup(): Promise<void> }> {
@@ -70,16 +80,24 @@ export interface HarnessOptions {
  */
 export async function startHarness(t: TestContext, script: Script, opts: HarnessOptions): Promise<Harness>;
 export async function startHarness(t: TestContext, script: null, opts: HarnessOptions): Promise<Harness<undefined>>;
-export async function startHarness(t: TestContext, script: Script | null, opts: HarnessOptions): Promise<Harness<ScriptedLlm | undefined>> {
+export async function startHarness(
+  t: TestContext,
+  script: Script | null,
+  opts: HarnessOptions,
+): Promise<Harness<ScriptedLlm | undefined>> {
   const tmp = await tempDir(opts.prefix);
   const llm = script ? await startScriptedLlm(script) : undefined;
   const agents: Record<string, ScriptedLlm> = {};
-  for (const [name, agentScript] of Object.entries(opts.agents ?? {})) agents[name] = await startScriptedLlm(agentScript, name);
+  for (const [name, agentScript] of Object.entries(opts.agents ?? {}))
+    agents[name] = await startScriptedLlm(agentScript, name);
   const dbFile = path.join(tmp.dir, 'temporal.db');
   let temporal = await startTestTemporal({ dbFile });
   const { startWorkers, installRuntime } = await import('../../workers/run.js');
   const workers: RunningWorkers[] = [];
-  for (let i = 0; i < (opts.workers ?? 1); i++) workers.push(await startWorkers({ queues: opts.queues ?? ['cpu'], settings: temporal.settings, shutdownGraceMs: 2000 }));
+  for (let i = 0; i < (opts.workers ?? 1); i++)
+    workers.push(
+      await startWorkers({ queues: opts.queues ?? ['cpu'], settings: temporal.settings, shutdownGraceMs: 2000 }),
+    );
   const processes: WorkerProcess[] = [];
   let testWorkflows: { worker: Worker; running: Promise<void>; connection: NativeConnection } | undefined;
   if (opts.testWorkflows) {
@@ -88,7 +106,9 @@ export async function startHarness(t: TestContext, script: Script | null, opts: 
     const worker = await Worker.create({ connection, ...opts.testWorkflows });
     testWorkflows = { worker, running: worker.run(), connection };
   }
-  const model = opts.model ? await buildTinyModel(path.join(tmp.dir, 'model'), opts.model.words ? ['--words', opts.model.words.join(',')] : []) : undefined;
+  const model = opts.model
+    ? await buildTinyModel(path.join(tmp.dir, 'model'), opts.model.words ? ['--words', opts.model.words.join(',')] : [])
+    : undefined;
   const connection = await Connection.connect({ address: temporal.address });
   t.after(async () => {
     for (const w of processes) await w.stop();
@@ -211,8 +231,10 @@ export async function spawnWorker(settings: TemporalSettings, opts: SpawnWorkerO
 export const VERIFY = 'verify_preconditions';
 export const COMMUNICATE = 'communicate_results';
 const DESCRIPTIONS = {
-  [VERIFY]: 'Checks the state and rules that an action depends on before acting. LACKING when the agent acts or answers without checking what it needed.',
-  [COMMUNICATE]: 'States the concrete outcome or value the user asked for. LACKING when the user is left without the requested value or result.',
+  [VERIFY]:
+    'Checks the state and rules that an action depends on before acting. LACKING when the agent acts or answers without checking what it needed.',
+  [COMMUNICATE]:
+    'States the concrete outcome or value the user asked for. LACKING when the user is left without the requested value or result.',
 };
 
 /** Task of a request: the opening user message for the policy, the trajectory id for the analyst. */
@@ -221,7 +243,11 @@ export function itemOf(req: ChatRequest): { kind: 'policy' | 'discovery' | 'labe
   if (schema === 'capability_dictionary') return { kind: 'discovery', key: 'discovery', firstTurn: true };
   if (schema) {
     const traj = /trajectory (toy-orders\/\S+\/t\d+)/.exec(req.messages[1]?.content ?? '')?.[1] ?? '?';
-    return { kind: 'label', key: `pass${Number(req.seed)}:${traj}`, firstTurn: !req.messages.some((m) => m.role === 'assistant') };
+    return {
+      kind: 'label',
+      key: `pass${Number(req.seed)}:${traj}`,
+      firstTurn: !req.messages.some((m) => m.role === 'assistant'),
+    };
   }
   const opening = req.messages.find((m) => m.role === 'user')?.content ?? '';
   return { kind: 'policy', key: opening, firstTurn: !req.messages.some((m) => m.role === 'assistant') };
@@ -235,12 +261,20 @@ export function itemOf(req: ChatRequest): { kind: 'policy' | 'discovery' | 'labe
 export function pipelineReply(req: ChatRequest): ScriptedReply {
   const { kind } = itemOf(req);
   if (kind === 'discovery') {
-    return { content: JSON.stringify({ capabilities: Object.entries(DESCRIPTIONS).map(([name, description]) => ({ name, description })) }) };
+    return {
+      content: JSON.stringify({
+        capabilities: Object.entries(DESCRIPTIONS).map(([name, description]) => ({ name, description })),
+      }),
+    };
   }
   if (kind === 'label') {
     const text = req.messages[1]?.content ?? '';
     const failed = /outcome: FAILURE/.test(text);
-    return { content: JSON.stringify({ labels: { [VERIFY]: failed ? 'LACKING' : 'PRESENT', [COMMUNICATE]: failed ? 'PRESENT' : 'NA' } }) };
+    return {
+      content: JSON.stringify({
+        labels: { [VERIFY]: failed ? 'LACKING' : 'PRESENT', [COMMUNICATE]: failed ? 'PRESENT' : 'NA' },
+      }),
+    };
   }
   const opening = req.messages.find((m) => m.role === 'user')?.content ?? '';
   if (opening.includes('O-1007')) return { content: 'Your order O-1007 is delivered.' };

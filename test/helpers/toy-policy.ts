@@ -14,7 +14,9 @@ const systemOf = (req: ChatRequest) => req.messages.find((m) => m.role === 'syst
 
 /** A served TRACE agent (an external OpenAI-compatible endpoint): it states the pending total, and nothing else. */
 export function traceAgentReply(req: ChatRequest): ScriptedReply {
-  return openingOf(req) === pendingTotalTask.opening ? { content: `Your pending orders total ${pendingTotalTask.communicate[0]}.` } : { content: 'Done.' };
+  return openingOf(req) === pendingTotalTask.opening
+    ? { content: `Your pending orders total ${pendingTotalTask.communicate[0]}.` }
+    : { content: 'Done.' };
 }
 
 export function toyPolicy(req: ChatRequest): ScriptedReply {

@@ -8,7 +8,9 @@ import type { TimeoutOverrides } from '../../workflows/types.js';
  * options (gpuActivity), so a test can kill the GPU worker without running synthesis first.
  * Bundled by the test's own in-process worker, never by workers/run.ts.
  */
-export async function trainAdapterWorkflow(input: training.TrainAdapterInput & { timeouts: TimeoutOverrides }): Promise<training.TrainAdapterResult> {
+export async function trainAdapterWorkflow(
+  input: training.TrainAdapterInput & { timeouts: TimeoutOverrides },
+): Promise<training.TrainAdapterResult> {
   const { timeouts, ...rest } = input;
   const gpu = proxyActivities<Pick<typeof training, 'trainAdapter'>>(gpuActivity(timeouts));
   return gpu.trainAdapter(rest);

@@ -34,7 +34,12 @@ export interface SayWordOptions {
 export function sayWordEnv(opts: SayWordOptions = {}): Environment {
   let n = 0;
   return {
-    info: { name: 'say-word', kind: 'synthetic', description: 'say the requested word', capability: 'instruction_following' },
+    info: {
+      name: 'say-word',
+      kind: 'synthetic',
+      description: 'say the requested word',
+      capability: 'instruction_following',
+    },
     tools: () => [],
     systemPrompt: () => 'say',
     listTasks: async () => [],
@@ -48,8 +53,17 @@ export function sayWordEnv(opts: SayWordOptions = {}): Environment {
         initialMessages: (): Message[] => [{ role: 'user', content: `say ${target}` }],
         step: async (action: AgentAction) =>
           action.type === 'message'
-            ? { observation: { role: 'user', content: 'bye' }, error: false, done: true, termination: 'agent_stop' as const }
-            : { observation: { role: 'tool', tool_call_id: action.call.id, content: 'no tools' }, error: true, done: false },
+            ? {
+                observation: { role: 'user', content: 'bye' },
+                error: false,
+                done: true,
+                termination: 'agent_stop' as const,
+              }
+            : {
+                observation: { role: 'tool', tool_call_id: action.call.id, content: 'no tools' },
+                error: true,
+                done: false,
+              },
         async evaluate(messages) {
           const first = messages.find((m) => m.role === 'assistant');
           const word = (first?.content ?? '').trim().split(/\s+/)[0];

@@ -44,7 +44,10 @@ const allRuns: RecordedRun[] = [
       config: pipelineConfig(llm.baseURL, storeDir),
       timeouts: FAST_TIMEOUTS,
     },
-    children: { 'capability-not-configured': 'replay-stage1/capability/verify_preconditions', 'evaluation-fanout': 'replay-stage1/evaluation' },
+    children: {
+      'capability-not-configured': 'replay-stage1/capability/verify_preconditions',
+      'evaluation-fanout': 'replay-stage1/evaluation',
+    },
   },
   {
     // Stages 1–4: reference-env fallback, GRPO on a tiny model, a gate on gold demonstrations,
@@ -63,7 +66,10 @@ const allRuns: RecordedRun[] = [
       // Served evaluation starts two trainer servers: more than FAST_TIMEOUTS' minute on a busy machine.
       timeouts: { ...FAST_TIMEOUTS, heartbeatMs: 60_000, longMs: 600_000 },
     },
-    children: { 'capability-trained': 'replay-gate/capability/verify_preconditions', 'evaluation-served': 'replay-gate/evaluation' },
+    children: {
+      'capability-trained': 'replay-gate/capability/verify_preconditions',
+      'evaluation-served': 'replay-gate/evaluation',
+    },
   },
 ];
 const runs = allRuns.filter((r) => only.length === 0 || only.includes(r.file));
@@ -76,16 +82,27 @@ try {
   const client = new Client({ connection });
   for (const run of runs) {
     const id = run.input.runId!;
-    const handle = await client.workflow.start('tracePipeline', { taskQueue: TASK_QUEUE_CPU, workflowId: id, args: [run.input] });
+    const handle = await client.workflow.start('tracePipeline', {
+      taskQueue: TASK_QUEUE_CPU,
+      workflowId: id,
+      args: [run.input],
+    });
     await handle.result();
     const write = async (name: string, workflowId: string) => {
       // The CLI's proto-JSON export is the format Worker.runReplayHistories reads.
-      const json = execFileSync(TEMPORAL_BINARY, ['workflow', 'show', '--workflow-id', workflowId, '--output', 'json', '--address', temporal.address], {
-        encoding: 'utf8',
-        maxBuffer: 64 * 1024 * 1024,
-      });
+      const json = execFileSync(
+        TEMPORAL_BINARY,
+        ['workflow', 'show', '--workflow-id', workflowId, '--output', 'json', '--address', temporal.address],
+        {
+          encoding: 'utf8',
+          maxBuffer: 64 * 1024 * 1024,
+        },
+      );
       // Replay needs the original workflow id (child ids derive from it), so it is stored alongside.
-      await writeFile(path.join(HERE, `${name}.json`), JSON.stringify({ workflowId, history: JSON.parse(json) }, null, 1));
+      await writeFile(
+        path.join(HERE, `${name}.json`),
+        JSON.stringify({ workflowId, history: JSON.parse(json) }, null, 1),
+      );
       console.log(`recorded ${name}.json (${workflowId})`);
     };
     await write(run.file, id);

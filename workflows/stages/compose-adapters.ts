@@ -24,7 +24,13 @@ export async function composeAdapters(run: Run, capabilities: CapabilityResult[]
   run.enter('stage4:gate');
   const summary = `fit the gate over ${adapters.length} adapter(s): ${adapters.map((a) => a.capability).join(', ')} (${config.gate.steps} steps)`;
   try {
-    return { gate: await proxyActivities<GpuActivities>({ ...gpuActivity(timeouts), summary }).fitGate({ runId, config, adapters }) };
+    return {
+      gate: await proxyActivities<GpuActivities>({ ...gpuActivity(timeouts), summary }).fitGate({
+        runId,
+        config,
+        adapters,
+      }),
+    };
   } catch (err) {
     if (isCancellation(err)) throw err;
     return { gateError: failureMessage(err) };

@@ -9,7 +9,11 @@ import type { Run } from './run.js';
  * The held-out evaluation: the base, the TRACE agent (base + gate) and the single adapters on the
  * target's test split, fanned out as (variant × task batch) activities in a child workflow.
  */
-export async function evaluate(run: Run, capabilities: CapabilityResult[], { gate }: Composed): Promise<EvaluationStageResult | undefined> {
+export async function evaluate(
+  run: Run,
+  capabilities: CapabilityResult[],
+  { gate }: Composed,
+): Promise<EvaluationStageResult | undefined> {
   const { runId, config, timeouts } = run;
   if (!config.stages.evaluation) return undefined;
   run.enter('evaluation');

@@ -36,10 +36,19 @@ export async function identifyCapabilities(run: Run, rollouts: Rollouts): Promis
     );
     const labels = passes.flatMap((p) => (p.status === 'fulfilled' ? [p.value.ref] : []));
     if (labels.length === 0) {
-      throw ApplicationFailure.nonRetryable(`every labeling pass failed: ${failureMessage((passes[0] as PromiseRejectedResult).reason)}`, 'NoLabels');
+      throw ApplicationFailure.nonRetryable(
+        `every labeling pass failed: ${failureMessage((passes[0] as PromiseRejectedResult).reason)}`,
+        'NoLabels',
+      );
     }
     run.enter('stage1:selection');
-    const selection = await short.selectCapabilities({ runId, config, dictionaryRef: discovery.ref, rolloutRefs, passRefs: labels });
+    const selection = await short.selectCapabilities({
+      runId,
+      config,
+      dictionaryRef: discovery.ref,
+      rolloutRefs,
+      passRefs: labels,
+    });
     identified = {
       selected: selection.selected,
       analysis: {

@@ -17,7 +17,10 @@ export interface Outcome {
 }
 
 /** The run's result and its stored report (JSON + HTML); every failed item is counted in the status. */
-export async function report(run: Run, { rollouts, analysis, capabilities, composed, evaluation }: Outcome): Promise<PipelineResult> {
+export async function report(
+  run: Run,
+  { rollouts, analysis, capabilities, composed, evaluation }: Outcome,
+): Promise<PipelineResult> {
   const { runId, config, timeouts } = run;
   run.enter('report');
   const { gate, gateError } = composed;
@@ -47,9 +50,17 @@ export async function report(run: Run, { rollouts, analysis, capabilities, compo
   return { ...result, report: ref };
 }
 
-function summarize(analysis: Analysis, caps: CapabilityResult[], notConfigured: readonly ConfigurableStage[], failures: number, gateError?: string): string {
+function summarize(
+  analysis: Analysis,
+  caps: CapabilityResult[],
+  notConfigured: readonly ConfigurableStage[],
+  failures: number,
+  gateError?: string,
+): string {
   const n = analysis.selected.length;
-  const parts = [analysis.error ? `stage 1 failed: ${analysis.error}` : `stage 1: ${n} capabilit${n === 1 ? 'y' : 'ies'} selected`];
+  const parts = [
+    analysis.error ? `stage 1 failed: ${analysis.error}` : `stage 1: ${n} capabilit${n === 1 ? 'y' : 'ies'} selected`,
+  ];
   const requested = caps.filter((c) => c.requestedByConfig).map((c) => c.name);
   if (requested.length) parts.push(`requested by config: ${requested.join(', ')}`);
   const trained = caps.filter((c) => c.status === 'trained').length;

@@ -1,4 +1,11 @@
-import { defineQuery, setCurrentDetails, setHandler, upsertMemo, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import {
+  defineQuery,
+  setCurrentDetails,
+  setHandler,
+  upsertMemo,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { EvaluationStageResult } from '../../activities/evaluation.js';
 import type { Config } from '../../core/config.js';
 import * as SA from '../search-attributes.js';
@@ -90,18 +97,27 @@ export function startRun(input: PipelineInput): Run {
       r.batchesTotal = total;
     },
     rolloutBatch: (fn) =>
-      counted(fn, (b) => {
-        r.batchesDone++;
-        r.trajectories += b.count;
-        r.successes += b.successes;
-      }, () => r.batchesFailed++),
+      counted(
+        fn,
+        (b) => {
+          r.batchesDone++;
+          r.trajectories += b.count;
+          r.successes += b.successes;
+        },
+        () => r.batchesFailed++,
+      ),
     rolloutsImported(counts) {
       Object.assign(r, counts);
     },
     rolloutsDone() {
       if (r.trajectories) upsertSearchAttributes([{ key: SA.TracePassRate, value: r.successes / r.trajectories }]);
     },
-    labelingPass: (fn) => counted(fn, () => l.passesDone++, () => l.passesFailed++),
+    labelingPass: (fn) =>
+      counted(
+        fn,
+        () => l.passesDone++,
+        () => l.passesFailed++,
+      ),
     capabilitiesSelected(names) {
       upsertSearchAttributes([{ key: SA.TraceCapabilities, value: names }]);
     },

@@ -13,19 +13,39 @@ import type { Run } from './run.js';
  * A failed child is reported; the others continue. In scheduled retraining each capability takes
  * over what the previous run has of it (environment, adapter); new ones start fresh.
  */
-export async function trainCapabilities(run: Run, { analysis, selected }: Identified, previous?: RunArtifacts): Promise<CapabilityResult[]> {
+export async function trainCapabilities(
+  run: Run,
+  { analysis, selected }: Identified,
+  previous?: RunArtifacts,
+): Promise<CapabilityResult[]> {
   const { runId, config, timeouts } = run;
   run.enter('stages2-3:capabilities');
   const parentId = workflowInfo().workflowId;
   const toTrain = capabilitiesToTrain(selected, config.analysis.requestedCapabilities);
   const workflowId = (name: string) => `${parentId}/capability/${name}`;
   run.capabilitiesPlanned(
-    toTrain.map((c) => ({ name: c.name, workflowId: workflowId(c.name), ...(c.requestedByConfig ? { requestedByConfig: true } : {}) })),
+    toTrain.map((c) => ({
+      name: c.name,
+      workflowId: workflowId(c.name),
+      ...(c.requestedByConfig ? { requestedByConfig: true } : {}),
+    })),
   );
-  const reuse = previous ? reusePlan(previous, toTrain.map((c) => c.name)) : [];
+  const reuse = previous
+    ? reusePlan(
+        previous,
+        toTrain.map((c) => c.name),
+      )
+    : [];
   const settled = await Promise.allSettled(
     toTrain.map(async ({ name, description }, i) => {
-      const args: CapabilityInput = { runId, config, capability: { name, description }, analysis: analysis.selection, timeouts, ...takenOver(previous, reuse[i]) };
+      const args: CapabilityInput = {
+        runId,
+        config,
+        capability: { name, description },
+        analysis: analysis.selection,
+        timeouts,
+        ...takenOver(previous, reuse[i]),
+      };
       const handle = await startChild(capabilityWorkflow, { workflowId: workflowId(name), args: [args] });
       run.capabilityStarted(i);
       const result = await handle.result();
@@ -44,7 +64,10 @@ export async function trainCapabilities(run: Run, { analysis, selected }: Identi
 }
 
 /** The child's inputs from the previous run: its environment to validate again, its adapter to continue. */
-function takenOver(previous: RunArtifacts | undefined, reuse: ReturnType<typeof reusePlan>[number] | undefined): Partial<CapabilityInput> {
+function takenOver(
+  previous: RunArtifacts | undefined,
+  reuse: ReturnType<typeof reusePlan>[number] | undefined,
+): Partial<CapabilityInput> {
   if (!previous || !reuse || (!reuse.environment && !reuse.adapter)) return {};
   return {
     previousRunId: previous.runId,
