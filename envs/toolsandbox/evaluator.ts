@@ -281,14 +281,11 @@ export function additionSimilarity(
   reference: Row[],
   targetSchema?: Record<string, string>,
 ): number {
-  const snap = fillNullZero(dropIndex(snapshot), ns);
-  const ref = fillNullZero(dropIndex(reference), ns);
-  const cols = SCHEMAS[ns].columns.filter((c) => c !== 'sandbox_message_index');
+  const { snap, ref, cols } = comparable(ns, snapshot, reference);
   let joined = 0;
   for (const s of snap) for (const r of ref) if (joinEqual(s, r, cols)) joined++;
   if (ref.length !== joined) return 0;
-  const added = snap.filter((s) => !ref.some((r) => joinEqual(s, r, cols)));
-  return snapshotSimilarity(added, fillNullZero(target, 'target', targetSchema), measures);
+  return newRowsSimilarity(snap, ref, cols, target, measures, targetSchema);
 }
 
 /** evaluation.removal_similarity: addition with snapshot and reference swapped. */
@@ -312,12 +309,31 @@ export function updateSimilarity(
   reference: Row[],
   targetSchema?: Record<string, string>,
 ): number {
-  const snap = fillNullZero(dropIndex(snapshot), ns);
-  const ref = fillNullZero(dropIndex(reference), ns);
+  const { snap, ref, cols } = comparable(ns, snapshot, reference);
   if (ref.length !== snap.length) return 0;
-  const cols = SCHEMAS[ns].columns.filter((c) => c !== 'sandbox_message_index');
-  const changed = snap.filter((s) => !ref.some((r) => joinEqual(s, r, cols)));
-  return snapshotSimilarity(changed, fillNullZero(target, 'target', targetSchema), measures);
+  return newRowsSimilarity(snap, ref, cols, target, measures, targetSchema);
+}
+
+/** Snapshot and reference as the addition/update measures compare them: index dropped, nulls filled, joined on every column but the message index. */
+function comparable(ns: Namespace, snapshot: Row[], reference: Row[]): { snap: Row[]; ref: Row[]; cols: string[] } {
+  return {
+    snap: fillNullZero(dropIndex(snapshot), ns),
+    ref: fillNullZero(dropIndex(reference), ns),
+    cols: SCHEMAS[ns].columns.filter((c) => c !== 'sandbox_message_index'),
+  };
+}
+
+/** Similarity to the target of the snapshot rows that join no reference row (the added or changed ones). */
+function newRowsSimilarity(
+  snap: Row[],
+  ref: Row[],
+  cols: string[],
+  target: Row[],
+  measures: Measures,
+  targetSchema?: Record<string, string>,
+): number {
+  const fresh = snap.filter((s) => !ref.some((r) => joinEqual(s, r, cols)));
+  return snapshotSimilarity(fresh, fillNullZero(target, 'target', targetSchema), measures);
 }
 
 /** evaluation.guardrail_similarity: 1 iff the snapshot equals the reference (row order included). */
