@@ -1,5 +1,5 @@
 import { parseConfig } from '../core/config.js';
-import type { AgentAction, Environment } from '../envs/environment.js';
+import { actionMessage, type AgentAction, type Environment } from '../envs/environment.js';
 import {
   isReferenceCapability,
   loadReferenceEnv,
@@ -190,11 +190,7 @@ async function replay(env: Environment, start: { taskId: string } | { seed: numb
   let termination: 'agent_stop' | 'user_stop' | 'max_steps' = 'agent_stop';
   try {
     for (const a of actions) {
-      messages.push(
-        a.type === 'tool_call'
-          ? { role: 'assistant', content: null, tool_calls: [a.call] }
-          : { role: 'assistant', content: a.content },
-      );
+      messages.push(actionMessage(a));
       const r = await ep.step(a);
       messages.push(r.observation);
       if (a.type === 'tool_call')

@@ -26,6 +26,13 @@ export type ResetRequest = { taskId: string } | { seed: number };
 /** One agent action per turn, as in tau2: a message to the user or a single tool call. */
 export type AgentAction = { type: 'message'; content: string } | { type: 'tool_call'; call: ToolCall };
 
+/** The assistant message an action stands for in the transcript the environment evaluates. */
+export function actionMessage(a: AgentAction): Message {
+  return a.type === 'tool_call'
+    ? { role: 'assistant', content: null, tool_calls: [a.call] }
+    : { role: 'assistant', content: a.content };
+}
+
 /**
  * Per-request options: `signal` aborts a request the caller no longer waits for (a cancelled
  * activity, an episode past its time limit). An env that answers from memory may ignore it; one that

@@ -4,6 +4,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import os from 'node:os';
 import path from 'node:path';
 import { SandboxError, startSandboxedEnv } from '../envs/sandbox/index.js';
+import { actionMessage } from '../envs/environment.js';
 import { formatConformance, runConformance } from '../envs/protocol/conformance.js';
 import { inspectInstance } from '../envs/sdk/index.js';
 import type { Environment, Message } from '../envs/sdk/index.js';
@@ -18,11 +19,7 @@ async function playGold(env: Environment, seed: number) {
   const ep = await env.reset({ seed });
   const messages: Message[] = ep.initialMessages();
   for (const action of gold) {
-    messages.push(
-      action.type === 'message'
-        ? { role: 'assistant', content: action.content }
-        : { role: 'assistant', content: null, tool_calls: [action.call] },
-    );
+    messages.push(actionMessage(action));
     const r = await ep.step(action);
     messages.push(r.observation);
   }

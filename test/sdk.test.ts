@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { actionMessage } from '../envs/environment.js';
 import {
   Rng,
   gen,
@@ -37,11 +38,7 @@ async function play(env: SyntheticEnvironment, seed: number, actions: AgentActio
   const messages: Message[] = ep.initialMessages();
   let termination: 'agent_stop' | 'user_stop' | 'max_steps' = 'agent_stop';
   for (const a of actions) {
-    messages.push(
-      a.type === 'tool_call'
-        ? { role: 'assistant', content: null, tool_calls: [a.call] }
-        : { role: 'assistant', content: a.content },
-    );
+    messages.push(actionMessage(a));
     const r = await ep.step(a);
     messages.push(r.observation);
     if (r.done) {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Message } from '../core/messages.js';
 import type { Termination } from '../core/trajectory.js';
-import type { AgentAction, Environment } from '../envs/environment.js';
+import { actionMessage, type AgentAction, type Environment } from '../envs/environment.js';
 import { parseConfig } from '../core/config.js';
 import { openEnvironment } from '../envs/registry.js';
 import { CONFIRM, createShowcaseDeskEnv, DESK_TASKS } from '../envs/showcase/desk.js';
@@ -19,11 +19,7 @@ async function play(env: Environment, taskId: string, actions: AgentAction[]) {
   const steps = [];
   let termination: Termination = 'agent_stop';
   for (const a of actions) {
-    messages.push(
-      a.type === 'tool_call'
-        ? { role: 'assistant', content: null, tool_calls: [a.call] }
-        : { role: 'assistant', content: a.content },
-    );
+    messages.push(actionMessage(a));
     const r = await ep.step(a);
     messages.push(r.observation);
     steps.push(r);

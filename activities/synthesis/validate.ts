@@ -20,7 +20,7 @@ import {
   type VerifierStats,
 } from '../../core/synthesis.js';
 import type { Termination, Trajectory } from '../../core/trajectory.js';
-import type { AgentAction, Environment } from '../../envs/environment.js';
+import { actionMessage, type AgentAction, type Environment } from '../../envs/environment.js';
 import { inspectInstance, Rng, type InstanceView, type JsonSchema } from '../../envs/sdk/index.js';
 import { activityContext } from '../../infra/activity-context.js';
 import type { Llm } from '../../llm/client.js';
@@ -72,11 +72,7 @@ export async function playPolicy(env: Environment, seed: number, policy: Policy,
         termination = 'agent_stop';
         break;
       }
-      messages.push(
-        action.type === 'tool_call'
-          ? { role: 'assistant', content: null, tool_calls: [action.call] }
-          : { role: 'assistant', content: action.content },
-      );
+      messages.push(actionMessage(action));
       const r = await ep.step(action);
       messages.push(r.observation);
       if (r.error)
