@@ -1,7 +1,6 @@
-import { calculate } from './calculate.js';
 import { construct, dict, float, int, list, literal, model, opt, str, union, type Obj } from './model.js';
 import { pyStr } from './python-format.js';
-import { Tau2Db, valueError as err, type ToolDef } from './toolkit.js';
+import { CALCULATE_TOOL, params as p, Tau2Db, TRANSFER_TOOL, valueError as err, type ToolDef } from './toolkit.js';
 
 /** tau2 airline: the pydantic models of data_model.py and every tool of tools.py (AirlineTools). */
 const Cabin = literal('business', 'economy', 'basic_economy');
@@ -258,8 +257,6 @@ function paymentForUpdate(db: Tau2Db, u: UserT, paymentId: unknown, total: numbe
   return total !== 0 ? construct(Payment, { payment_id: paymentId as string, amount: total }) : null;
 }
 
-const p = (...names: string[]) => names.map((name) => ({ name }));
-
 export const airlineTools: ToolDef<Tau2Db>[] = [
   {
     name: 'book_reservation',
@@ -346,13 +343,7 @@ export const airlineTools: ToolDef<Tau2Db>[] = [
       return res;
     },
   },
-  {
-    name: 'calculate',
-    type: 'generic',
-    returns: str,
-    params: p('expression'),
-    run: (_db, a) => calculate(a.expression as string),
-  },
+  CALCULATE_TOOL,
   {
     name: 'cancel_reservation',
     type: 'write',
@@ -429,13 +420,7 @@ export const airlineTools: ToolDef<Tau2Db>[] = [
       return `Certificate ${id} added to user ${pyStr(a.user_id)} with amount ${pyStr(a.amount)}.`;
     },
   },
-  {
-    name: 'transfer_to_human_agents',
-    type: 'generic',
-    returns: str,
-    params: p('summary'),
-    run: () => 'Transfer successful',
-  },
+  TRANSFER_TOOL,
   {
     name: 'update_reservation_baggages',
     type: 'write',

@@ -1,6 +1,6 @@
 import { construct, dict, list, literal, model, opt, str, type Obj } from './model.js';
 import { pyStr } from './python-format.js';
-import { Tau2Db, valueError as err, type ToolDef } from './toolkit.js';
+import { Tau2Db, TRANSFER_TOOL, valueError as err, type ToolDef } from './toolkit.js';
 
 /** tau2 mock: a task-list DB for the agent and a notification inbox the simulated user can use. */
 const TaskStatus = literal('pending', 'completed');
@@ -72,13 +72,7 @@ export const mockTools: ToolDef<Tau2Db>[] = [
       return t;
     },
   },
-  {
-    name: 'transfer_to_human_agents',
-    type: 'generic',
-    returns: str,
-    params: [{ name: 'summary' }],
-    run: () => 'Transfer successful',
-  },
+  TRANSFER_TOOL,
 ];
 
 /** Non-tool helpers that tasks call through `initialization_actions` and `env_assertions`. */

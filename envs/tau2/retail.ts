@@ -1,7 +1,6 @@
-import { calculate } from './calculate.js';
 import { bool, construct, dict, float, list, literal, model, opt, str, union, type Obj } from './model.js';
 import { pyJsonDumps, pyRound2, pyStr } from './python-format.js';
-import { Tau2Db, valueError as err, type ToolDef } from './toolkit.js';
+import { CALCULATE_TOOL, params as p, Tau2Db, TRANSFER_TOOL, valueError as err, type ToolDef } from './toolkit.js';
 
 /** tau2 retail: the pydantic models of data_model.py and every tool of tools.py (RetailTools). */
 const Variant = model('Variant', [
@@ -143,18 +142,11 @@ const ownPaymentMethod = (db: Tau2Db, userId: string, id: string): PaymentMethod
 const count = (xs: unknown[], x: unknown) => xs.filter((y) => y === x).length;
 /** Python's `sorted()` of a list of strings (code point order). */
 const sorted = (xs: unknown) => [...(xs as string[])].sort();
-const p = (...names: string[]) => names.map((name) => ({ name }));
 const ADDRESS = ['address1', 'address2', 'city', 'state', 'country', 'zip'];
 const address = (a: Obj) => construct(UserAddress, Object.fromEntries(ADDRESS.map((k) => [k, a[k]])));
 
 export const retailTools: ToolDef<Tau2Db>[] = [
-  {
-    name: 'calculate',
-    type: 'generic',
-    returns: str,
-    params: p('expression'),
-    run: (_db, a) => calculate(a.expression as string),
-  },
+  CALCULATE_TOOL,
   {
     name: 'cancel_pending_order',
     type: 'write',
@@ -414,11 +406,5 @@ export const retailTools: ToolDef<Tau2Db>[] = [
       return o;
     },
   },
-  {
-    name: 'transfer_to_human_agents',
-    type: 'generic',
-    returns: str,
-    params: p('summary'),
-    run: () => 'Transfer successful',
-  },
+  TRANSFER_TOOL,
 ];

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { dumpTyped, fromTree, type ModelType, type Obj, type PyType } from './model.js';
+import { calculate } from './calculate.js';
+import { dumpTyped, fromTree, str, type ModelType, type Obj, type PyType } from './model.js';
 import type { JsonTree } from './ordered-json.js';
 import { pyJsonString } from './python-format.js';
 
@@ -149,6 +150,27 @@ export interface ToolDef<Ctx> {
   returns: PyType;
   run(ctx: Ctx, args: Obj): unknown;
 }
+
+/** Required parameters by name, as most tau2 tools declare them. */
+export const params = (...names: string[]): ToolParam[] => names.map((name) => ({ name }));
+
+/** tau2's GENERIC `calculate` tool, the same in every domain that offers it. */
+export const CALCULATE_TOOL: ToolDef<Tau2Db> = {
+  name: 'calculate',
+  type: 'generic',
+  returns: str,
+  params: params('expression'),
+  run: (_db, a) => calculate(a.expression as string),
+};
+
+/** tau2's GENERIC `transfer_to_human_agents` tool, the same in every domain that offers it. */
+export const TRANSFER_TOOL: ToolDef<Tau2Db> = {
+  name: 'transfer_to_human_agents',
+  type: 'generic',
+  returns: str,
+  params: params('summary'),
+  run: () => 'Transfer successful',
+};
 
 export interface ToolOutput {
   content: string;
