@@ -272,49 +272,41 @@ export function snapshotSimilarity(snapshot: Row[], target: Row[], measures: Mea
   return Math.exp(-(sum / cols.length));
 }
 
-/** evaluation.addition_similarity: snapshot ⊇ reference, and what was added matches the target. */
-export function additionSimilarity(
+/** A measure of one table's snapshot against the target rows, given the reference milestone's snapshot. */
+type TableSimilarity = (
   ns: Namespace,
   snapshot: Row[],
   target: Row[],
   measures: Measures,
   reference: Row[],
   targetSchema?: Record<string, string>,
-): number {
+) => number;
+
+/** evaluation.addition_similarity: snapshot ⊇ reference, and what was added matches the target. */
+export const additionSimilarity: TableSimilarity = (ns, snapshot, target, measures, reference, targetSchema) => {
   const { snap, ref, cols } = comparable(ns, snapshot, reference);
   let joined = 0;
   for (const s of snap) for (const r of ref) if (joinEqual(s, r, cols)) joined++;
   if (ref.length !== joined) return 0;
   return newRowsSimilarity(snap, ref, cols, target, measures, targetSchema);
-}
+};
 
 /** evaluation.removal_similarity: addition with snapshot and reference swapped. */
-export function removalSimilarity(
-  ns: Namespace,
-  snapshot: Row[],
-  target: Row[],
-  measures: Measures,
-  reference: Row[],
-  targetSchema?: Record<string, string>,
-): number {
+export const removalSimilarity: TableSimilarity = (ns, snapshot, target, measures, reference, targetSchema) => {
   return additionSimilarity(ns, reference, target, measures, snapshot, targetSchema);
-}
+};
 
 /** evaluation.update_similarity: same row count, and the rows not in the reference match the target. */
-export function updateSimilarity(
-  ns: Namespace,
-  snapshot: Row[],
-  target: Row[],
-  measures: Measures,
-  reference: Row[],
-  targetSchema?: Record<string, string>,
-): number {
+export const updateSimilarity: TableSimilarity = (ns, snapshot, target, measures, reference, targetSchema) => {
   const { snap, ref, cols } = comparable(ns, snapshot, reference);
   if (ref.length !== snap.length) return 0;
   return newRowsSimilarity(snap, ref, cols, target, measures, targetSchema);
-}
+};
 
-/** Snapshot and reference as the addition/update measures compare them: index dropped, nulls filled, joined on every column but the message index. */
+/**
+ * Snapshot and reference as the addition and update measures compare them: index dropped, nulls
+ * filled, joined on every column but the message index.
+ */
 function comparable(ns: Namespace, snapshot: Row[], reference: Row[]): { snap: Row[]; ref: Row[]; cols: string[] } {
   return {
     snap: fillNullZero(dropIndex(snapshot), ns),
@@ -642,6 +634,12 @@ class SnapshotCache {
   }
 }
 
+const TABLE_SIMILARITIES = {
+  addition_similarity: additionSimilarity,
+  removal_similarity: removalSimilarity,
+  update_similarity: updateSimilarity,
+};
+
 /** CachedSimilarityCalculator: geometric mean of a milestone's constraint similarities (guardrails multiply but do not count). */
 class CachedSimilarity {
   private readonly cache: Map<string, number>[];
@@ -705,25 +703,9 @@ export function constraintSimilarity(c: SnapshotConstraint, snapshot: Row[], ref
     case 'snapshot_similarity':
       return snapshotSimilarity(snapshot, need(target, 'a target_dataframe'), measures);
     case 'addition_similarity':
-      return additionSimilarity(
-        ns,
-        snapshot,
-        need(target, 'a target_dataframe'),
-        measures,
-        need(reference, 'a reference milestone'),
-        c.target_schema,
-      );
     case 'removal_similarity':
-      return removalSimilarity(
-        ns,
-        snapshot,
-        need(target, 'a target_dataframe'),
-        measures,
-        need(reference, 'a reference milestone'),
-        c.target_schema,
-      );
     case 'update_similarity':
-      return updateSimilarity(
+      return TABLE_SIMILARITIES[c.snapshot_constraint.name](
         ns,
         snapshot,
         need(target, 'a target_dataframe'),
