@@ -190,19 +190,13 @@ const NEW_CERTIFICATE_IDS = ['certificate_3221322', 'certificate_3221323', 'cert
 const NOW = '2024-05-15T15:00:00';
 
 const user = (db: Tau2Db, id: unknown): UserT => {
-  const u = db.table<UserT>('users').get(id as string);
-  if (!u) throw err(`User ${pyStr(id)} not found`);
-  return u;
+  return db.get<UserT>('users', id, `User ${pyStr(id)} not found`);
 };
 const reservation = (db: Tau2Db, id: unknown): ReservationT => {
-  const r = db.table<ReservationT>('reservations').get(id as string);
-  if (!r) throw err(`Reservation ${pyStr(id)} not found`);
-  return r;
+  return db.get<ReservationT>('reservations', id, `Reservation ${pyStr(id)} not found`);
 };
 const flight = (db: Tau2Db, n: unknown): FlightT => {
-  const f = db.table<FlightT>('flights').get(n as string);
-  if (!f) throw err(`Flight ${pyStr(n)} not found`);
-  return f;
+  return db.get<FlightT>('flights', n, `Flight ${pyStr(n)} not found`);
 };
 const flightInstance = (db: Tau2Db, n: unknown, date: unknown): DateStatusT => {
   const d = flight(db, n).dates.get(date as string);

@@ -31,17 +31,13 @@ type TaskT = { status: string } & Obj;
 type UserT = { tasks: string[] } & Obj;
 
 const task = (db: Tau2Db, id: unknown): TaskT => {
-  const t = db.table<TaskT>('tasks').get(id as string);
-  if (!t) throw err(`Task ${pyStr(id)} not found`);
-  return t;
+  return db.get<TaskT>('tasks', id, `Task ${pyStr(id)} not found`);
 };
 const userOrFail = (db: Tau2Db, id: unknown) => {
   if (!db.table('users').has(id as string)) throw err(`User ${pyStr(id)} not found`);
 };
 const notification = (db: Tau2Db, id: unknown): { status: string } => {
-  const n = db.table<{ status: string }>('notifications').get(id as string);
-  if (!n) throw err(`Notification ${pyStr(id)} not found`);
-  return n;
+  return db.get<{ status: string }>('notifications', id, `Notification ${pyStr(id)} not found`);
 };
 
 export const mockTools: ToolDef<Tau2Db>[] = [

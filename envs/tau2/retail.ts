@@ -115,18 +115,13 @@ type OrderPaymentT = { transaction_type: string; amount: number; payment_method_
 type OrderT = { user_id: string; status: string; items: OrderItemT[]; payment_history: OrderPaymentT[] } & Obj;
 
 const order = (db: Tau2Db, id: unknown): OrderT => {
-  const o = db.table<OrderT>('orders').get(id as string);
-  if (!o) throw err('Order not found');
-  return o;
+  return db.get<OrderT>('orders', id, 'Order not found');
 };
 const user = (db: Tau2Db, id: unknown): UserT => {
-  const u = db.table<UserT>('users').get(id as string);
-  if (!u) throw err('User not found');
-  return u;
+  return db.get<UserT>('users', id, 'User not found');
 };
 const variant = (db: Tau2Db, productId: string, variantId: unknown): VariantT => {
-  const product = db.table<ProductT>('products').get(productId);
-  if (!product) throw err('Product not found');
+  const product = db.get<ProductT>('products', productId, 'Product not found');
   const v = product.variants.get(variantId as string);
   if (!v) throw err('Variant not found');
   return v;
@@ -247,9 +242,7 @@ export const retailTools: ToolDef<Tau2Db>[] = [
     returns: Product,
     params: p('product_id'),
     run(db, a) {
-      const product = db.table<ProductT>('products').get(a.product_id as string);
-      if (!product) throw err('Product not found');
-      return product;
+      return db.get<ProductT>('products', a.product_id, 'Product not found');
     },
   },
   {

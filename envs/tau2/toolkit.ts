@@ -38,6 +38,13 @@ export class Tau2Db {
     return this.tables[name] as Map<string, T>;
   }
 
+  /** The entity `key` of `table`; a ValueError with the domain's own message (tau2's wording) when absent. */
+  get<T>(name: string, key: unknown, notFound: string): T {
+    const e = this.table<T>(name).get(key as string);
+    if (!e) throw valueError(notFound);
+    return e;
+  }
+
   /** The entity `key` of `table`, private to this copy so it may be mutated. */
   own<T extends object>(name: string, key: string): T {
     const e = this.tables[name].get(key) as T;
