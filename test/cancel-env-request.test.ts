@@ -89,13 +89,33 @@ function assertAbortedWithinOneBeat(log: Event[]) {
 
 const getOrder = () => ({ toolCalls: [{ name: 'get_order', arguments: JSON.stringify({ order_id: 'O-1001' }) }] });
 
-test('a cancelled rollout activity aborts its in-flight env request within one heartbeat; the env server is left idle', async () => {
-  const tmp = await tempDir('trace-cancel-env-');
+/** A hanging env server and a scripted LLM (get_order) for one test, closed after it whatever happens. */
+async function withHangingEnv(
+  prefix: string,
+  body: (f: {
+    tmp: { dir: string };
+    log: Event[];
+    target: ReturnType<typeof hangingSteps>;
+    served: Awaited<ReturnType<typeof serveEnvironment>>;
+    llm: Awaited<ReturnType<typeof startScriptedLlm>>;
+  }) => Promise<void>,
+): Promise<void> {
+  const tmp = await tempDir(prefix);
   const log: Event[] = [];
   const target = hangingSteps(log);
   const served = await serveEnvironment(target.env);
   const llm = await startScriptedLlm(getOrder);
   try {
+    await body({ tmp, log, target, served, llm });
+  } finally {
+    await llm.close();
+    await served.close();
+    await tmp.cleanup();
+  }
+}
+
+test('a cancelled rollout activity aborts its in-flight env request within one heartbeat; the env server is left idle', async () => {
+  await withHangingEnv('trace-cancel-env-', async ({ tmp, log, target, served, llm }) => {
     // The episode's own time limit is beyond the test's guard: only the cancellation may end the step.
     const config = testConfig(llm.baseURL, tmp.dir, {
       env: { name: served.url, maxTasks: 3 },
@@ -118,20 +138,11 @@ test('a cancelled rollout activity aborts its in-flight env request within one h
       [],
       'a cancelled episode is not stored',
     );
-  } finally {
-    await llm.close();
-    await served.close();
-    await tmp.cleanup();
-  }
+  });
 });
 
 test('a cancelled evaluation activity aborts its in-flight env request within one heartbeat', async () => {
-  const tmp = await tempDir('trace-cancel-eval-');
-  const log: Event[] = [];
-  const target = hangingSteps(log);
-  const served = await serveEnvironment(target.env);
-  const llm = await startScriptedLlm(getOrder);
-  try {
+  await withHangingEnv('trace-cancel-eval-', async ({ tmp, log, target, served, llm }) => {
     const config = testConfig(llm.baseURL, tmp.dir, {
       env: { name: served.url },
       rollouts: { episodeTimeoutMs: 120_000 },
@@ -151,11 +162,7 @@ test('a cancelled evaluation activity aborts its in-flight env request within on
     await assert.rejects(run, (e: Error) => /cancel/i.test(`${e.name} ${e.message}`));
     assertAbortedWithinOneBeat(log);
     assert.equal(target.inFlight(), 0);
-  } finally {
-    await llm.close();
-    await served.close();
-    await tmp.cleanup();
-  }
+  });
 });
 
 test("a cancelled episode on tau2 aborts the user simulator's LLM call in flight (the LLM server stops generating)", async () => {
