@@ -1,4 +1,4 @@
-import { defineEnvironment, defineTool, ToolError, gen, call, say, type AgentAction } from '#env-sdk';
+import { defineEnvironment, defineTool, ToolError, gen, call, say, utcFields, type AgentAction } from '#env-sdk';
 
 /**
  * Datetime reasoning (ToolSandbox): set a reminder at a time given relative to "now" ("next
@@ -18,18 +18,6 @@ type Inst = {
 
 const DAYS = ['Sunday', 'Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday'];
 const int = { type: 'integer' };
-const info = (ts: number) => {
-  const d = new Date(ts * 1000);
-  return {
-    year: d.getUTCFullYear(),
-    month: d.getUTCMonth() + 1,
-    day: d.getUTCDate(),
-    hour: d.getUTCHours(),
-    minute: d.getUTCMinutes(),
-    second: d.getUTCSeconds(),
-    isoweekday: d.getUTCDay() || 7,
-  };
-};
 const clock = (h: number, m: number) => `${((h + 11) % 12) + 1}:${String(m).padStart(2, '0')} ${h < 12 ? 'AM' : 'PM'}`;
 
 export default defineEnvironment<State, Inst>({
@@ -54,7 +42,7 @@ export default defineEnvironment<State, Inst>({
       name: 'timestamp_to_datetime_info',
       description: 'Convert a POSIX timestamp to date and time fields (UTC); isoweekday is 1 = Monday … 7 = Sunday.',
       parameters: { type: 'object', properties: { timestamp: { type: 'number' } }, required: ['timestamp'] },
-      run: ({ timestamp }) => info(timestamp),
+      run: ({ timestamp }) => utcFields(timestamp),
     }),
     defineTool<State, { year: number; month: number; day: number; hour: number; minute: number; second?: number }>({
       name: 'datetime_info_to_timestamp',
@@ -99,7 +87,7 @@ export default defineEnvironment<State, Inst>({
   ],
   generate(seed, rng) {
     const now = Date.UTC(2024, 0, 1) / 1000 + rng.int(0, 730 * 24 * 60) * 60;
-    const today = info(now);
+    const today = utcFields(now);
     const content = gen.task(rng);
     const hour = rng.int(7, 21),
       minute = rng.pick([0, 15, 30, 45]);
@@ -124,7 +112,7 @@ export default defineEnvironment<State, Inst>({
             ? `in ${days} days at ${clock(hour, minute)}`
             : `next ${DAYS[wd]} at ${clock(hour, minute)}`;
       target = at(days);
-      const t = info(target);
+      const t = utcFields(target);
       gold.push(
         call('datetime_info_to_timestamp', {
           year: t.year,

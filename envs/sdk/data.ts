@@ -164,6 +164,20 @@ export const gen = {
 };
 
 /** Adds whole days to a `YYYY-MM-DD` date (UTC). */
+/** A Unix timestamp's UTC calendar fields, as Python's datetime names them (isoweekday: Monday 1 … Sunday 7). */
+export function utcFields(seconds: number) {
+  const d = new Date(seconds * 1000);
+  return {
+    year: d.getUTCFullYear(),
+    month: d.getUTCMonth() + 1,
+    day: d.getUTCDate(),
+    hour: d.getUTCHours(),
+    minute: d.getUTCMinutes(),
+    second: d.getUTCSeconds(),
+    isoweekday: d.getUTCDay() || 7,
+  };
+}
+
 export function addDays(date: string, days: number): string {
   return new Date(Date.parse(`${date}T00:00:00Z`) + days * 86_400_000).toISOString().slice(0, 10);
 }

@@ -3,7 +3,7 @@
  * written against. See envs/sdk/README.md (it is also part of the generator prompt).
  */
 export { Rng } from './rng.js';
-export { gen, addDays, AIRPORTS, type Person } from './data.js';
+export { gen, addDays, utcFields, AIRPORTS, type Person } from './data.js';
 export { canonicalJson, stableHash, cloneState, type Json } from './state.js';
 export { schemaViolation, type JsonSchema } from './schema.js';
 export {

@@ -11,6 +11,7 @@
  * calculate_lat_lon_distance (geopy) and the RapidAPI tools (network).
  * Derived from apple/ToolSandbox (Copyright (C) 2024 Apple Inc.; licence in data/toolsandbox/LICENSE).
  */
+import { utcFields } from '../sdk/data.js';
 import { pyFloatRepr, pyRepr, pyStrRepr } from '../tau2/python-format.js';
 import { NoMatchingRows, SCHEMAS, type Namespace, type Row, type SandboxContext } from './context.js';
 import { defaultProcess, extract, partialRatio } from './fuzz.js';
@@ -146,18 +147,7 @@ function fromTimestamp(t: number): PyDateTime {
   return { secs, us };
 }
 
-function fields(dt: PyDateTime) {
-  const d = new Date(dt.secs * 1000);
-  return {
-    year: d.getUTCFullYear(),
-    month: d.getUTCMonth() + 1,
-    day: d.getUTCDate(),
-    hour: d.getUTCHours(),
-    minute: d.getUTCMinutes(),
-    second: d.getUTCSeconds(),
-    isoweekday: d.getUTCDay() || 7,
-  };
-}
+const fields = (dt: PyDateTime) => utcFields(dt.secs);
 
 /** datetime.timestamp() of a naive datetime: mktime's whole seconds plus microsecond / 1e6. */
 const toTimestamp = (dt: PyDateTime): number => dt.secs + dt.us / 1e6;
