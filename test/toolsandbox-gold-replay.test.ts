@@ -29,7 +29,7 @@ test("toolsandbox gold replay: every base scenario listed; where a gold trajecto
   const lines = await replayGoldCli('toolsandbox');
   assert.equal(lines.length, 129);
   const withGold = lines.filter((l) => l.similarity !== null);
-  assert.equal(withGold.length, 119);
+  assert.equal(withGold.length, 129);
   for (const l of withGold) {
     assert.ok(Math.abs((l.similarity as number) - (l.upstream_similarity as number)) <= 1e-9, l.scenario as string);
     assert.match(l.db_hash as string, /^[0-9a-f]{64}$/);

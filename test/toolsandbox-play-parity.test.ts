@@ -31,6 +31,8 @@ const load = (file: string) =>
 const fixtures = load('play-expected.json');
 /** The same for the augmented variants on top of 3 distraction tools (the user's requests not kept). */
 const variantFixtures = load('play-variants-expected.json');
+/** The same on the variant scenarios that draw unit_conversion (runnable since it is ported). */
+const unitFixtures = load('play-variants-unit-conversion-expected.json');
 
 /**
  * uuid4 ids (new contacts, messages, reminders) are random upstream (the data's own ids are uuid5),
@@ -147,4 +149,16 @@ test(`augmented variants play as upstream's: scrambled names / descriptions / ar
         f.sandbox.some((r) => /^[a-z_]+_\d+$/.test(String(r.openai_function_name))),
     ),
   );
+});
+
+test(`variant scenarios drawing unit_conversion play as upstream's on ${unitFixtures.length} scenarios`, async () => {
+  const bad: string[] = [];
+  for (const f of unitFixtures) await compare(f, bad);
+  assert.deepEqual(bad.slice(0, 10), []);
+  // The scripts called the tool, with results and errors.
+  const calls = unitFixtures.flatMap((f) =>
+    f.sandbox.filter((r) => /unit_conversion|utilities_\d+\(/.test(String(r.content))),
+  );
+  assert.ok(calls.length > 20, String(calls.length));
+  assert.ok(unitFixtures.some((f) => f.scenario.endsWith('_10_distraction_tools')));
 });

@@ -54,7 +54,7 @@ export function dbHash(ctx: SandboxContext): string {
 export interface GoldReplayLine {
   scenario: string;
   categories: string[];
-  /** null: no gold trajectory (upstream's matcher took over 6 s when the data was made). */
+  /** null: no gold trajectory for the scenario (every base scenario has one in the data). */
   similarity: number | null;
   upstream_similarity: number | null;
   perfect: boolean | null;

@@ -7,8 +7,8 @@
  * user's end_conversation (tools/user_tools.py), the timestamp utilities (tools/utilities.py, local
  * time = UTC as in the extraction, the clock frozen as in data/toolsandbox/SOURCE.md), and the
  * contact, messaging and reminder tools (fuzzy search through fuzz.ts, phone numbers through
- * phonenumbers.ts), and search_holiday (holidays.ts). Not yet: unit_conversion (pint),
- * calculate_lat_lon_distance (geopy) and the RapidAPI tools (network).
+ * phonenumbers.ts), search_holiday (holidays.ts), calculate_lat_lon_distance (geodesic.ts) and
+ * unit_conversion (pint.ts). Not ported: the RapidAPI tools (network).
  * Derived from apple/ToolSandbox (Copyright (C) 2024 Apple Inc.; licence in data/toolsandbox/LICENSE).
  */
 import { utcFields } from '../sdk/data.js';
@@ -18,6 +18,7 @@ import { defaultProcess, extract, partialRatio } from './fuzz.js';
 import { usHolidays } from './holidays.js';
 import { geodesicKm } from './geodesic.js';
 import { NumberParseException, validatePhoneNumber } from './phonenumbers.js';
+import { magnitudeRepr, PintException, unitConversion, type PyNum } from './pint.js';
 
 /** A Python exception raised by a tool: its class name and str(). */
 export class PyException extends Error {
@@ -683,6 +684,30 @@ UTILITIES.calculate_lat_lon_distance = typed(
   floatRepr,
 );
 
+/** A magnitude with its Python type (int / float), serialised as a plain JSON number in traces. */
+class Magnitude {
+  constructor(readonly py: PyNum) {}
+  toJSON(): number {
+    return Number(this.py);
+  }
+}
+
+/** utilities.unit_conversion: pint's conversion (pint.ts), pint's exceptions as the console prints them. */
+UTILITIES.unit_conversion = typed(
+  [F('amount'), S('from_unit'), S('to_unit')],
+  (a, fl) => {
+    const amount = a.amount as number | boolean;
+    const py: PyNum | boolean = typeof amount === 'boolean' || fl.has('amount') ? amount : BigInt(amount);
+    try {
+      return new Magnitude(unitConversion(py, a.from_unit as string, a.to_unit as string));
+    } catch (e) {
+      if (e instanceof PintException) throw new PyException(e.pyType, e.message);
+      throw e;
+    }
+  },
+  (r) => magnitudeRepr((r as Magnitude).py),
+);
+
 const TOOLS: Record<string, ToolDef> = {
   set_low_battery_mode_status: {
     params: ON,
@@ -807,7 +832,8 @@ export function callTool(ctx: SandboxContext, name: string, args: Args, floats: 
     };
   } catch (e) {
     if (!(e instanceof PyException)) throw e;
-    const line = `${e.pyType}: ${e.message}`;
+    // Python prints a bare class name for an exception whose str() is empty (AssertionError).
+    const line = e.message ? `${e.pyType}: ${e.message}` : e.pyType;
     return { content: line, exception: line, trace: null };
   }
 }
