@@ -66,6 +66,20 @@ export const SynthesisConfigSchema = z
       .describe(
         'share of seeds on which gold with one tool call dropped, and gold with one argument changed, must each score lower than gold',
       ),
+    maxMutationsPerSeed: z
+      .number()
+      .int()
+      .positive()
+      .default(24)
+      .describe('drop-step and change-argument perturbations of gold played per seed in the verifier check'),
+    maxMutationEscapes: z
+      .number()
+      .int()
+      .min(0)
+      .default(0)
+      .describe(
+        'plays, in total over the verifier check, of a perturbation class that scores lower on most seeds but not on this one',
+      ),
     calibration: z
       .object({
         low: z.number().min(0).max(1).default(0.2),
@@ -222,6 +236,22 @@ export interface VerifierStats {
   replayMismatched: number[];
   /** Per perturbation: seeds where it applies (the gold has such a step) and where it scored lower than gold. */
   mutations: Record<Mutation, { applicable: number; lower: number }>;
+  /**
+   * Per perturbation class (the same step dropped or the same argument changed, e.g.
+   * `drop list_orders#0`): plays over all seeds and how many scored lower than gold.
+   */
+  classes: Record<string, { played: number; lower: number }>;
+}
+
+/**
+ * Classes the verifier treats as required: lower than gold on most of their plays (and on at
+ * least two). An honest verifier is a function of the trajectory, so such a class is lower on
+ * every play; each play where it is not is an escape.
+ */
+export function requiredClasses(classes: VerifierStats['classes']): string[] {
+  return Object.entries(classes)
+    .filter(([, k]) => k.lower >= 2 && k.lower / k.played > 0.5)
+    .map(([key]) => key);
 }
 
 const MUTATION_TEXT: Record<Mutation, string> = {
@@ -239,8 +269,20 @@ export function judgeVerifier(r: VerifierStats, c: SynthesisConfig): CheckResult
     metrics[`${m}LowerShare`] = lower / applicable;
     metrics[`${m}Seeds`] = applicable;
     if (GATING_MUTATIONS.includes(m) && lower / applicable < c.minMutationDetection)
-      weak.push(`${MUTATION_TEXT[m]} scored lower than gold on only ${lower} of ${applicable} seeds`);
+      weak.push(
+        `${MUTATION_TEXT[m]} scored lower than gold on only ${lower} of ${applicable} seeds (need ≥ ${c.minMutationDetection * 100}%)`,
+      );
   }
+  const required = requiredClasses(r.classes);
+  const plays = required.reduce((t, k) => t + r.classes[k].played, 0);
+  const escapes = required.reduce((t, k) => t + r.classes[k].played - r.classes[k].lower, 0);
+  metrics.requiredClasses = required.length;
+  metrics.requiredMutationPlays = plays;
+  metrics.mutationEscapes = escapes;
+  if (escapes > c.maxMutationEscapes)
+    weak.push(
+      `${escapes} of ${plays} plays of perturbations it otherwise scores lower (${required.filter((k) => r.classes[k].lower < r.classes[k].played).join(', ')}) scored as high as gold (allowed: ${c.maxMutationEscapes}); a required step or argument must lower the reward on every seed, so the reward looks noisy or count-based`,
+    );
   if (r.replayMismatched.length) {
     return {
       check: 'verifier',
@@ -255,7 +297,7 @@ export function judgeVerifier(r: VerifierStats, c: SynthesisConfig): CheckResult
       check: 'verifier',
       passed: false,
       metrics,
-      reason: `perturbed gold solutions score as high as gold: ${weak.join('; ')} (need ≥ ${c.minMutationDetection * 100}%); reward the steps, arguments and communicated values the capability requires`,
+      reason: `perturbed gold solutions score as high as gold: ${weak.join('; ')}; reward the steps, arguments and communicated values the capability requires`,
       examples: [],
     };
   }

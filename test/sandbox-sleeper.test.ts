@@ -203,3 +203,112 @@ test('sleeper: a process idle for idleRetireMs takes no new episodes, and a succ
     await env.close();
   }
 });
+
+/**
+ * A sleeper on process age (issue 13, Known gaps: "time inside one process"). With the clocks
+ * frozen, a module could still see real time through its timers (how often a setInterval fired,
+ * whether a timer set at one request had fired by the next, a Timeout's `_idleStart`), through
+ * AbortSignal.timeout and Atomics.waitAsync, performance marks and event-loop statistics, CPU
+ * usage and the machine's CPU times, and by counting a loop of real I/O that ran through the
+ * worker's idle gaps. Each reading here must move by exactly as much across a 600 ms pause as
+ * across none; the I/O loop, which still runs while a request is answered, by about as much.
+ */
+const AGE_SOURCES = `const gA = globalThis as any; const fsA = (process as any).getBuiltinModule('node:fs'); const osA = (process as any).getBuiltinModule('node:os');
+gA.ticks = 0; gA.imm = 0; gA.io = 0; setInterval(() => { gA.ticks++; }, 10);
+const immLoop = () => { gA.imm++; setImmediate(immLoop); }; setImmediate(immLoop);
+(async () => { for (;;) { await fsA.promises.stat('.'); gA.io++; } })();
+const i32A = new Int32Array(new SharedArrayBuffer(4));
+const tryA = (f: () => unknown) => { try { return f(); } catch (e) { return 'refused:' + (e as any).code; } };
+gA.read = () => {
+  const r = { ticks: gA.ticks, imm: gA.imm, io: gA.io, timerFired: gA.timerFired ?? null, aborted: gA.signal?.aborted ?? null, waited: gA.waited ?? null,
+    idleStart: (setTimeout(() => {}, 1) as any)._idleStart ?? null,
+    cpu: process.cpuUsage().user, rusage: process.resourceUsage().userCPUTime, cpus: osA.cpus()[0]?.times.user ?? null, load: osA.loadavg()[0],
+    mark: tryA(() => performance.mark('m').startTime), elu: tryA(() => performance.eventLoopUtilization().idle) };
+  gA.timerFired = false; setTimeout(() => { gA.timerFired = true; }, 50);
+  gA.signal = AbortSignal.timeout(50);
+  gA.waited = false; (Atomics as any).waitAsync(i32A, 0, 0, 50).value.then(() => { gA.waited = true; });
+  return r;
+};
+export default`;
+
+test('sleeper: a module cannot see how long its process has lived (virtual timers, the process stopped between requests)', async () => {
+  const source = withEvaluate(`throw new Error('R=' + JSON.stringify((globalThis as any).read()));`).replace(
+    'export default',
+    AGE_SOURCES,
+  );
+  const env = await startGeneratedEnv({ source }, config.synthesis.sandbox);
+  try {
+    const ep = await env.reset({ seed: 0 });
+    const read = async () => {
+      const message = await ep.evaluate(ep.initialMessages(), 'agent_stop').then(
+        () => '',
+        (e: Error) => e.message,
+      );
+      const at = message.indexOf('R=');
+      assert.ok(at >= 0, message);
+      return JSON.parse(message.slice(at + 2, message.lastIndexOf('}') + 1)) as Record<string, unknown>;
+    };
+    await read();
+    const r1 = await read();
+    const r2 = await read(); // no pause
+    await sleep(600);
+    const r3 = await read(); // after a pause
+    const delta = (a: Record<string, unknown>, b: Record<string, unknown>) =>
+      Object.fromEntries(Object.keys(a).map((k) => [k, typeof a[k] === 'number' ? (b[k] as number) - a[k] : b[k]]));
+    const quiet = delta(r1, r2);
+    const paused = delta(r2, r3);
+    const { io: ioQuiet, ...exactQuiet } = quiet;
+    const { io: ioPaused, ...exactPaused } = paused;
+    assert.deepEqual(exactPaused, exactQuiet, 'a reading moved with the pause');
+    // Timers run only while a request waits on them: none set at one reading fired by the next.
+    assert.deepEqual(
+      [r3.timerFired, r3.aborted, r3.waited, r3.idleStart, r3.cpu, r3.cpus, r3.mark, r3.elu],
+      [false, false, false, null, 0, 0, 'refused:ERR_ACCESS_DENIED', 'refused:ERR_ACCESS_DENIED'],
+    );
+    // The I/O loop ran thousands of times through a 600 ms pause before the process was stopped
+    // between requests; now only while requests are answered.
+    assert.ok((ioPaused as number) < 200 + 5 * (ioQuiet as number), `I/O loop ${ioQuiet} then ${ioPaused}`);
+    await ep.close();
+  } finally {
+    await env.close();
+  }
+});
+
+test('sleeper: virtual timers keep ordinary asynchronous module code working', async () => {
+  // A module whose reset awaits timers: they fire in deadline order, awaited sleeps resolve at
+  // once, intervals stop when cleared, and timers/promises and AbortSignal.timeout work.
+  const work = `async () => {
+    const { setTimeout: sleepP, setImmediate: immP, setInterval: everyP } = await import('node:timers/promises');
+    const order: string[] = [];
+    await new Promise<void>((done) => { setTimeout(() => order.push('b'), 20); setTimeout(() => order.push('a'), 10); setImmediate(() => order.push('i')); setTimeout(done, 30); });
+    await sleepP(0); await sleepP(60_000); await immP();
+    let n = 0; const iv = setInterval(() => { if (++n === 3) clearInterval(iv); }, 5); await sleepP(100);
+    let k = 0; for await (const _ of everyP(10)) { if (++k === 2) break; }
+    const s = AbortSignal.timeout(1000); await sleepP(1001);
+    const r = await Promise.race([sleepP(5, 'short'), sleepP(50, 'long')]);
+    const fsW = (process as any).getBuiltinModule('node:fs');
+    const f = await Promise.race([fsW.promises.readFile('env.mjs').then(() => 'file'), sleepP(1, 'timeout')]);
+    return JSON.stringify({ order, n, k, aborted: s.aborted, r, f });
+  }`;
+  const source =
+    withEvaluate(`throw new Error('S=' + (globalThis as any).seen);`).replace(
+      'export default defineEnvironment<State, Inst>({',
+      'const base = defineEnvironment<State, Inst>({',
+    ) +
+    `\nexport default { ...base, reset: async (...a: any[]) => { (globalThis as any).seen = await (${work})(); return (base.reset as any)(...a); } };\n`;
+  const env = await startGeneratedEnv({ source }, config.synthesis.sandbox);
+  try {
+    const started = performance.now();
+    const ep = await env.reset({ seed: 0 });
+    const message = await ep.evaluate(ep.initialMessages(), 'agent_stop').then(
+      () => '',
+      (e: Error) => e.message,
+    );
+    assert.ok(message.includes('S={"order":["i","a","b"],"n":3,"k":2,"aborted":true,"r":"short","f":"file"}'), message);
+    // 60 s and 1 s of sleeps took no real time.
+    assert.ok(performance.now() - started < 5_000, `${performance.now() - started} ms`);
+    await ep.close();
+  } finally {
+    await env.close();
+  }
+});

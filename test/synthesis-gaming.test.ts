@@ -83,3 +83,55 @@ test("gaming: a module that opens episodes with words in the policy's mouth fail
   assert.equal(v.failedCheck, 'solvability', v.reason);
   assert.match(v.reason!, /seed \d+: the opening has an assistant turn with text \('I always ship/);
 });
+
+/**
+ * Verifier noise below the per-seed threshold (issue 13, Known gaps): a deterministic verifier that
+ * scores a hash-chosen 10 % of the wrong, non-trivial trajectories 1 passed check 5 (each
+ * perturbation lower on ~90 % of seeds, threshold 80 %), and so did a count-based cheat, dishonest
+ * on the last evaluations of each process. Check 5 now plays every drop and argument change on every
+ * seed and allows no play of a class that is otherwise lower (synthesis.maxMutationEscapes 0). With
+ * 40 seeds here (80 plays of the fixture's two required classes) the noise verifier passes with
+ * probability 0.9^80 ≈ 2e-4, the old check let it through with ~0.98.
+ */
+const NOISE = `const honest = ${HONEST}; if (honest.reward === 1) return honest; ${TRIVIAL}
+  let h = 2166136261; for (const ch of JSON.stringify(messages)) h = Math.imul(h ^ ch.charCodeAt(0), 16777619) >>> 0;`;
+const noiseConfig = parseConfig({
+  env: { name: 'toy-orders' },
+  synthesis: { typecheck: false, seeds: { verifier: 40 } },
+});
+
+for (const [name, body] of [
+  ['10 % hash noise', `${NOISE} return weighted({ lucky: [1, !trivial && h % 100 < 10] });`],
+  [
+    // Replays agree: a trajectory scored before in this process gets its earlier reward.
+    'a count-based cheat (1 from the 20th evaluation of each process on, replays within a process consistent)',
+    `const g = globalThis as any; g.evals = (g.evals ?? 0) + 1; ${NOISE} g.seen ??= new Map();
+    if (!g.seen.has(h)) g.seen.set(h, g.evals < 20 ? honest : weighted({ anything: [1, !trivial] })); return g.seen.get(h);`,
+  ],
+] as const) {
+  test(`gaming: a verifier with ${name} fails the verifier check on mutation escapes`, async () => {
+    const { verdict: v } = await validateCandidate({
+      source: withEvaluate(body),
+      manifest: GOOD_MANIFEST,
+      config: noiseConfig,
+    });
+    assert.equal(v.failedCheck, 'verifier', v.reason);
+    const m = v.checks.find((g) => g.check === 'verifier')!.metrics;
+    assert.ok(m.mutationEscapes > 0, JSON.stringify(m));
+    // The count-based cheat is caught by replays too, where a replay lands in the next process (a
+    // fresh count); that reason comes first.
+    if (!m.replayMismatches)
+      assert.match(
+        v.reason!,
+        /plays of perturbations it otherwise scores lower .* scored as high as gold \(allowed: 0\)/,
+      );
+  });
+}
+
+test('gaming: the honest fixture has no mutation escapes with every perturbation played', async () => {
+  const { verdict: v } = await validateCandidate({ source: GOOD_SOURCE, manifest: GOOD_MANIFEST, config: noiseConfig });
+  assert.equal(v.failedCheck, 'calibration', v.reason);
+  const m = v.checks.find((g) => g.check === 'verifier')!.metrics;
+  // Required: list_orders dropped, its customer_id changed (the email lookup is optional here).
+  assert.deepEqual([m.requiredClasses, m.requiredMutationPlays, m.mutationEscapes], [2, 80, 0]);
+});

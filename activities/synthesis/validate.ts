@@ -18,6 +18,7 @@ import {
   type Mutation,
   type ValidationVerdict,
   type VerifierStats,
+  requiredClasses,
 } from '../../core/synthesis.js';
 import type { Termination, Trajectory } from '../../core/trajectory.js';
 import { actionMessage, type AgentAction, type Environment } from '../../envs/environment.js';
@@ -279,7 +280,7 @@ export async function checkNonTriviality(env: Environment, c: SynthesisConfig, o
   return { ...judgeNonTriviality(means, c), examples };
 }
 
-/** Tries of each perturbation per seed (the last tool calls first: they usually carry the result). */
+/** Tries of each perturbation per seed for the per-seed shares (the last tool calls first: they usually carry the result). */
 const MUTATION_TRIES = 3;
 
 /** A changed copy of one argument value, or undefined where there is no obvious wrong value. */
@@ -291,10 +292,37 @@ function perturbed(v: unknown): unknown {
   return undefined;
 }
 
+/** A perturbed gold solution and its class: the same perturbation of the same step on every seed. */
+interface Variant {
+  actions: AgentAction[];
+  /** e.g. `drop list_orders#0`, `arg list_orders#0.customer_id` (#n: the n-th call to that tool). */
+  key: string;
+}
+
+/** Each tool call's name with its occurrence (`list_orders#1` is the second call to it). */
+function callKeys(gold: readonly AgentAction[]): Map<number, string> {
+  const seen = new Map<string, number>();
+  const keys = new Map<number, string>();
+  gold.forEach((a, i) => {
+    if (a.type !== 'tool_call') return;
+    const n = seen.get(a.call.function.name) ?? 0;
+    seen.set(a.call.function.name, n + 1);
+    keys.set(i, `${a.call.function.name}#${n}`);
+  });
+  return keys;
+}
+
+/** The gold actions with one tool call dropped, one variant per call (the last first). */
+function dropVariants(gold: readonly AgentAction[]): Variant[] {
+  return [...callKeys(gold)]
+    .reverse()
+    .map(([i, key]) => ({ actions: gold.filter((_, j) => j !== i), key: `drop ${key}` }));
+}
+
 /** The gold actions with one tool-call argument changed, one variant per (call, argument). */
-function argumentVariants(gold: readonly AgentAction[]): AgentAction[][] {
-  const out: AgentAction[][] = [];
-  for (let i = gold.length - 1; i >= 0; i--) {
+function argumentVariants(gold: readonly AgentAction[]): Variant[] {
+  const out: Variant[] = [];
+  for (const [i, key] of [...callKeys(gold)].reverse()) {
     const a = gold[i];
     if (a.type !== 'tool_call') continue;
     let args: Record<string, unknown>;
@@ -307,7 +335,10 @@ function argumentVariants(gold: readonly AgentAction[]): AgentAction[][] {
       const w = perturbed(v);
       if (w === undefined) continue;
       const call = { ...a.call, function: { ...a.call.function, arguments: JSON.stringify({ ...args, [k]: w }) } };
-      out.push(gold.map((x, j) => (j === i ? { type: 'tool_call' as const, call } : x)));
+      out.push({
+        actions: gold.map((x, j) => (j === i ? { type: 'tool_call' as const, call } : x)),
+        key: `arg ${key}.${k}`,
+      });
     }
   }
   return out;
@@ -317,7 +348,12 @@ function argumentVariants(gold: readonly AgentAction[]): AgentAction[][] {
  * Check 5: the verifier rewards the capability, not a fingerprint of validation. The gold solution
  * replayed identically must score the same (evaluate() is a function of the trajectory), and gold
  * perturbed — a tool call dropped, an argument changed, the messages skipped — must score lower on
- * ≥ minMutationDetection of the seeds.
+ * ≥ minMutationDetection of the seeds. Then every drop and every argument change is played on
+ * every seed (at most maxMutationsPerSeed), and each perturbation class (the same step dropped,
+ * the same argument changed) that scores lower on most seeds must do so on all but
+ * maxMutationEscapes of its plays in total: an honest verifier is a function of the trajectory, so
+ * a step it requires is required on every seed, while reward noise (or a count-based cheat, which
+ * is noise to this check) lets some of them through.
  */
 export async function checkVerifier(env: Environment, c: SynthesisConfig, onSeed?: OnSeed): Promise<CheckResult> {
   const seeds = drawSeeds(c.seeds.verifier);
@@ -329,8 +365,10 @@ export async function checkVerifier(env: Environment, c: SynthesisConfig, onSeed
       changeArgument: { applicable: 0, lower: 0 },
       skipMessages: { applicable: 0, lower: 0 },
     },
+    classes: {},
   };
   const examples: string[] = [];
+  const escapes: { key: string; text: string }[] = [];
   for (const [n, seed] of seeds.entries()) {
     const { gold } = await inspectInstance(env, seed);
     let replayed = false;
@@ -345,26 +383,49 @@ export async function checkVerifier(env: Environment, c: SynthesisConfig, onSeed
       return r;
     };
     const reward = await score(gold, true);
-    const calls = gold.flatMap((a, i) => (a.type === 'tool_call' ? [i] : [])).reverse();
-    const variants: Record<Mutation, AgentAction[][]> = {
-      dropStep: calls.map((i) => gold.filter((_, j) => j !== i)),
+    const hasCalls = gold.some((a) => a.type === 'tool_call');
+    const variants: Record<Mutation, Variant[]> = {
+      dropStep: dropVariants(gold),
       changeArgument: argumentVariants(gold),
       skipMessages:
-        calls.length && gold.some((a) => a.type === 'message') ? [gold.filter((a) => a.type === 'tool_call')] : [],
+        hasCalls && gold.some((a) => a.type === 'message')
+          ? [{ actions: gold.filter((a) => a.type === 'tool_call'), key: 'skip messages' }]
+          : [],
     };
+    let budget = c.maxMutationsPerSeed;
     for (const m of MUTATIONS) {
       if (!variants[m].length) continue;
       stats.mutations[m].applicable++;
       let lower = false;
-      for (const [i, v] of variants[m].slice(0, MUTATION_TRIES).entries())
-        if ((lower = (await score(v, i === 0)) < reward)) break;
+      for (const [i, v] of variants[m].entries()) {
+        // The per-seed share looks at the first MUTATION_TRIES; the classes, at every one played.
+        if (i >= MUTATION_TRIES && (m === 'skipMessages' || budget <= 0)) break;
+        if (m !== 'skipMessages') budget--;
+        const isLower = (await score(v.actions, i === 0)) < reward;
+        if (i < MUTATION_TRIES) lower ||= isLower;
+        if (m === 'skipMessages') continue;
+        const cls = (stats.classes[v.key] ??= { played: 0, lower: 0 });
+        cls.played++;
+        if (isLower) cls.lower++;
+        else escapes.push({ key: v.key, text: `seed ${seed}: ${v.key} scored ${reward}, as high as gold` });
+      }
       if (lower) stats.mutations[m].lower++;
       else if (GATING_MUTATIONS.includes(m) && examples.length < 3)
         examples.push(`seed ${seed}: ${m} scored as high as the gold solution (${reward})`);
     }
     onSeed?.(n + 1);
   }
-  return { ...judgeVerifier(stats, c), examples };
+  const result = judgeVerifier(stats, c);
+  if (!result.passed && examples.length < 3) {
+    const required = new Set(requiredClasses(stats.classes));
+    examples.push(
+      ...escapes
+        .filter((e) => required.has(e.key))
+        .map((e) => e.text)
+        .slice(0, 3 - examples.length),
+    );
+  }
+  return { ...result, examples };
 }
 
 function summarize(messages: readonly Message[]): string {

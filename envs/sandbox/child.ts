@@ -1,17 +1,24 @@
 import childProcess from 'node:child_process';
+import buffer from 'node:buffer';
 import { createHmac } from 'node:crypto';
 import fs from 'node:fs';
 import inspector from 'node:inspector';
 import inspectorPromises from 'node:inspector/promises';
 import os from 'node:os';
 import { syncBuiltinESMExports } from 'node:module';
-import readline from 'node:readline';
+import http from 'node:http';
+import http2 from 'node:http2';
+import net from 'node:net';
+import perfHooks from 'node:perf_hooks';
+import timers from 'node:timers';
 import v8 from 'node:v8';
+import vm from 'node:vm';
 import workerThreads from 'node:worker_threads';
 import type { Environment } from '../environment.js';
 import { createProtocolHandler } from '../protocol/handler.js';
 import type { ProtocolErrorType } from '../protocol/schemas.js';
 import { FROZEN_EPOCH_MS, SESSION_KEY_BYTES } from './framing.js';
+import { installVirtualTimers, type VirtualClock } from './virtual-time.js';
 
 /**
  * Runs inside the sandbox, bundled in front of the generated module. This file is evaluated before
@@ -70,6 +77,10 @@ function disableEscapeHatches(): void {
     ['inspector', inspector],
     ['inspector/promises', inspectorPromises],
     ['child_process', childProcess],
+    // A new context has its own Date and Intl, on the real clock (red-team rerun 3).
+    ['vm', vm],
+    // Its responses carry a Date header from Node's own, real clock; no env has a use for it.
+    ['http2', http2],
   ] as const) {
     for (const k of Object.keys(mod)) (mod as Record<string, unknown>)[k] = refused(`${name}.${k}`);
     Object.freeze(mod);
@@ -79,6 +90,10 @@ function disableEscapeHatches(): void {
     configurable: false,
     writable: false,
   });
+  // Deprecated timer APIs that start a real internal timer on any object (its `_idleStart` the real
+  // loop clock, and it fires across the worker's idle gaps: red-team rerun 3).
+  for (const k of ['enroll', 'unenroll', 'active', '_unrefActive'])
+    Object.defineProperty(timers, k, { value: refused(`timers.${k}`), configurable: false, writable: false });
   syncBuiltinESMExports(); // named ESM imports of those modules see the refusals too
   Object.defineProperty(process, 'report', { get: refused('process.report'), configurable: false });
   for (const k of ['binding', '_linkedBinding', 'dlopen'])
@@ -92,8 +107,8 @@ const STAT_TIMES = ['atime', 'mtime', 'ctime', 'birthtime'] as const;
  * passed since validation (or at another hour): Date (now, `new Date()`, `Date()`), Intl's default
  * date, performance.now/timeOrigin, process.hrtime/uptime, os.uptime and file timestamps all show
  * FROZEN_EPOCH_MS (relative clocks 0). generate(seed) must depend on the seed alone anyway, and a
- * date an env needs comes from its seed (envs/sdk/data.ts). Timers still run in real time; see the
- * README's Known gaps.
+ * date an env needs comes from its seed (envs/sdk/data.ts). Timers run on virtual time
+ * (virtual-time.ts), and the real-time readings without a frozen form are refused.
  */
 function freezeClocks(): void {
   const at = FROZEN_EPOCH_MS;
@@ -105,6 +120,15 @@ function freezeClocks(): void {
   });
   globalThis.Date = FrozenDate;
   RealDate.prototype.constructor = FrozenDate; // else `new (new Date(0).constructor)()` reads the real clock
+  // A File's lastModified defaults to Node's own clock (red-team rerun 3); the same Proxy as Date's.
+  const RealFile = buffer.File;
+  const FrozenFile = new Proxy(RealFile, {
+    construct: (target, [bits, name, opts], newTarget) =>
+      Reflect.construct(target, [bits, name, { ...opts, lastModified: opts?.lastModified ?? at }], newTarget),
+  });
+  RealFile.prototype.constructor = FrozenFile;
+  (buffer as unknown as Record<string, unknown>).File = FrozenFile;
+  (globalThis as Record<string, unknown>).File = FrozenFile;
   const format = Object.getOwnPropertyDescriptor(Intl.DateTimeFormat.prototype, 'format')!;
   Object.defineProperty(Intl.DateTimeFormat.prototype, 'format', {
     get(this: Intl.DateTimeFormat) {
@@ -116,12 +140,50 @@ function freezeClocks(): void {
   Intl.DateTimeFormat.prototype.formatToParts = function (this: Intl.DateTimeFormat, d?: Date | number) {
     return toParts.call(this, d ?? at);
   };
-  Object.defineProperty(performance, 'now', { value: () => 0 });
-  Object.defineProperty(performance, 'timeOrigin', { value: at });
-  Object.defineProperty(performance, 'toJSON', { value: () => ({ timeOrigin: at }) });
+  // On the prototype as well as the instance: `Object.getPrototypeOf(performance).now.call(…)`
+  // reached the real clock (red-team rerun 3).
+  for (const perf of [performance, Object.getPrototypeOf(performance) as Performance]) {
+    Object.defineProperty(perf, 'now', { value: () => 0 });
+    Object.defineProperty(perf, 'timeOrigin', { get: () => at });
+    Object.defineProperty(perf, 'toJSON', { value: () => ({ timeOrigin: at }) });
+    // Other readings that grow with real time: performance entries and event-loop statistics
+    // carry the real loop time.
+    for (const k of ['mark', 'measure', 'eventLoopUtilization', 'timerify'])
+      Object.defineProperty(perf, k, { value: refused(`performance.${k}`) });
+    // fetch (undici) records each request through this one: refusing it crashed the process on
+    // any fetch, so it records nothing instead.
+    Object.defineProperty(perf, 'markResourceTiming', { value: () => undefined });
+    Object.defineProperty(perf, 'nodeTiming', { get: refused('performance.nodeTiming') });
+  }
   process.hrtime = Object.assign(() => [0, 0] as [number, number], { bigint: () => 0n });
   process.uptime = () => 0;
   os.uptime = () => 0;
+  // An event's timeStamp is the real performance clock (`new Event('x').timeStamp`, an abort event's).
+  Object.defineProperty(Event.prototype, 'timeStamp', { get: () => 0 });
+  for (const k of ['monitorEventLoopDelay', 'createHistogram', 'PerformanceObserver'])
+    (perfHooks as unknown as Record<string, unknown>)[k] = refused(`perf_hooks.${k}`);
+  (globalThis as Record<string, unknown>).PerformanceObserver = refused('PerformanceObserver');
+  process.cpuUsage = () => ({ user: 0, system: 0 });
+  const resourceUsage = process.resourceUsage;
+  process.resourceUsage = () =>
+    Object.fromEntries(Object.keys(resourceUsage()).map((k) => [k, 0])) as unknown as NodeJS.ResourceUsage;
+  const cpus = os.cpus;
+  // CPU usage, the machine's CPU times since boot, its load, clock speed and free memory move with
+  // real time or tell a busy phase (a trainer holding memory) from another.
+  os.cpus = () => cpus().map((c) => ({ ...c, speed: 0, times: { user: 0, nice: 0, sys: 0, idle: 0, irq: 0 } }));
+  os.loadavg = () => [0, 0, 0];
+  os.freemem = () => 2 ** 30;
+  os.totalmem = () => 2 ** 31;
+  // An http response's Date header comes from Node's own clock, not the frozen Date (a server and
+  // client on a unix socket in scratch read it: red-team rerun 3), so none is sent.
+  Object.defineProperty(http.OutgoingMessage.prototype, 'sendDate', { get: () => false, set: () => {} });
+  // A socket's idle timer is Node-internal (real time, its `_idleStart` the real loop clock), so it is
+  // never armed: a socket timeout never fires (there is no network to wait on; an http server's
+  // keep-alive timeout on a unix socket in scratch just stays open). Clearing one still works.
+  const socketTimeout = net.Socket.prototype.setTimeout;
+  net.Socket.prototype.setTimeout = function (this: net.Socket, ms: number, cb?: () => void) {
+    return Number(ms) === 0 ? socketTimeout.call(this, 0, cb) : this;
+  } as never;
   // A file written now would carry the real time in its timestamps.
   const frozen = <T>(s: T): T => {
     if (s && typeof s === 'object' && 'mtimeMs' in s) {
@@ -205,13 +267,39 @@ function readSessionKey(): Buffer {
   return Buffer.from(line.subarray(0, SESSION_KEY_BYTES * 2).toString(), 'hex');
 }
 
+/**
+ * readline tells '\r' + '\n' from two line ends by Node's own clock (`crlfDelay`): a module writing
+ * '\r' to an input stream at one request and '\n' at the next learned whether that much real time
+ * had passed (red-team rerun 3). With an infinite delay they are always one line end. Loaded here,
+ * after the virtual timers, so its keypress timers are virtual too.
+ */
+function freezeReadline(): void {
+  const load = (process as unknown as { getBuiltinModule: (id: string) => { Interface: { prototype: object } } })
+    .getBuiltinModule;
+  for (const id of ['node:readline', 'node:readline/promises'])
+    Object.defineProperty(load(id).Interface.prototype, 'crlfDelay', { get: () => Infinity, set: () => {} });
+}
+
 const REQUIRED = ['tools', 'systemPrompt', 'listTasks', 'reset'] as const;
+
+/** Active libuv requests the module may be waiting on (file system incl. closes, DNS, connects, writes). */
+const IO_REQUEST = /Req|^(Connect|Write|Shutdown|Send|Query)Wrap$/;
+/** Zero-delay timers (and immediates) a request leaves behind run before its answer, at most this many. */
+const DRAIN_MAX = 1000;
 
 export const runSandboxChild: (mod: unknown) => void = (() => {
   closeInheritedFds();
   freezeClocks();
+  // The runner keeps the real timers and stdin to itself; the module gets virtual ones.
+  const realImmediate = setImmediate;
+  const realSetInterval = setInterval;
+  const activeResources = process.getActiveResourcesInfo.bind(process);
+  const clock: VirtualClock = installVirtualTimers();
+  freezeReadline();
   disableEscapeHatches(); // after freezeClocks: its syncBuiltinESMExports carries the frozen fs/os functions to named imports
   const key = readSessionKey();
+  const stdin = process.stdin;
+  Object.defineProperty(process, 'stdin', { get: refused('process.stdin'), configurable: false });
   const stringify = JSON.stringify;
   const hmac = createHmac;
   // stdout carries only protocol lines, so everything the module prints goes to stderr; a line
@@ -219,6 +307,25 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
   const writeProtocol = process.stdout.write.bind(process.stdout);
   process.stdout.write = process.stderr.write.bind(process.stderr) as typeof process.stdout.write;
   const send = (line: string) => writeProtocol(`${hmac('sha256', key).update(line).digest('hex')} ${line}\n`);
+
+  // Virtual time moves only while a request is being answered and the module waits on nothing
+  // but timers: then the earliest fires, one per turn of the event loop (I/O the module started
+  // completes first, so a timeout raced against a file read does not win by accident).
+  let inFlight = 0;
+  let pumping = false;
+  const step = () => {
+    pumping = false;
+    if (!inFlight || !clock.size) return;
+    if (!activeResources().some((r) => IO_REQUEST.test(r))) clock.fireNext();
+    pump();
+  };
+  const pump = () => {
+    if (pumping || !inFlight || !clock.size) return;
+    pumping = true;
+    realImmediate(step);
+  };
+  clock.onSchedule = pump;
+  const turn = () => new Promise<void>((r) => realImmediate(r));
 
   return (mod: unknown) => {
     const env = mod as Environment;
@@ -229,12 +336,21 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
       );
       process.exit(3);
     }
-    // The parent owns episode lifetime; it closes the whole process rather than sweeping idle episodes.
-    const handler = createProtocolHandler(env, { idleTimeoutMs: 2 ** 31 - 1, classifyError: classify });
-    const lines = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
-    lines.on('line', async (line) => {
+    // The parent owns episode lifetime; it closes the whole process rather than sweeping idle
+    // episodes. The handler's sweep timer is the runner's, so it runs on real time, not the module's.
+    const virtualSetInterval = globalThis.setInterval;
+    globalThis.setInterval = realSetInterval;
+    let handler: ReturnType<typeof createProtocolHandler>;
+    try {
+      handler = createProtocolHandler(env, { idleTimeoutMs: 2 ** 31 - 1, classifyError: classify });
+    } finally {
+      globalThis.setInterval = virtualSetInterval;
+    }
+    const serve = async (line: string) => {
       let id: unknown = null;
       let reply: { status: number; body: unknown };
+      inFlight++;
+      pump();
       try {
         const req = JSON.parse(line) as { id: unknown; method: string; path: string; body?: unknown };
         id = req.id;
@@ -244,6 +360,14 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
           status: 400,
           body: { error: { type: 'bad_request', message: `sandbox: bad request line: ${(err as Error).message}` } },
         };
+      } finally {
+        inFlight--;
+      }
+      // What the request left for "right after" (setTimeout 0, setImmediate) runs before it is
+      // answered, so how much of it ran never depends on when the next request comes.
+      for (let n = 0; n < DRAIN_MAX; n++) {
+        await turn();
+        if (!clock.fireDue(1)) break;
       }
       let out: string;
       try {
@@ -258,7 +382,17 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
         });
       }
       send(out);
+    };
+    let buf = '';
+    stdin.setEncoding('utf8');
+    stdin.on('data', (chunk: string) => {
+      buf += chunk;
+      for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
+        const line = buf.slice(0, nl).replace(/\r$/, '');
+        buf = buf.slice(nl + 1);
+        if (line) void serve(line);
+      }
     });
-    lines.on('close', () => process.exit(0));
+    stdin.on('end', () => process.exit(0));
   };
 })();

@@ -206,6 +206,8 @@ async function startGeneration(
         { request: (m, p, b) => proc.request(m, p, b, { limit: 'startMs' }) },
         'sandbox',
       );
+      const bad = toolNameFault(described.tools);
+      if (bad) throw new SandboxError('env_error', bad);
     } catch (err) {
       unlisten();
       await proc.close(0);
@@ -216,6 +218,25 @@ async function startGeneration(
     await rm(root, { recursive: true, force: true });
     throw err;
   }
+}
+
+/** Tool names as OpenAI-compatible servers accept them (and as chat templates print them verbatim). */
+const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+
+/**
+ * Why a generated env's tool list is refused, if it is: a name a chat template would print
+ * verbatim (a newline and template tokens, a right-to-left override, a homoglyph of another
+ * tool's name, 5000 characters: red-team rerun 3) or the same name twice, which the policy could
+ * not tell apart.
+ */
+export function toolNameFault(tools: readonly ToolSchema[]): string | undefined {
+  const names = tools.map((t) => t.function.name);
+  const bad = names.find((n) => !TOOL_NAME.test(n));
+  if (bad !== undefined)
+    return `tool name ${JSON.stringify(bad.slice(0, 80))} is not 1–64 characters of A-Z, a-z, 0-9, _ and -`;
+  const dup = names.find((n, i) => names.indexOf(n) !== i);
+  if (dup !== undefined) return `two tools are named '${dup}'`;
+  return undefined;
 }
 
 /**
@@ -310,6 +331,8 @@ export class SandboxedEnvironment implements Environment {
     let ep: Episode | undefined;
     try {
       ep = await gen.reset(req, opts);
+      const badTools = ep.tools && toolNameFault(ep.tools());
+      if (badTools) throw new SandboxError('env_error', `episode tools: ${badTools}`);
       if ('seed' in req) {
         // Modules not built with the SDK's defineEnvironment cannot be inspected; their opening messages still count.
         const view = await inspectInstance(gen, req.seed).catch((err: unknown) =>

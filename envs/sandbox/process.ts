@@ -92,6 +92,8 @@ export class SandboxProcess implements ProtocolTransport {
   private busyMs = 0;
   private busySince = 0;
   private budgetTimer?: NodeJS.Timeout;
+  private frozen = false;
+  private frozenPids?: number[];
 
   /**
    * `key` is the session key, which the child's runner reads as the first stdin line before the
@@ -137,15 +139,28 @@ export class SandboxProcess implements ProtocolTransport {
    */
   cpuSeconds(): number {
     let ticks = 0;
-    const todo = this.child.pid === undefined ? [] : [this.child.pid];
-    while (todo.length) {
-      const pid = todo.pop()!;
+    for (const pid of this.treePids()) {
       try {
         const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
         const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
         ticks += Number(fields[11]) + Number(fields[12]); // utime, stime: fields 14 and 15 of proc(5)
+      } catch {
+        // gone meanwhile, or /proc hides it
+      }
+    }
+    return ticks / 100; // USER_HZ is 100 on Linux
+  }
+
+  /** The process the worker started and all its descendants (from /proc; just the first where /proc cannot say). */
+  private treePids(): number[] {
+    const pids: number[] = [];
+    const pending = this.child.pid === undefined ? [] : [this.child.pid];
+    while (pending.length) {
+      const pid = pending.pop()!;
+      pids.push(pid);
+      try {
         for (const task of readdirSync(`/proc/${pid}/task`)) {
-          todo.push(
+          pending.push(
             ...readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').split(' ').filter(Boolean).map(Number),
           );
         }
@@ -153,7 +168,45 @@ export class SandboxProcess implements ProtocolTransport {
         // gone meanwhile, or /proc hides it
       }
     }
-    return ticks / 100; // USER_HZ is 100 on Linux
+    return pids;
+  }
+
+  /**
+   * Between requests the sandbox is stopped (SIGSTOP, every process of its tree), so no module
+   * code runs while nothing is asked of it: no loop driven by real events (file I/O, a wait on
+   * another thread) can count through the worker's idle gaps, which is where a training process
+   * differs from validation's. Its timers are virtual (virtual-time.ts) and its clocks frozen, so
+   * after SIGCONT nothing shows how long it was stopped. The tree is read once, at the first
+   * freeze, when the runner has answered and so exists (the sandbox can start no process).
+   */
+  private freeze() {
+    if (this.failure || this.frozen) return;
+    this.frozenPids ??= this.treePids();
+    this.frozen = this.signalTree('SIGSTOP');
+  }
+
+  private thaw() {
+    if (!this.frozen) return;
+    this.frozen = false;
+    this.signalTree('SIGCONT');
+  }
+
+  private signalTree(signal: NodeJS.Signals): boolean {
+    let any = false;
+    for (const pid of this.frozenPids ?? []) {
+      try {
+        process.kill(pid, signal);
+        any = true;
+      } catch {
+        // gone (it is exiting), or not ours to signal: the sandbox then runs between requests
+      }
+    }
+    return any;
+  }
+
+  /** Whether the process is stopped now (between requests). */
+  get stopped(): boolean {
+    return this.frozen;
   }
 
   /**
@@ -192,6 +245,7 @@ export class SandboxProcess implements ProtocolTransport {
       );
       if (!this.pending.size) this.startBusy();
       this.pending.set(id, { resolve, reject, timer });
+      this.thaw();
       this.child.stdin!.write(line);
     });
     if (!signal) return answered.then((res) => this.checked(res));
@@ -250,7 +304,10 @@ export class SandboxProcess implements ProtocolTransport {
       return this.fail('protocol', `unexpected message on stdout: ${line.slice(0, 120)}`);
     this.pending.delete(msg.id as number);
     clearTimeout(p.timer);
-    if (!this.pending.size) this.stopBusy();
+    if (!this.pending.size) {
+      this.stopBusy();
+      this.freeze();
+    }
     p.resolve({ status: msg.status, body: msg.body });
   }
 
@@ -349,6 +406,7 @@ export class SandboxProcess implements ProtocolTransport {
   async close(graceMs = 1000): Promise<void> {
     if (!this.failure) this.failure = new SandboxError('closed', 'the sandboxed environment was closed');
     this.rejectAll(this.failure);
+    this.thaw(); // a stopped process would not see the end of its input
     this.child.stdin!.end();
     const timer = setTimeout(() => this.child.kill('SIGKILL'), graceMs);
     await this.exited;
