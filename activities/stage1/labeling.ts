@@ -50,13 +50,13 @@ export function createLabelingActivities(deps: Stage1Deps) {
       const rec = item.success ? item.data : ItemFailureSchema.parse(raw);
       finished.set(rec.trajectoryId, rec);
     }
-    const todo = dictionary.capabilities.length ? ts.filter((t) => !finished.has(t.id)) : [];
+    const unlabeled = dictionary.capabilities.length ? ts.filter((t) => !finished.has(t.id)) : [];
     heartbeat({ pass, done: finished.size, total: ts.length });
 
     const llm = deps.createLlm(config, 'analyst');
     const schema = labelOutputSchema(dictionary.capabilities);
     const temperature = llm.temperature ?? LABELING_TEMPERATURE;
-    const settled = await mapLimit(todo, config.llm.analyst.concurrency, async (t) => {
+    const settled = await mapLimit(unlabeled, config.llm.analyst.concurrency, async (t) => {
       cancellation()?.throwIfAborted();
       let rec: TrajectoryLabels | ItemFailure;
       try {

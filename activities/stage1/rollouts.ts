@@ -87,17 +87,17 @@ export function createRolloutActivities(deps: Stage1Deps) {
     }
     const acceptErrored =
       input.acceptErroredEpisodes ?? (activityContext()?.info.attempt ?? 1) >= ACCEPT_ERRORED_FROM_ATTEMPT;
-    const todo = tasks.map((t, i) => ({ t, i })).filter(({ i }) => !done.has(i));
+    const pending = tasks.map((t, i) => ({ t, i })).filter(({ i }) => !done.has(i));
     const errored = new Map<number, Trajectory>();
     heartbeat({ done: done.size, total: tasks.length });
-    if (todo.length) {
+    if (pending.length) {
       const env = await deps.openEnvironment(config.env, { config, llm: envLlm(config, deps.createLlm) });
       try {
         const llm = deps.createLlm(config, 'policy');
         await runEpisodes({
           env,
           llm,
-          tasks: todo.map(({ t }): TaskSpec => t),
+          tasks: pending.map(({ t }): TaskSpec => t),
           concurrency: config.llm.policy.concurrency,
           maxSteps: config.rollouts.maxSteps,
           maxErrors: config.rollouts.maxErrors,
@@ -105,7 +105,7 @@ export function createRolloutActivities(deps: Stage1Deps) {
           temperature: config.rollouts.temperature,
           signal: cancellation(),
           onEpisode: async (traj, j) => {
-            const index = todo[j].i;
+            const index = pending[j].i;
             if (traj.termination === 'error' && !acceptErrored) {
               errored.set(index, traj);
               return;
