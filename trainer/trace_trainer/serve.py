@@ -43,9 +43,11 @@ class Batcher:
     """Decodes chat requests that are in flight together as one batch: at batch 1 a CPU decode step
     is bound by reading the weights, so 8 rows cost ~2.3× one row (bench/trainer-speed.py), and the
     shared system prompt and tools are prefilled once. A batch takes the oldest request and every
-    queued one with the same key, after waiting up to `window_s` for others to arrive."""
+    queued one with the same key, after waiting up to `window_s` for others to arrive. Up to 32
+    rows: an evaluation's 24 episodes in flight decode as one batch, and on SmolLM2 (CPU, 2 threads)
+    a step of 24 rows costs ~1.4x one of 12 (10.6 s vs 7.4 s for the same turns)."""
 
-    def __init__(self, max_batch: int = 16, window_s: float = 0.02):
+    def __init__(self, max_batch: int = 32, window_s: float = 0.02):
         self.max_batch, self.window_s = max_batch, window_s
         self.queue: list[_Job] = []
         self.cond = threading.Condition()
