@@ -256,6 +256,31 @@ test('escape: second red-team rerun (inspector routes, cluster, computed and ind
 });
 
 /**
+ * A sandbox whose attack tool runs `attacks[kind]` (async function bodies, given at import), and a
+ * reading: every attack once, in order, in one episode.
+ */
+async function attackTable(attacks: Record<string, string>) {
+  const body = `const kind = JSON.parse(action.call.function.arguments).kind; return JSON.stringify(await ATTACKS[kind]());`;
+  const atImport = `const ATTACKS: Record<string, () => Promise<unknown>> = { ${Object.entries(attacks)
+    .map(([k, v]) => `${k}: async () => { ${v} }`)
+    .join(', ')} };`;
+  const env = await startSandboxedEnv({ source: attackSource(body, atImport), allowWeakIsolation: true });
+  const read = async (ep: Awaited<ReturnType<typeof env.reset>>) => {
+    const seen: Record<string, string> = {};
+    for (const kind of Object.keys(attacks))
+      seen[kind] =
+        (
+          await ep.step({
+            type: 'tool_call',
+            call: { id: kind, type: 'function', function: { name: 'attack', arguments: JSON.stringify({ kind }) } },
+          })
+        ).observation.content ?? '';
+    return seen;
+  };
+  return { env, read };
+}
+
+/**
  * Red-team rerun 3 (issue 13): real clocks the first freeze missed, read at two requests 600 ms
  * apart (each moved before the fix), and the machine's free memory (lower while a trainer holds
  * it). The contained ones of the rerun are in the README's table.
@@ -290,23 +315,7 @@ const RERUN3: Record<string, string> = {
 };
 
 test('escape: third red-team rerun (event timestamps, the performance prototype, vm contexts, deprecated timers APIs, the http Date header, the readline crlfDelay, File.lastModified, free memory) shows no moving clock', async () => {
-  const body = `const kind = JSON.parse(action.call.function.arguments).kind; return JSON.stringify(await ATTACKS[kind]());`;
-  const atImport = `const ATTACKS: Record<string, () => Promise<unknown>> = { ${Object.entries(RERUN3)
-    .map(([k, v]) => `${k}: async () => { ${v} }`)
-    .join(', ')} };`;
-  const env = await startSandboxedEnv({ source: attackSource(body, atImport), allowWeakIsolation: true });
-  const read = async (ep: Awaited<ReturnType<typeof env.reset>>) => {
-    const seen: Record<string, string> = {};
-    for (const kind of Object.keys(RERUN3))
-      seen[kind] =
-        (
-          await ep.step({
-            type: 'tool_call',
-            call: { id: kind, type: 'function', function: { name: 'attack', arguments: JSON.stringify({ kind }) } },
-          })
-        ).observation.content ?? '';
-    return seen;
-  };
+  const { env, read } = await attackTable(RERUN3);
   try {
     const ep = await env.reset({ taskId: 'attack' });
     const before = await read(ep);
@@ -326,6 +335,68 @@ test('escape: third red-team rerun (event timestamps, the performance prototype,
       fetchSurvives: '"survived"',
       readlineCrlfDelay: '0',
       fileLastModified: '"1735689600000 1735689600000"',
+    });
+  } finally {
+    await env.close();
+  }
+});
+
+/**
+ * Red-team rerun 4 (issue 13): Node's own uses of a real clock or a real libuv timer that the third
+ * rerun missed, read at a set-up request, at once, and after a 600 ms pause (each moved or was
+ * reachable before the fix). TLS: a self-signed certificate valid from 2026-12-02 (100 years), which
+ * the frozen clock (2025) would call not yet valid; OpenSSL checked it against the real date.
+ */
+const RERUN4_KEY =
+  '-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgIMCfYYM4uH5wq8Bq\nvt0ylBGrelRQhcweZKMhctS606+hRANCAATjO4gt9lNovEqwhScqtRcK9Bx3H0Ag\nviV1rmIaD9btHUcZ38JgPdzfUYXDU/+Wol7ydNE8thCk/a8gECU2EPjf\n-----END PRIVATE KEY-----\n';
+const RERUN4_CERT =
+  '-----BEGIN CERTIFICATE-----\nMIIBfjCCASWgAwIBAgIUXKoPXGhhd2p2KN4bHLk5G2BLKnswCgYIKoZIzj0EAwIw\nFDESMBAGA1UEAwwJbG9jYWxob3N0MCAXDTI2MTIwMjEwMzY0OVoYDzIxMjYxMTA4\nMTAzNjQ5WjAUMRIwEAYDVQQDDAlsb2NhbGhvc3QwWTATBgcqhkjOPQIBBggqhkjO\nPQMBBwNCAATjO4gt9lNovEqwhScqtRcK9Bx3H0AgviV1rmIaD9btHUcZ38JgPdzf\nUYXDU/+Wol7ydNE8thCk/a8gECU2EPjfo1MwUTAdBgNVHQ4EFgQUOrP4P435tAQl\nwSMXXIKTncChntUwHwYDVR0jBBgwFoAUOrP4P435tAQlwSMXXIKTncChntUwDwYD\nVR0TAQH/BAUwAwEB/zAKBggqhkjOPQQDAgNHADBEAiBNWIuD2B2WN76K8nMTKkJp\n8t5YwPWzLIjLskMd3gTmbAIgKIfy1vwajOTUmbRzFXIEOSj//s8qFTgIjd5Z/Jf2\nnTs=\n-----END CERTIFICATE-----\n';
+const RERUN4: Record<string, string> = {
+  performanceMark:
+    "const ph = await import('node:perf_hooks'); class M extends PerformanceMark {} return [new PerformanceMark('a').startTime, new ph.PerformanceMark('b').startTime, new M('c').startTime]",
+  traceEvents:
+    "try { const t = (await import('node:trace_events')).createTracing({ categories: ['node', 'v8'] }); t.enable(); return 'tracing'; } catch (e: any) { return e.code; }",
+  asyncHooks:
+    "const ah = await import('node:async_hooks'); const out: string[] = []; for (const f of [() => ah.createHook({}).enable(), () => ah.executionAsyncResource()]) { try { f(); out.push('ok'); } catch (e: any) { out.push(e.code); } } return out",
+  // A request left half-sent gets a 408 once headersTimeout has passed by Node's own clock.
+  httpHeadersTimeout:
+    "const http = await import('node:http'); const net = await import('node:net'); const g = globalThis as any; if (!g.hs) { g.hs = http.createServer({ headersTimeout: 300, requestTimeout: 400, connectionsCheckingInterval: 20 } as any, (_q: any, r: any) => r.end('ok')); await new Promise((r) => g.hs.listen('hh.sock', r)); }" +
+    " await new Promise((r) => setTimeout(r, 100)); const got = g.hsGot ?? ''; g.hsGot = ''; const c = net.connect('hh.sock'); c.on('data', (d: any) => { g.hsGot += String(d).slice(0, 12); }); await new Promise((r) => c.on('connect', r)); c.write('GET / HTTP/1.1\\r\\nHost: x\\r\\n'); return got",
+  // c-ares times a query to a silent UDP socket out by the real clock.
+  dnsTimeout:
+    "const dns = await import('node:dns'); const dgram = await import('node:dgram'); const g = globalThis as any; try { if (!g.du) { g.du = dgram.createSocket('udp4'); await new Promise((r) => g.du.bind(5353, '127.0.0.1', r)); } if (!g.dr) { const r = new dns.Resolver({ timeout: 300, tries: 1 }); r.setServers(['127.0.0.1:5353']); g.dr = r; }" +
+    " await new Promise((r) => setTimeout(r, 50)); const prev = g.dq ?? null; g.dq = 'pending'; g.dr.resolve4('example.com', (e: any) => { g.dq = e ? e.code : 'ok'; }); return prev; } catch (e: any) { return e.code; }",
+  dnsChannel:
+    "const dns: any = await import('node:dns'); try { new dns.Resolver()._handle.setServers([[4, '127.0.0.1', 5353]]); return 'set'; } catch (e: any) { return e.code; }",
+  // fs.watchFile polls on a real libuv timer: a change made at one request is seen at the next
+  // only if the interval had passed.
+  watchFile:
+    "const fs = await import('node:fs'); const g = globalThis as any; try { if (!g.wf) { g.wfSeen = 0; fs.writeFileSync('wf', ''); fs.watchFile('wf', { interval: 300 }, () => { g.wfSeen++; }); g.wf = 1; } await new Promise((r) => setTimeout(r, 20)); const n = g.wfSeen; fs.appendFileSync('wf', 'x'); return n; } catch (e: any) { return e.code; }",
+  tlsCertificateDate: `const tls = await import('node:tls'); const g = globalThis as any; try { if (!g.ts) { g.ts = tls.createServer({ key: ${JSON.stringify(RERUN4_KEY)}, cert: ${JSON.stringify(RERUN4_CERT)} }, (s: any) => s.end('hi')); await new Promise((r) => g.ts.listen('tls.sock', r)); }
+    return await new Promise((res) => { const c = tls.connect({ path: 'tls.sock', ca: ${JSON.stringify(RERUN4_CERT)}, servername: 'localhost', rejectUnauthorized: false } as any, () => { res(c.authorized ? 'authorized' : String(c.authorizationError)); c.destroy(); }); c.on('error', (e: any) => res('error ' + e.code)); }); } catch (e: any) { return e.code; }`,
+  availableMemory: 'return (process as any).availableMemory()',
+};
+
+test('escape: fourth red-team rerun (PerformanceMark, trace files, async hooks, the http headers timeout, DNS timeouts, watchFile polls, TLS certificate dates, available memory) shows no moving clock', async () => {
+  const { env, read } = await attackTable(RERUN4);
+  try {
+    const ep = await env.reset({ taskId: 'attack' });
+    await read(ep); // set-up: servers, a half-sent request, a pending query, a watched file
+    const before = await read(ep);
+    await sleep(600);
+    const after = await read(ep);
+    assert.deepEqual(after, before, 'a reading moved');
+    const refused = '"ERR_ACCESS_DENIED"';
+    assert.deepEqual(before, {
+      performanceMark: '[0,0,0]',
+      traceEvents: refused,
+      asyncHooks: '["ERR_ACCESS_DENIED","ERR_ACCESS_DENIED"]',
+      httpHeadersTimeout: '""',
+      dnsTimeout: refused,
+      dnsChannel: refused,
+      watchFile: refused,
+      tlsCertificateDate: refused,
+      availableMemory: String(2 ** 30),
     });
   } finally {
     await env.close();

@@ -11,6 +11,11 @@ import http2 from 'node:http2';
 import net from 'node:net';
 import perfHooks from 'node:perf_hooks';
 import timers from 'node:timers';
+import traceEvents from 'node:trace_events';
+import asyncHooks from 'node:async_hooks';
+import dns from 'node:dns';
+import tls from 'node:tls';
+import https from 'node:https';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import workerThreads from 'node:worker_threads';
@@ -52,6 +57,9 @@ function classify(err: unknown): { status: number; type: ProtocolErrorType; mess
   return undefined;
 }
 
+const builtin = (id: string) =>
+  (process as unknown as { getBuiltinModule: (id: string) => Record<string, unknown> }).getBuiltinModule(id);
+
 /** A stand-in that throws when called or constructed (`new Worker(…)` must fail the same way). */
 function refused(what: string): () => never {
   return function refusedApi(): never {
@@ -81,8 +89,20 @@ function disableEscapeHatches(): void {
     ['vm', vm],
     // Its responses carry a Date header from Node's own, real clock; no env has a use for it.
     ['http2', http2],
+    // Trace files carry real timestamps (a module read its own, in scratch: red-team rerun 4).
+    ['trace_events', traceEvents],
+    // OpenSSL checks a certificate's dates against the real clock: a handshake over a unix socket
+    // in scratch told whether the real date had passed a notBefore the module chose (rerun 4). No
+    // network, so nothing to talk TLS to; every route to a TLS socket or secure context is closed.
+    ['tls', tls],
+    ['_tls_wrap', builtin('_tls_wrap')],
+    ['_tls_common', builtin('_tls_common')],
+    ['https', https],
   ] as const) {
-    for (const k of Object.keys(mod)) (mod as Record<string, unknown>)[k] = refused(`${name}.${k}`);
+    for (const k of Object.keys(mod)) {
+      // tls.rootCertificates is a getter (not configurable) of a fixed list of strings.
+      if (!Object.getOwnPropertyDescriptor(mod, k)?.get) (mod as Record<string, unknown>)[k] = refused(`${name}.${k}`);
+    }
     Object.freeze(mod);
   }
   Object.defineProperty(workerThreads, 'Worker', {
@@ -94,6 +114,20 @@ function disableEscapeHatches(): void {
   // loop clock, and it fires across the worker's idle gaps: red-team rerun 3).
   for (const k of ['enroll', 'unenroll', 'active', '_unrefActive'])
     Object.defineProperty(timers, k, { value: refused(`timers.${k}`), configurable: false, writable: false });
+  // Hooks see every async resource of the runner and of Node's internals, timers included (rerun 4);
+  // AsyncLocalStorage does not use these exports.
+  for (const k of ['createHook', 'executionAsyncResource'])
+    Object.defineProperty(asyncHooks, k, { value: refused(`async_hooks.${k}`), configurable: false, writable: false });
+  // c-ares times a query out by the real clock: a query to a silent UDP socket the module bound on
+  // loopback had timed out, or not, at the next request by how long the worker had paused (rerun 4).
+  // Without a server of its own every query is refused at once (nothing answers on port 53, which
+  // the sandbox cannot bind). Refused on the channel itself, below ResolverBase and dns.setServers.
+  const channel = Object.getPrototypeOf((new dns.Resolver() as unknown as { _handle: object })._handle) as object;
+  Object.defineProperty(channel, 'setServers', {
+    value: refused('dns.setServers'),
+    configurable: false,
+    writable: false,
+  });
   syncBuiltinESMExports(); // named ESM imports of those modules see the refusals too
   Object.defineProperty(process, 'report', { get: refused('process.report'), configurable: false });
   for (const k of ['binding', '_linkedBinding', 'dlopen'])
@@ -155,6 +189,15 @@ function freezeClocks(): void {
     Object.defineProperty(perf, 'markResourceTiming', { value: () => undefined });
     Object.defineProperty(perf, 'nodeTiming', { get: refused('performance.nodeTiming') });
   }
+  // A mark constructed directly (global and perf_hooks) starts at Node's own clock (rerun 4).
+  const RealMark = perfHooks.PerformanceMark;
+  const FrozenMark = new Proxy(RealMark, {
+    construct: (target, [name, opts], newTarget) =>
+      Reflect.construct(target, [name, { ...opts, startTime: opts?.startTime ?? 0 }], newTarget),
+  });
+  RealMark.prototype.constructor = FrozenMark;
+  (perfHooks as unknown as Record<string, unknown>).PerformanceMark = FrozenMark;
+  (globalThis as Record<string, unknown>).PerformanceMark = FrozenMark;
   process.hrtime = Object.assign(() => [0, 0] as [number, number], { bigint: () => 0n });
   process.uptime = () => 0;
   os.uptime = () => 0;
@@ -174,6 +217,22 @@ function freezeClocks(): void {
   os.loadavg = () => [0, 0, 0];
   os.freemem = () => 2 ** 30;
   os.totalmem = () => 2 ** 31;
+  // libuv's reading of the machine's free memory, past the permission model (rerun 4).
+  const proc = process as unknown as Record<string, unknown>;
+  if (typeof proc.availableMemory === 'function') proc.availableMemory = () => 2 ** 30;
+  // An http server times out a slow request's headers by Node's own clock (the parser stamps a
+  // request with uv_hrtime): a request left half-sent at one request got a 408 at the next only when
+  // the worker had paused longer than headersTimeout (rerun 4). The expiry check finds nothing.
+  const probe = new http.Server();
+  probe.emit('listening'); // creates its connections list and check interval
+  const own = (d: string) => Object.getOwnPropertySymbols(probe).find((s) => s.description === d)!;
+  const probeFields = probe as unknown as Record<symbol, unknown>;
+  Object.defineProperty(Object.getPrototypeOf(probeFields[own('http.server.connections')]), 'expired', {
+    value: () => [],
+    configurable: false,
+    writable: false,
+  });
+  clearInterval(probeFields[own('http.server.connectionsCheckingInterval')] as NodeJS.Timeout);
   // An http response's Date header comes from Node's own clock, not the frozen Date (a server and
   // client on a unix socket in scratch read it: red-team rerun 3), so none is sent.
   Object.defineProperty(http.OutgoingMessage.prototype, 'sendDate', { get: () => false, set: () => {} });
@@ -218,13 +277,10 @@ function freezeClocks(): void {
   const fsObj = fs as unknown as Record<string, unknown>;
   for (const k of ['statSync', 'lstatSync', 'fstatSync']) wrapSync(fsObj, k);
   for (const k of ['stat', 'lstat', 'fstat']) wrapCallback(fsObj, k);
-  const watchFile = fs.watchFile;
-  // Its listener gets the file's Stats before and after a change.
-  fsObj.watchFile = (...a: unknown[]) => {
-    const cb = a[a.length - 1];
-    if (typeof cb === 'function') a[a.length - 1] = (curr: unknown, prev: unknown) => cb(frozen(curr), frozen(prev));
-    return (watchFile as (...x: unknown[]) => unknown)(...a);
-  };
+  // Its poll runs on a real libuv timer: a file changed at one request was reported at the next
+  // only when the worker had paused longer than the interval (rerun 4). fs.watch (inotify) reports
+  // the module's own changes, which is all an env could want from it.
+  fsObj.watchFile = refused('fs.watchFile');
   const promises = fs.promises as unknown as Record<string, unknown>;
   for (const k of ['stat', 'lstat']) wrapAsync(promises, k);
   // FileHandle is not exported: its prototype's stat is wrapped when open() hands out the first one.
@@ -292,7 +348,6 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
   freezeClocks();
   // The runner keeps the real timers and stdin to itself; the module gets virtual ones.
   const realImmediate = setImmediate;
-  const realSetInterval = setInterval;
   const activeResources = process.getActiveResourcesInfo.bind(process);
   const clock: VirtualClock = installVirtualTimers();
   freezeReadline();
@@ -337,9 +392,11 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
       process.exit(3);
     }
     // The parent owns episode lifetime; it closes the whole process rather than sweeping idle
-    // episodes. The handler's sweep timer is the runner's, so it runs on real time, not the module's.
+    // episodes. The handler's sweep interval would be the one real timer in the process, firing at
+    // the first turn after a pause longer than its period (30 s; async hooks saw it: rerun 4), so it
+    // is never created.
     const virtualSetInterval = globalThis.setInterval;
-    globalThis.setInterval = realSetInterval;
+    globalThis.setInterval = (() => ({ unref() {} })) as unknown as typeof setInterval;
     let handler: ReturnType<typeof createProtocolHandler>;
     try {
       handler = createProtocolHandler(env, { idleTimeoutMs: 2 ** 31 - 1, classifyError: classify });
