@@ -1,4 +1,5 @@
 import { Stage1ResultSchema } from '../core/capability.js';
+import { mapLimit } from '../core/concurrency.js';
 import type { Config } from '../core/config.js';
 import {
   EVALUATION_SEED_OFFSET,
@@ -35,6 +36,7 @@ export interface EvaluationDeps {
   startPolicyServer(
     config: Config,
     variant: { name: string; adapterUri?: string; gateUri?: string },
+    shares?: number,
   ): Promise<PolicyServer>;
   createLlm: LlmFactory;
 }
@@ -427,40 +429,50 @@ export function createEvaluationActivities(deps: EvaluationDeps = defaultDeps) {
       let notes = [...plan.notes, ...unserved.notes];
       if (tasks.length > 0 && variants.some(needsServer)) {
         // The base (and the prompt-only baseline on it) is served by the same trainer server unless
-        // configured otherwise, so every variant is evaluated through one backend.
-        const serve = async (v: VariantSpec) => {
-          // Loading a model can outlast a heartbeat timeout: keep the activity alive meanwhile.
-          const keepalive = setInterval(() => heartbeat({ starting: v.name }), 2_000);
-          try {
-            const s = await deps.startPolicyServer(config, {
-              name: v.name,
-              adapterUri: v.adapterUri,
-              gateUri: v.gateUri,
-            });
-            servers.push(s);
-            return { baseURL: s.baseURL, model: s.model };
-          } finally {
-            clearInterval(keepalive);
-          }
-        };
-        const base = variants.some((v) => v.kind === 'base' && !v.baseURL)
-          ? await serve({ name: 'base', kind: 'base' })
-          : undefined;
-        const served: VariantSpec[] = [];
-        for (const v of variants) {
-          if (needsServer(v)) served.push({ ...v, ...(await serve(v)) });
-          else if (base && !v.baseURL && (v.kind === 'base' || v.kind === 'prompt_only'))
-            served.push({ ...v, ...base });
-          else served.push(v);
+        // configured otherwise, so every variant is evaluated through one backend. The servers start
+        // together and share the CPU cores with the variants evaluated at once.
+        const serveBase = variants.some((v) => v.kind === 'base' && !v.baseURL);
+        const toServe = [
+          ...(serveBase ? [{ name: 'base', kind: 'base' as const }] : []),
+          ...variants.filter(needsServer),
+        ];
+        const shares = Math.min(config.evaluation.parallelVariants, toServe.length);
+        // Loading a model can outlast a heartbeat timeout: keep the activity alive meanwhile.
+        const keepalive = setInterval(() => heartbeat({ starting: toServe.map((v) => v.name) }), 2_000);
+        let started: { baseURL: string; model: string }[];
+        try {
+          const settled = await Promise.allSettled(
+            toServe.map(async (v) => {
+              const s = await deps.startPolicyServer(
+                config,
+                { name: v.name, adapterUri: v.adapterUri, gateUri: v.gateUri },
+                shares,
+              );
+              servers.push(s);
+              return { baseURL: s.baseURL, model: s.model };
+            }),
+          );
+          const failed = settled.find((r) => r.status === 'rejected');
+          if (failed) throw failed.reason;
+          started = settled.map((r) => (r as PromiseFulfilledResult<{ baseURL: string; model: string }>).value);
+        } finally {
+          clearInterval(keepalive);
         }
-        variants = served;
+        const base = serveBase ? started[0] : undefined;
+        let next = serveBase ? 1 : 0;
+        variants = variants.map((v) => {
+          if (needsServer(v)) return { ...v, ...started[next++] };
+          if (base && !v.baseURL && (v.kind === 'base' || v.kind === 'prompt_only')) return { ...v, ...base };
+          return v;
+        });
         notes = [
           ...plan.notes,
           'trained agents and the base served by python -m trace_trainer serve (one backend for every variant)',
         ];
       }
-      const results: VariantResult[] = [];
-      for (const variant of variants) results.push(await evaluateVariant({ config, runId, variant, tasks, split }));
+      const results = await mapLimit(variants, config.evaluation.parallelVariants, (variant) =>
+        evaluateVariant({ config, runId, variant, tasks, split }),
+      );
       return { split, tasks: tasks.length, variants: results, notes };
     } finally {
       for (const s of servers) await s.close();

@@ -16,6 +16,7 @@ import { serveEnvironment } from '../envs/protocol/server.js';
 import { startGeneratedEnv } from './synthesis/candidate.js';
 import type { Environment } from '../envs/environment.js';
 import { HttpEnvironment } from '../envs/protocol/client.js';
+import { torchThreadsEnv, trainerSlots } from '../infra/cpu-share.js';
 import { PROJECT_ROOT } from '../infra/temporal.js';
 import { goldDemonstrations } from './gold-demonstrations.js';
 import { activityContext, KEEPALIVE_MS } from '../infra/activity-context.js';
@@ -318,6 +319,8 @@ async function runTrainer(
   trainerConfig: object,
   extraArgs: string[],
 ): Promise<{ done: TrainerEvent; device: string; seconds: number }> {
+  // GRPO runs beside the worker's other trainers (its share of the cores); the gate, after them all.
+  const threads = torchThreadsEnv(command === 'grpo' ? trainerSlots() : 1);
   const ctx = activityContext();
   const started = Date.now();
   const dir = await mkdtemp(path.join(os.tmpdir(), 'trace-trainer-'));
@@ -333,6 +336,7 @@ async function runTrainer(
         PYTHONPATH: path.join(PROJECT_ROOT, 'trainer'),
         PYTHONUNBUFFERED: '1',
         TRACE_EXIT_WITH_PARENT: '1',
+        ...threads,
         ...(gpu !== undefined ? { CUDA_VISIBLE_DEVICES: gpu } : {}),
       },
       detached: true, // its own process group: cancellation kills the trainer and everything it started

@@ -11,7 +11,9 @@ import { startLlmServer } from '../infra/llm-server.js';
  *
  *   node --import tsx bench/llm-throughput.ts [--requests 16] [--max-tokens 32] [--parallel 4] [--base-url URL]
  *
- * Without --base-url it starts its own server on an ephemeral port (sequences = --parallel).
+ * Without --base-url it starts its own server on an ephemeral port (sequences = --parallel), once
+ * with the sequences in one llama.cpp context and once split over two single-threaded contexts
+ * (the server's default), and prints the second's tokens/s as a ratio of the first's.
  */
 const { values } = parseArgs({
   options: {
@@ -24,52 +26,71 @@ const { values } = parseArgs({
 const requests = Number(values.requests);
 const maxTokens = Number(values['max-tokens']);
 
-const server = values['base-url'] ? undefined : await startLlmServer({ port: 0, parallel: Number(values.parallel) });
-const baseURL = values['base-url'] ?? server!.baseURL;
-const client = new OpenAI({ baseURL, apiKey: 'unused', maxRetries: 0, timeout: 600_000 });
-const model = (await client.models.list()).data[0].id;
+type Level = { concurrency: number; rps: number; tps: number };
 
-const ask = async (i: number) => {
-  const r = await client.chat.completions.create({
-    model,
-    messages: [
-      { role: 'system', content: 'You are a customer-service agent for an airline. Be brief.' },
-      { role: 'user', content: `Request ${i}: I want to change my flight to next Tuesday. What do you need from me?` },
-    ],
-    max_tokens: maxTokens,
-    temperature: 0.7,
-    seed: i,
-  });
-  return r.usage!.completion_tokens;
-};
+async function measure(baseURL: string, label: string, inProcess: boolean): Promise<Level[]> {
+  const client = new OpenAI({ baseURL, apiKey: 'unused', maxRetries: 0, timeout: 600_000 });
+  const model = (await client.models.list()).data[0].id;
+  const ask = async (i: number) => {
+    const r = await client.chat.completions.create({
+      model,
+      messages: [
+        { role: 'system', content: 'You are a customer-service agent for an airline. Be brief.' },
+        {
+          role: 'user',
+          content: `Request ${i}: I want to change my flight to next Tuesday. What do you need from me?`,
+        },
+      ],
+      max_tokens: maxTokens,
+      temperature: 0.7,
+      seed: i,
+    });
+    return r.usage!.completion_tokens;
+  };
+  await ask(-1);
+  console.log(`model ${model} at ${baseURL} (${label}); ${requests} requests per level, max_tokens ${maxTokens}`);
+  console.log('concurrency  req/s   tok/s   req/s ratio  tok/s ratio  tok/cpu-s');
+  const levels: Level[] = [];
+  for (const concurrency of [1, 2, 4, 8]) {
+    let next = 0;
+    let tokens = 0;
+    const start = performance.now();
+    const cpuStart = process.cpuUsage();
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (next < requests) {
+          const n = await ask(next++); // not `tokens += await …`: that reads `tokens` before the await
+          tokens += n;
+        }
+      }),
+    );
+    const seconds = (performance.now() - start) / 1000;
+    const cpu = process.cpuUsage(cpuStart);
+    const cpuSeconds = (cpu.user + cpu.system) / 1e6;
+    const level = { concurrency, rps: requests / seconds, tps: tokens / seconds };
+    const base = levels[0] ?? level;
+    levels.push(level);
+    console.log(
+      `${String(concurrency).padStart(11)}  ${level.rps.toFixed(2).padStart(5)}  ${level.tps.toFixed(1).padStart(6)}  ${(level.rps / base.rps).toFixed(2).padStart(11)}  ${(level.tps / base.tps).toFixed(2).padStart(11)}  ${inProcess ? (tokens / cpuSeconds).toFixed(1).padStart(9) : 'n/a'}`,
+    );
+  }
+  return levels;
+}
 
-await ask(-1);
-console.log(
-  `model ${model} at ${baseURL}; ${requests} requests per level, max_tokens ${maxTokens}, server sequences ${server ? values.parallel : 'unknown'}`,
-);
-console.log('concurrency  req/s   tok/s   req/s ratio  tok/s ratio  tok/cpu-s');
-let base: { rps: number; tps: number } | undefined;
-for (const concurrency of [1, 2, 4, 8]) {
-  let next = 0;
-  let tokens = 0;
-  const start = performance.now();
-  const cpuStart = process.cpuUsage();
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < requests) {
-        const n = await ask(next++); // not `tokens += await …`: that reads `tokens` before the await
-        tokens += n;
-      }
-    }),
-  );
-  const seconds = (performance.now() - start) / 1000;
-  const cpu = process.cpuUsage(cpuStart);
-  const cpuSeconds = (cpu.user + cpu.system) / 1e6;
-  const rps = requests / seconds;
-  const tps = tokens / seconds;
-  base ??= { rps, tps };
+if (values['base-url']) {
+  await measure(values['base-url'], 'external server', false);
+} else {
+  const byContexts: Level[][] = [];
+  for (const contexts of [1, 2]) {
+    const server = await startLlmServer({ port: 0, parallel: Number(values.parallel), contexts });
+    try {
+      byContexts.push(await measure(server.baseURL, `${values.parallel} sequences in ${contexts} context(s)`, true));
+    } finally {
+      await server.close();
+    }
+  }
+  const [one, two] = byContexts;
   console.log(
-    `${String(concurrency).padStart(11)}  ${rps.toFixed(2).padStart(5)}  ${tps.toFixed(1).padStart(6)}  ${(rps / base.rps).toFixed(2).padStart(11)}  ${(tps / base.tps).toFixed(2).padStart(11)}  ${server ? (tokens / cpuSeconds).toFixed(1).padStart(9) : 'n/a'}`,
+    `tok/s, 2 contexts / 1 context: ${one.map((l, i) => `concurrency ${l.concurrency} ${(two[i].tps / l.tps).toFixed(2)}x`).join(', ')}`,
   );
 }
-await server?.close();

@@ -109,6 +109,14 @@ export const ConfigSchema = z
           .describe(
             "episodes in flight per variant; default llm.policy.concurrency (the trainer's server decodes requests in flight together as one batch)",
           ),
+        parallelVariants: z
+          .number()
+          .int()
+          .positive()
+          .default(1)
+          .describe(
+            'variants evaluated at once when evaluateRun serves them itself; on a CPU each server gets the cores shared out (torch threads = cores / this)',
+          ),
         promptOnly: z
           .boolean()
           .default(false)

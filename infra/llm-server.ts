@@ -31,6 +31,12 @@ export interface LlmServerOptions {
    * and on a busy 2-core machine (workers, Temporal) two threads measured ~40x slower than one.
    */
   threads?: number;
+  /**
+   * llama.cpp contexts the `parallel` sequences are split over, each decoding on its own `threads`.
+   * Default 2 (at most `parallel`): two single-threaded contexts use both cores of a 2-core machine
+   * without the spin-waiting of one context with two threads.
+   */
+  contexts?: number;
 }
 
 export interface LlmServer {
@@ -45,6 +51,7 @@ export async function startLlmServer(opts: LlmServerOptions = {}): Promise<LlmSe
     contextSize: opts.contextSize ?? envInt('TRACE_LLM_CONTEXT_SIZE') ?? 8192,
     parallel: opts.parallel ?? envInt('TRACE_LLM_PARALLEL') ?? 4,
     threads: Math.min(opts.threads ?? envInt('TRACE_LLM_THREADS') ?? 1, 2),
+    contexts: opts.contexts ?? envInt('TRACE_LLM_CONTEXTS') ?? 2,
     gpu: process.env.TRACE_LLM_GPU === '1',
   });
   const server = http.createServer((req, res) => {

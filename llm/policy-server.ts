@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../core/config.js';
+import { torchThreadsEnv } from '../infra/cpu-share.js';
 import { PROJECT_ROOT } from '../infra/temporal.js';
 
 /**
@@ -20,6 +21,8 @@ const READY_TIMEOUT_MS = Number(process.env.TRACE_SERVE_READY_TIMEOUT_MS ?? 600_
 export async function startPolicyServer(
   config: Config,
   variant: { name: string; adapterUri?: string; gateUri?: string },
+  /** Servers running at once, which share the CPU cores. */
+  shares = 1,
 ): Promise<PolicyServer> {
   const t = config.training;
   const resolve = (p: string) => (existsSync(path.resolve(PROJECT_ROOT, p)) ? path.resolve(PROJECT_ROOT, p) : p);
@@ -43,7 +46,12 @@ export async function startPolicyServer(
   if (variant.gateUri) args.push('--gate', variant.gateUri);
   const child = spawn(path.resolve(PROJECT_ROOT, t.python), args, {
     cwd: PROJECT_ROOT,
-    env: { ...process.env, PYTHONPATH: path.join(PROJECT_ROOT, 'trainer'), PYTHONUNBUFFERED: '1' },
+    env: {
+      ...process.env,
+      ...torchThreadsEnv(shares),
+      PYTHONPATH: path.join(PROJECT_ROOT, 'trainer'),
+      PYTHONUNBUFFERED: '1',
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';

@@ -225,3 +225,23 @@ test('a client that disconnects mid-generation frees its sequence: the server go
     h = await new Promise((r) => setTimeout(r, 25)).then(health);
   assert.deepEqual([h.busy, h.queued], [0, 0], `still generating ${Date.now() - abortedAt} ms after the client left`);
 });
+
+test('the sequences are split over two single-threaded contexts: concurrent greedy answers equal one context answering alone', async () => {
+  const prompts = ['Name a colour.', 'Say hello to Ada.'];
+  const ask = (c: OpenAI, model: string, content: string) =>
+    c.chat.completions
+      .create({ model, messages: [{ role: 'user', content }], max_tokens: 12, temperature: 0 })
+      .then((r) => r.choices[0].message.content);
+  // `server` holds 2 sequences in 2 contexts (the default): each request decodes in its own context.
+  const together = await Promise.all(prompts.map((p) => ask(client, server.model, p)));
+  const alone = await startLlmServer({ port: 0, parallel: 1, contexts: 1, contextSize: 2048 });
+  try {
+    const c = new OpenAI({ baseURL: alone.baseURL, apiKey: 'unused', maxRetries: 0, timeout: 120_000 });
+    const oneByOne: (string | null)[] = [];
+    for (const p of prompts) oneByOne.push(await ask(c, alone.model, p));
+    assert.deepEqual(together, oneByOne);
+    assert.ok(together.every((t) => (t ?? '').length > 0));
+  } finally {
+    await alone.close();
+  }
+});

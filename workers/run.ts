@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import {
   bundleWorkflowCode,
@@ -9,6 +8,7 @@ import {
   type LogLevel,
   type WorkflowBundleWithSourceMap,
 } from '@temporalio/worker';
+import { trainerSlots } from '../infra/cpu-share.js';
 import { connectionOptions, PROJECT_ROOT, temporalSettings, type TemporalSettings } from '../infra/temporal.js';
 import { TASK_QUEUE_CPU, TASK_QUEUE_GPU } from '../workflows/types.js';
 import { createCpuActivities, createGpuActivities, type Queue } from './activities.js';
@@ -48,17 +48,6 @@ const quietBundlerLogger = {
     console.error(message);
   },
 };
-
-/** GPUs visible to this worker: TRACE_GPU_COUNT, else `nvidia-smi -L`, else 1 (CPU training). */
-export function gpuCount(env: NodeJS.ProcessEnv = process.env): number {
-  if (env.TRACE_GPU_COUNT) return Math.max(1, Number(env.TRACE_GPU_COUNT) || 1);
-  try {
-    const out = execFileSync('nvidia-smi', ['-L'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
-    return Math.max(1, out.split('\n').filter((l) => l.startsWith('GPU ')).length);
-  } catch {
-    return 1;
-  }
-}
 
 export interface WorkerOptions {
   queues: Queue[];
@@ -109,7 +98,7 @@ export async function startWorkers(opts: WorkerOptions): Promise<RunningWorkers>
             ...common,
             taskQueue: TASK_QUEUE_GPU,
             activities: createGpuActivities(),
-            maxConcurrentActivityTaskExecutions: gpuCount(),
+            maxConcurrentActivityTaskExecutions: trainerSlots(),
           }),
     );
   }

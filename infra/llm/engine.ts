@@ -18,7 +18,9 @@ import { buildChatPrompt, parseAction, type OutputMode } from './chat-prompt.js'
 import { BadRequestError, type ChatRequest } from './chat-request.js';
 
 /**
- * One loaded GGUF model with a context of `parallel` sequences. Each request holds one sequence
+ * One loaded GGUF model with `parallel` sequences, split over `contexts` llama.cpp contexts. Each
+ * context decodes its sequences as one batch on its own thread, so on a CPU two single-threaded
+ * contexts use two cores without llama.cpp's threads spin-waiting on each other. Each request holds one sequence
  * for its whole generation; requests beyond `parallel` wait in FIFO order. A free sequence whose
  * cached tokens share the longest prefix with the new prompt is preferred, so multi-turn agent
  * episodes re-evaluate only their newest messages.
@@ -28,6 +30,8 @@ export interface EngineOptions {
   contextSize: number;
   parallel: number;
   threads: number;
+  /** llama.cpp contexts the sequences are split over (at most `parallel`; default 1). */
+  contexts?: number;
   gpu?: boolean;
 }
 
@@ -63,19 +67,23 @@ export async function loadLlmEngine(opts: EngineOptions): Promise<LlmEngine> {
   const llama = await getLlama({
     gpu: opts.gpu ? 'auto' : false,
     build: 'never',
-    maxThreads: opts.threads,
+    // The addon's thread budget is shared by all contexts: each context gets its `threads`.
+    maxThreads: opts.threads * Math.max(1, Math.min(opts.contexts ?? 1, opts.parallel)),
     logLevel: LlamaLogLevel.error,
   });
   let model: LlamaModel | undefined;
+  const contexts: LlamaContext[] = [];
   try {
     model = await llama.loadModel({ modelPath: opts.modelPath });
-    const context = await model.createContext({
-      contextSize: opts.contextSize,
-      sequences: opts.parallel,
-      threads: opts.threads,
-    });
-    return new Engine(llama, model, context, modelIdFromPath(opts.modelPath));
+    const n = Math.max(1, Math.min(opts.contexts ?? 1, opts.parallel));
+    for (let i = 0; i < n; i++) {
+      // The sequences are shared out evenly (the first takes any remainder); contextSize is per sequence.
+      const sequences = Math.floor(opts.parallel / n) + (i === 0 ? opts.parallel % n : 0);
+      contexts.push(await model.createContext({ contextSize: opts.contextSize, sequences, threads: opts.threads }));
+    }
+    return new Engine(llama, model, contexts, modelIdFromPath(opts.modelPath));
   } catch (e) {
+    for (const c of contexts) await c.dispose();
     await model?.dispose();
     await llama.dispose();
     throw e;
@@ -85,7 +93,15 @@ export async function loadLlmEngine(opts: EngineOptions): Promise<LlmEngine> {
 interface Slot {
   sequence: LlamaContextSequence;
   chat: LlamaChat;
+  context: LlamaContext;
 }
+
+/**
+ * Prompt tokens a free sequence's cached prefix must save to be preferred over one in a context
+ * with one fewer busy sequence: each context decodes on its own core, so spreading requests over
+ * the contexts is worth re-evaluating a shared system prompt.
+ */
+const BUSY_CONTEXT_TOKENS = 256;
 
 class Engine implements LlmEngine {
   readonly contextSize: number;
@@ -100,15 +116,17 @@ class Engine implements LlmEngine {
   constructor(
     private readonly llama: Llama,
     private readonly model: LlamaModel,
-    private readonly context: LlamaContext,
+    private readonly contexts: LlamaContext[],
     readonly modelId: string,
   ) {
-    this.contextSize = context.contextSize;
-    this.parallel = context.totalSequences;
-    this.free = Array.from({ length: this.parallel }, () => {
-      const sequence = context.getSequence();
-      return { sequence, chat: new LlamaChat({ contextSequence: sequence }) };
-    });
+    this.contextSize = Math.min(...contexts.map((c) => c.contextSize));
+    this.parallel = contexts.reduce((n, c) => n + c.totalSequences, 0);
+    this.free = contexts.flatMap((context) =>
+      Array.from({ length: context.totalSequences }, () => {
+        const sequence = context.getSequence();
+        return { sequence, chat: new LlamaChat({ contextSequence: sequence }), context };
+      }),
+    );
     this.chatWrapper = this.free[0].chat.chatWrapper;
     this.compactJson = whitespaceBan(model);
   }
@@ -168,7 +186,7 @@ class Engine implements LlmEngine {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await this.context.dispose();
+    for (const c of this.contexts) await c.dispose();
     await this.model.dispose();
     await this.llama.dispose();
   }
@@ -192,11 +210,12 @@ class Engine implements LlmEngine {
   private acquire(promptTokens: Token[], signal?: AbortSignal): Promise<Slot> {
     signal?.throwIfAborted();
     if (this.free.length) {
+      const busy = (c: LlamaContext) => c.totalSequences - this.free.filter((s) => s.context === c).length;
       let best = 0;
-      let bestLen = -1;
+      let bestScore = -Infinity;
       this.free.forEach((s, i) => {
-        const len = commonPrefix(s.sequence.contextTokens, promptTokens);
-        if (len > bestLen) [best, bestLen] = [i, len];
+        const score = commonPrefix(s.sequence.contextTokens, promptTokens) - BUSY_CONTEXT_TOKENS * busy(s.context);
+        if (score > bestScore) [best, bestScore] = [i, score];
       });
       return Promise.resolve(this.free.splice(best, 1)[0]);
     }
