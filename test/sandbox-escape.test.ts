@@ -14,6 +14,7 @@ import {
 import { isolationIfAvailable, type IsolationLevel } from '../envs/sandbox/isolation.js';
 import { formatConformance, runConformance } from '../envs/protocol/conformance.js';
 import { ATTACK, attackSource } from './fixtures/sandbox/attack-source.js';
+import { WASM } from './helpers/wasm-binaries.js';
 
 const repoFile = path.resolve('package.json');
 const SECRET = 'sk-trace-escape-test-7f3a9c';
@@ -397,6 +398,50 @@ test('escape: fourth red-team rerun (PerformanceMark, trace files, async hooks, 
       watchFile: refused,
       tlsCertificateDate: refused,
       availableMemory: String(2 ** 30),
+    });
+  } finally {
+    await env.close();
+  }
+});
+
+/**
+ * Red-team rerun 4's known gap, closed: a wasm `memory.atomic.wait32` on a shared memory blocks
+ * for real time (300 ms here, outside the sandbox), a ruler the virtual timers cannot reach. Every
+ * way to a shared memory is refused; a plain module still compiles and runs.
+ */
+const bytes = (b: number[]) => `new Uint8Array(${JSON.stringify(b)})`;
+const code = 'catch (e: any) { return e.code ?? e.name; }';
+const WASM_ATTACKS: Record<string, string> = {
+  memoryShared: `try { new WebAssembly.Memory({ initial: 1, maximum: 1, shared: true }); return 'made'; } ${code}`,
+  memoryViaPrototype: `try { const C: any = Object.getPrototypeOf(new WebAssembly.Memory({ initial: 1 })).constructor; new C({ initial: 1, maximum: 1, shared: true }); return 'made'; } ${code}`,
+  moduleCtor: `try { const i: any = new WebAssembly.Instance(new WebAssembly.Module(${bytes(WASM.sharedMemory)})); return i.exports.w(); } ${code}`,
+  moduleViaPrototype: `try { const M: any = Object.getPrototypeOf(new WebAssembly.Module(${bytes(WASM.plainMemory)})).constructor; new M(${bytes(WASM.sharedMemory)}); return 'compiled'; } ${code}`,
+  compile: `try { await WebAssembly.compile(${bytes(WASM.sharedMemory)}.buffer); return 'compiled'; } ${code}`,
+  instantiate: `try { const r: any = await WebAssembly.instantiate(new DataView(${bytes(WASM.sharedMemory)}.buffer)); return r.instance.exports.w(); } ${code}`,
+  importedShared: `try { await WebAssembly.instantiate(${bytes(WASM.importedSharedMemory)}, { m: { m: new WebAssembly.Memory({ initial: 1 }) } }); return 'compiled'; } ${code}`,
+  validate: `try { return WebAssembly.validate(${bytes(WASM.sharedMemory)}); } ${code}`,
+  streaming: `try { await WebAssembly.compileStreaming(new Response(${bytes(WASM.sharedMemory)}, { headers: { 'content-type': 'application/wasm' } })); return 'compiled'; } ${code}`,
+  restored: `try { (WebAssembly as any).compile = async () => 'x'; return 'replaced'; } ${code}`,
+  plain: `const r: any = await WebAssembly.instantiate(${bytes(WASM.plainMemory)}); return r.instance.exports.w();`,
+};
+
+test('escape: shared WebAssembly memories are refused, so no wasm atomic wait measures real time', async () => {
+  const { env, read } = await attackTable(WASM_ATTACKS);
+  try {
+    const seen = await read(await env.reset({ taskId: 'attack' }));
+    const refused = '"ERR_ACCESS_DENIED"';
+    assert.deepEqual(seen, {
+      memoryShared: refused,
+      memoryViaPrototype: refused,
+      moduleCtor: refused,
+      moduleViaPrototype: refused,
+      compile: refused,
+      instantiate: refused,
+      importedShared: refused,
+      validate: refused,
+      streaming: refused,
+      restored: '"TypeError"',
+      plain: '42',
     });
   } finally {
     await env.close();

@@ -24,6 +24,7 @@ import { createProtocolHandler } from '../protocol/handler.js';
 import type { ProtocolErrorType } from '../protocol/schemas.js';
 import { FROZEN_EPOCH_MS, SESSION_KEY_BYTES } from './framing.js';
 import { installVirtualTimers, type VirtualClock } from './virtual-time.js';
+import { refuseSharedWasmMemory } from './wasm-guard.js';
 
 /**
  * Runs inside the sandbox, bundled in front of the generated module. This file is evaluated before
@@ -352,6 +353,7 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
   const clock: VirtualClock = installVirtualTimers();
   freezeReadline();
   disableEscapeHatches(); // after freezeClocks: its syncBuiltinESMExports carries the frozen fs/os functions to named imports
+  refuseSharedWasmMemory(refused); // a wasm atomic wait on a shared memory blocks for real time
   const key = readSessionKey();
   const stdin = process.stdin;
   Object.defineProperty(process, 'stdin', { get: refused('process.stdin'), configurable: false });
