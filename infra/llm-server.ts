@@ -184,12 +184,13 @@ async function main(): Promise<void> {
       model: { type: 'string' },
       'context-size': { type: 'string' },
       parallel: { type: 'string' },
+      contexts: { type: 'string' },
       help: { type: 'boolean' },
     },
   });
   if (values.help) {
     console.log(
-      'usage: node --import tsx infra/llm-server.ts [--port 8765] [--host 127.0.0.1] [--model file.gguf] [--context-size 8192] [--parallel 4]',
+      'usage: node --import tsx infra/llm-server.ts [--port 8765] [--host 127.0.0.1] [--model file.gguf] [--context-size 8192] [--parallel 4] [--contexts 2]',
     );
     return;
   }
@@ -204,6 +205,7 @@ async function main(): Promise<void> {
     modelPath: values.model,
     contextSize: int('context-size', values['context-size']),
     parallel: int('parallel', values.parallel),
+    contexts: int('contexts', values.contexts),
   });
   console.log(server.baseURL);
   const stop = () => {
