@@ -1,6 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire, syncBuiltinESMExports } from 'node:module';
+import os from 'node:os';
 import net from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -282,6 +284,24 @@ async function attackTable(attacks: Record<string, string>) {
 }
 
 /**
+ * Every attack read at `setup` requests, then once, then again after a 600 ms pause; the readings
+ * must not move across the pause. Returns the reading before it.
+ */
+async function readAcrossPause(attacks: Record<string, string>, setup = 0): Promise<Record<string, string>> {
+  const { env, read } = await attackTable(attacks);
+  try {
+    const ep = await env.reset({ taskId: 'attack' });
+    for (let n = 0; n < setup; n++) await read(ep);
+    const before = await read(ep);
+    await sleep(600);
+    assert.deepEqual(await read(ep), before, 'a reading moved');
+    return before;
+  } finally {
+    await env.close();
+  }
+}
+
+/**
  * Red-team rerun 3 (issue 13): real clocks the first freeze missed, read at two requests 600 ms
  * apart (each moved before the fix), and the machine's free memory (lower while a trainer holds
  * it). The contained ones of the rerun are in the README's table.
@@ -305,7 +325,7 @@ const RERUN3: Record<string, string> = {
   // readline joins '\r' + '\n' only within crlfDelay, by Node's own clock: did the '\n' written now,
   // after a '\r' written at the previous reading, make a line of its own?
   readlineCrlfDelay:
-    "const g = globalThis as any; const rl = await import('node:readline'); const { PassThrough } = await import('node:stream'); const turn = () => new Promise((r) => setImmediate(r)); if (!g.crlf) { g.crlfLines = 0; g.crlf = new PassThrough(); rl.createInterface({ input: g.crlf, crlfDelay: 300 }).on('line', () => { g.crlfLines++; }); g.crlf.write('x\\r'); await turn(); } const before = g.crlfLines; g.crlf.write('\\n'); await turn(); const made = g.crlfLines - before; g.crlf.write('x\\r'); await turn(); return made",
+    "try { const g = globalThis as any; const rl = await import('node:readline'); const { PassThrough } = await import('node:stream'); const turn = () => new Promise((r) => setImmediate(r)); if (!g.crlf) { const input = new PassThrough(); rl.createInterface({ input, crlfDelay: 300 }).on('line', () => { g.crlfLines++; }); g.crlfLines = 0; g.crlf = input; g.crlf.write('x\\r'); await turn(); } const before = g.crlfLines; g.crlf.write('\\n'); await turn(); const made = g.crlfLines - before; g.crlf.write('x\\r'); await turn(); return made; } catch (e: any) { return e.code; }",
   // A File's lastModified defaults to Node's own clock, also through the constructor of an instance.
   fileLastModified:
     "return new File([], 'x').lastModified + ' ' + new (new File([], 'x').constructor as any)([], 'y').lastModified",
@@ -316,30 +336,20 @@ const RERUN3: Record<string, string> = {
 };
 
 test('escape: third red-team rerun (event timestamps, the performance prototype, vm contexts, deprecated timers APIs, the http Date header, the readline crlfDelay, File.lastModified, free memory) shows no moving clock', async () => {
-  const { env, read } = await attackTable(RERUN3);
-  try {
-    const ep = await env.reset({ taskId: 'attack' });
-    const before = await read(ep);
-    await sleep(600);
-    const after = await read(ep);
-    assert.deepEqual(after, before, 'a reading moved');
-    assert.deepEqual(before, {
-      eventTimeStamp: '0',
-      abortEventTimeStamp: '0',
-      performancePrototypeNow: '0',
-      performancePrototypeMark: '"ERR_ACCESS_DENIED"',
-      vmContextDate: '"ERR_ACCESS_DENIED"',
-      freeMemory: `"${2 ** 30} 0"`,
-      timersEnroll: '"ERR_ACCESS_DENIED"',
-      timersUnrefActive: '"ERR_ACCESS_DENIED"',
-      httpDateHeader: '"undefined"',
-      fetchSurvives: '"survived"',
-      readlineCrlfDelay: '0',
-      fileLastModified: '"1735689600000 1735689600000"',
-    });
-  } finally {
-    await env.close();
-  }
+  assert.deepEqual(await readAcrossPause(RERUN3), {
+    eventTimeStamp: '0',
+    abortEventTimeStamp: '0',
+    performancePrototypeNow: '0',
+    performancePrototypeMark: '"ERR_ACCESS_DENIED"',
+    vmContextDate: '"ERR_ACCESS_DENIED"',
+    freeMemory: `"${2 ** 30} 0"`,
+    timersEnroll: '"ERR_ACCESS_DENIED"',
+    timersUnrefActive: '"ERR_ACCESS_DENIED"',
+    httpDateHeader: '"undefined"',
+    fetchSurvives: '"survived"',
+    readlineCrlfDelay: '"ERR_ACCESS_DENIED"', // refused since rerun 5 (its stamp read the real clock)
+    fileLastModified: '"1735689600000 1735689600000"',
+  });
 });
 
 /**
@@ -379,29 +389,19 @@ const RERUN4: Record<string, string> = {
 };
 
 test('escape: fourth red-team rerun (PerformanceMark, trace files, async hooks, the http headers timeout, DNS timeouts, watchFile polls, TLS certificate dates, available memory) shows no moving clock', async () => {
-  const { env, read } = await attackTable(RERUN4);
-  try {
-    const ep = await env.reset({ taskId: 'attack' });
-    await read(ep); // set-up: servers, a half-sent request, a pending query, a watched file
-    const before = await read(ep);
-    await sleep(600);
-    const after = await read(ep);
-    assert.deepEqual(after, before, 'a reading moved');
-    const refused = '"ERR_ACCESS_DENIED"';
-    assert.deepEqual(before, {
-      performanceMark: '[0,0,0]',
-      traceEvents: refused,
-      asyncHooks: '["ERR_ACCESS_DENIED","ERR_ACCESS_DENIED"]',
-      httpHeadersTimeout: '""',
-      dnsTimeout: refused,
-      dnsChannel: refused,
-      watchFile: refused,
-      tlsCertificateDate: refused,
-      availableMemory: String(2 ** 30),
-    });
-  } finally {
-    await env.close();
-  }
+  const refused = '"ERR_ACCESS_DENIED"';
+  // One set-up reading first: servers, a half-sent request, a pending query, a watched file.
+  assert.deepEqual(await readAcrossPause(RERUN4, 1), {
+    performanceMark: '[0,0,0]',
+    traceEvents: refused,
+    asyncHooks: '["ERR_ACCESS_DENIED","ERR_ACCESS_DENIED"]',
+    httpHeadersTimeout: '""',
+    dnsTimeout: refused,
+    dnsChannel: refused,
+    watchFile: refused,
+    tlsCertificateDate: refused,
+    availableMemory: String(2 ** 30),
+  });
 });
 
 /**
@@ -446,6 +446,144 @@ test('escape: shared WebAssembly memories are refused, so no wasm atomic wait me
   } finally {
     await env.close();
   }
+});
+
+/**
+ * Red-team rerun 5 (issue 13): the bundler runs outside the sandbox, as the worker, so an import the
+ * module wrote was read from the host at bundle time: any file the worker can read, bundled into the
+ * module as text or JSON (the worker's own environment through `/proc/self/environ`, the repo's
+ * `package.json`), or quoted by a parse error (`/proc/uptime`: the real clock). The module's imports
+ * are confined to `#env-sdk`, builtins and packages (a module given by path: also code files of its
+ * own directory).
+ */
+const HOST_IMPORTS: Record<string, [string, string]> = {
+  environText: [`import e from '/proc/self/environ' with { type: 'text' };`, 'return e'],
+  repoJson: [`import p from './package.json' with { type: 'json' };`, 'return JSON.stringify(p)'],
+  hostText: [`import s from '../../../../../etc/hostname' with { type: 'text' };`, 'return s'],
+  uptimeJson: [`import u from '/proc/uptime' with { type: 'json' };`, 'return JSON.stringify(u)'],
+  requireCall: ['', `return JSON.stringify(require(${JSON.stringify(repoFile)}))`],
+  fileUrl: [`import s from 'file:///proc/self/environ' with { type: 'text' };`, 'return s'],
+  packageEscape: [`import p from 'zod/../../package.json' with { type: 'json' };`, 'return JSON.stringify(p)'],
+  sdkAsText: [`import s from '#env-sdk' with { type: 'text' };`, 'return s'],
+};
+
+test('escape: fifth red-team rerun (host files through the bundler: imports of paths, import attributes) is refused at bundle time', async () => {
+  for (const [name, [imports, body]] of Object.entries(HOST_IMPORTS)) {
+    const outcome = await startSandboxedEnv({ source: attackSource(body, imports), allowWeakIsolation: true }).then(
+      async (env) => {
+        try {
+          return `started: ${(await (await env.reset({ taskId: 'attack' })).step(ATTACK)).observation.content}`;
+        } finally {
+          await env.close();
+        }
+      },
+      (e: unknown) => (e instanceof SandboxError ? `${e.reason}: ${e.message}` : `threw ${String(e)}`),
+    );
+    assert.match(outcome, /^compile: .*sandbox: import .* refused/, `${name}: ${outcome.slice(0, 300)}`);
+    assert.ok(!outcome.includes(SECRET), `${name}: the worker's secret reached the module`);
+  }
+  // What modules need still bundles: the SDK, builtins, packages, and a module file's own code files.
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'trace-escape-imports-'));
+  try {
+    writeFileSync(path.join(dir, 'helper.ts'), "export const word = 'helped';");
+    writeFileSync(
+      path.join(dir, 'env.ts'),
+      attackSource(
+        "return [word, typeof defineTool, typeof z.object, typeof fs.readFileSync, typeof os2.cpus].join(' ')",
+        "import { word } from './helper.js'; import { defineTool } from '#env-sdk'; import { z } from 'zod'; import os2 from 'os';",
+      ),
+    );
+    const env = await startSandboxedEnv({ modulePath: path.join(dir, 'env.ts'), allowWeakIsolation: true });
+    try {
+      const seen = (await (await env.reset({ taskId: 'attack' })).step(ATTACK)).observation.content;
+      assert.equal(seen, 'helped function function function function');
+    } finally {
+      await env.close();
+    }
+    writeFileSync(path.join(dir, 'env.ts'), attackSource('return s', "import s from '../outside.ts';"));
+    await assert.rejects(
+      startSandboxedEnv({ modulePath: path.join(dir, 'env.ts'), allowWeakIsolation: true }),
+      (e: unknown) =>
+        e instanceof SandboxError &&
+        e.reason === 'compile' &&
+        /outside the module's directory and the repo/.test(e.message),
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+/**
+ * Red-team rerun 5: the runner decoded the session key with `Buffer.from(hex, 'hex')`, i.e. into the
+ * shared Buffer pool, whose ArrayBuffer the module reaches (`Buffer.from('x').buffer`); with the key
+ * it could MAC lines of its own and write them to fd 1. The key is caught here as the worker draws it.
+ */
+test('escape: fifth red-team rerun (the session key) is not in the Buffer pool the module can read', async () => {
+  const crypto = createRequire(import.meta.url)('node:crypto') as typeof import('node:crypto');
+  const draw = crypto.randomBytes;
+  const keys: string[] = [];
+  crypto.randomBytes = ((n: number, ...rest: unknown[]) => {
+    const b = (draw as (...a: unknown[]) => Buffer)(n, ...rest);
+    if (n === 32 && rest.length === 0) keys.push(b.toString('hex'));
+    return b;
+  }) as typeof crypto.randomBytes;
+  syncBuiltinESMExports();
+  let env: Awaited<ReturnType<typeof startSandboxedEnv>>;
+  try {
+    env = await startSandboxedEnv({
+      source: attackSource("return Buffer.from(new Uint8Array(Buffer.from('x').buffer)).toString('hex')"),
+      allowWeakIsolation: true,
+    });
+  } finally {
+    crypto.randomBytes = draw;
+    syncBuiltinESMExports();
+  }
+  try {
+    const pool = (await (await env.reset({ taskId: 'attack' })).step(ATTACK)).observation.content ?? '';
+    assert.ok(pool.length >= 2 * 8192, `a pool of ${pool.length / 2} bytes`);
+    assert.ok(keys.length >= 1, 'the session key was not seen');
+    for (const k of keys) assert.equal(pool.indexOf(k), -1, 'the session key is readable in the Buffer pool');
+  } finally {
+    await env.close();
+  }
+});
+
+/**
+ * Red-team rerun 5: Node's own uses of a `Date` or `Date.now` it captured before the runner froze
+ * them. readline stamped a chunk ending in '\r' with the real time under a symbol on the instance; an
+ * own `sendDate` on a response or request (or a subclass's getter) brought back the Date header that
+ * rerun 3 had turned off on the prototype; `util.log` prefixes the real date and second.
+ */
+const RERUN5: Record<string, string> = {
+  readlineStamp:
+    "try { const rl = await import('node:readline'); const { PassThrough } = await import('node:stream'); const input = new PassThrough(); const i: any = rl.createInterface({ input }); input.write('x\\r'); await new Promise((r) => setImmediate(r)); const s = Object.getOwnPropertySymbols(i).find((k) => String(k).includes('sawReturnAt')); i.close(); return s ? i[s] : 'no stamp'; } catch (e: any) { return e.code; }",
+  readlinePromisesStamp:
+    "try { const rl = await import('node:readline/promises'); const { PassThrough } = await import('node:stream'); const input = new PassThrough(); const i: any = new rl.Interface({ input }); input.write('x\\r'); await new Promise((r) => setImmediate(r)); const s = Object.getOwnPropertySymbols(i).find((k) => String(k).includes('sawReturnAt')); i.close(); return s ? i[s] : 'no stamp'; } catch (e: any) { return e.code; }",
+  repl: "try { const r: any = await import('node:repl'); return typeof r.REPLServer; } catch (e: any) { return e.code; }",
+  ownSendDate:
+    "const http = await import('node:http'); const g = globalThis as any; if (!g.sd) { g.sd = http.createServer((_q: any, r: any) => { Object.defineProperty(r, 'sendDate', { value: true, writable: true, configurable: true }); r.end('ok'); }); await new Promise((r) => g.sd.listen('sd.sock', r)); } return await new Promise((res) => { http.get({ socketPath: 'sd.sock', path: '/' }, (r: any) => { res(String(r.headers.date)); r.resume(); }).on('error', (e: any) => res('error ' + e.code)); })",
+  lockedSendDate:
+    "const http = await import('node:http'); const g = globalThis as any; if (!g.sl) { g.sl = http.createServer((_q: any, r: any) => { Object.defineProperty(r, 'sendDate', { value: true }); try { r.end('ok'); } catch (e: any) { r.socket.end('HTTP/1.1 200 OK\\r\\nx-refused: ' + e.code + '\\r\\ncontent-length: 0\\r\\n\\r\\n'); } }); await new Promise((r) => g.sl.listen('sl.sock', r)); } return await new Promise((res) => { http.get({ socketPath: 'sl.sock', path: '/' }, (r: any) => { res(String(r.headers.date) + ' ' + r.headers['x-refused']); r.resume(); }).on('error', (e: any) => res('error ' + e.code)); })",
+  subclassSendDate:
+    "const http: any = await import('node:http'); const g = globalThis as any; class R extends http.ServerResponse { get sendDate() { return true; } set sendDate(_v: any) {} } if (!g.sc) { g.sc = http.createServer({ ServerResponse: R }, (_q: any, r: any) => r.end('ok')); await new Promise((r) => g.sc.listen('sc.sock', r)); } return await new Promise((res) => { http.get({ socketPath: 'sc.sock', path: '/' }, (r: any) => { res(String(r.headers.date)); r.resume(); }).on('error', (e: any) => res('error ' + e.code)); })",
+  clientSendDate:
+    "const http: any = await import('node:http'); const g = globalThis as any; if (!g.cs) { g.cs = http.createServer((q: any, r: any) => r.end(String(q.headers.date))); await new Promise((r) => g.cs.listen('cs.sock', r)); } return await new Promise((res) => { const req = http.request({ socketPath: 'cs.sock', path: '/' }, (r: any) => { let d = ''; r.on('data', (x: any) => (d += x)); r.on('end', () => res(d)); }); Object.defineProperty(req, 'sendDate', { value: true, writable: true, configurable: true }); req.on('error', (e: any) => res('error ' + e.code)); req.end(); })",
+  utilLog:
+    "const util: any = await import('node:util'); let got = ''; const w = process.stdout.write; (process.stdout as any).write = (s: any) => { got += s; return true; }; try { util.log('x'); } catch (e: any) { got = e.code; } finally { (process.stdout as any).write = w; } return got.trim()",
+};
+
+test('escape: fifth red-team rerun (the readline return stamp, an own or inherited http sendDate, util.log) shows no real clock', async () => {
+  const refused = '"ERR_ACCESS_DENIED"';
+  assert.deepEqual(await readAcrossPause(RERUN5), {
+    readlineStamp: refused,
+    readlinePromisesStamp: refused,
+    repl: refused,
+    ownSendDate: '"undefined"',
+    lockedSendDate: '"undefined ERR_ACCESS_DENIED"',
+    subclassSendDate: '"undefined"',
+    clientSendDate: '"undefined"',
+    utilLog: refused,
+  });
 });
 
 test('escape: tool names a chat template would print verbatim, or the same name twice, are refused (at start, and an episode list at its reset)', async () => {

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, realpathSync } from 'node:fs';
+import { builtinModules } from 'node:module';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -18,9 +19,100 @@ export class BundleError extends Error {
 export type ModuleInput = { modulePath: string } | { source: string };
 
 const SOURCE_SPECIFIER = 'sandbox-source:env.ts';
+const NODE_MODULES = path.join(repoRoot, 'node_modules');
+const CODE_FILE = /\.(ts|tsx|mts|cts|js|jsx|mjs|cjs)$/;
+const BARE_PACKAGE = /^(@[\w.-]+\/)?[\w-][\w.-]*(\/.*)?$/;
+const BUILTINS = new Set(builtinModules);
 
-function plugins(source: string | undefined): Plugin[] {
+const inside = (dir: string, file: string) => {
+  const rel = path.relative(dir, file);
+  return rel !== '' && !rel.startsWith('..') && !path.isAbsolute(rel);
+};
+const real = (file: string) => {
+  try {
+    return realpathSync(file);
+  } catch {
+    return file;
+  }
+};
+
+/**
+ * The bundler runs outside the sandbox, as the worker: an import the module writes is read from the
+ * host at bundle time (`import s from '/etc/shadow' with { type: 'text' }`, `'./package.json'`, a
+ * JSON parse error quoting `/proc/uptime`: red-team rerun 5). So the module's own imports may name
+ * only `#env-sdk`, Node builtins and packages in the repo's node_modules; a module given by path (the
+ * repo's envs and fixtures, a saved module) may also import code files (no import attributes) of its
+ * own directory or of the repo. The SDK, packages and repo files import what they like: they are
+ * the repo's code. Refused before anything is resolved, so the message
+ * does not tell whether a host file exists.
+ */
+function confineImports(modulePath: string | undefined): Plugin {
+  const moduleDir = modulePath ? real(path.dirname(modulePath)) : undefined;
+  const roots = moduleDir ? [moduleDir, real(repoRoot)] : [];
+  const inRoots = (file: string) => roots.some((r) => inside(r, file));
+  const moduleFiles = new Set(modulePath ? [modulePath, real(modulePath)] : []);
+  const skip = Symbol('confine-imports');
+  return {
+    name: 'confine-imports',
+    setup(b) {
+      b.onResolve({ filter: /.*/ }, async (a) => {
+        if (a.pluginData === skip) return undefined;
+        const fromModule = a.namespace === 'sandbox-source' || moduleFiles.has(a.importer);
+        if (!fromModule) return undefined;
+        const spec = a.path;
+        const refuse = (why: string) => ({
+          errors: [
+            {
+              text: `sandbox: import ${JSON.stringify(spec)} refused (${why}); an env module may import '#env-sdk', Node builtins (node:…) and packages${moduleDir ? ', and code files of its own directory or of the repo' : ''}`,
+            },
+          ],
+        });
+        const attributes = Object.keys(a.with ?? {}).length > 0;
+        if (spec === '#env-sdk') return attributes ? refuse('import attributes') : undefined;
+        if (spec.startsWith('node:') || BUILTINS.has(spec)) return undefined;
+        if (spec.startsWith('.') || path.isAbsolute(spec)) {
+          if (!moduleDir) return refuse('a file path');
+          if (attributes) return refuse('import attributes');
+          const file = path.resolve(a.resolveDir, spec);
+          if (!inRoots(file)) return refuse("outside the module's directory and the repo");
+          const r = await b.resolve(spec, {
+            kind: a.kind,
+            resolveDir: a.resolveDir,
+            importer: a.importer,
+            pluginData: skip,
+          });
+          if (r.errors.length) return { errors: r.errors };
+          const resolved = real(r.path);
+          if (!inRoots(resolved) || !CODE_FILE.test(resolved))
+            return refuse("not a code file of the module's directory or the repo");
+          // The module's own files are confined in turn; the repo's are its own code.
+          if (inside(moduleDir, resolved)) {
+            moduleFiles.add(r.path);
+            moduleFiles.add(resolved);
+          }
+          return { path: resolved };
+        }
+        if (!BARE_PACKAGE.test(spec) || spec.split('/').includes('..')) return refuse('not a package name');
+        const r = await b.resolve(spec, {
+          kind: a.kind,
+          resolveDir: repoRoot,
+          importer: a.importer,
+          pluginData: skip,
+          with: a.with,
+        });
+        if (r.errors.length) return { errors: r.errors };
+        if (r.external) return r;
+        const resolved = real(r.path);
+        if (!inside(real(NODE_MODULES), resolved)) return refuse('not in node_modules');
+        return { path: resolved };
+      });
+    },
+  };
+}
+
+function plugins(source: string | undefined, modulePath: string | undefined): Plugin[] {
   return [
+    confineImports(modulePath),
     {
       // Generated modules import the SDK as `#env-sdk` wherever their source lives.
       name: 'env-sdk',
@@ -95,7 +187,7 @@ export async function bundleEnvModule(input: ModuleInput, outFile: string): Prom
       write: false,
       outfile: outFile,
       metafile: true,
-      plugins: plugins(source),
+      plugins: plugins(source, modulePath),
       nodePaths: [path.join(repoRoot, 'node_modules')],
       // CommonJS dependencies inside an ESM bundle still call require() for builtins.
       banner: {

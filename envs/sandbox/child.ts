@@ -11,6 +11,7 @@ import http2 from 'node:http2';
 import net from 'node:net';
 import perfHooks from 'node:perf_hooks';
 import timers from 'node:timers';
+import util from 'node:util';
 import traceEvents from 'node:trace_events';
 import asyncHooks from 'node:async_hooks';
 import dns from 'node:dns';
@@ -234,6 +235,33 @@ function freezeClocks(): void {
     writable: false,
   });
   clearInterval(probeFields[own('http.server.connectionsCheckingInterval')] as NodeJS.Timeout);
+  // util.log stamps its line with Node's own Date (rerun 5: the real date and second).
+  Object.defineProperty(util, 'log', { value: refused('util.log'), configurable: false, writable: false });
+  // sendDate is false on the prototype (below), but an own `sendDate` on a response or request, or a
+  // subclass's getter, still had Node stamp a Date header from its own clock (rerun 5). Every message
+  // reads false as its own property when its header is built.
+  const outgoing = http.OutgoingMessage.prototype as unknown as Record<
+    string,
+    (this: object, ...a: unknown[]) => unknown
+  >;
+  const storeHeader = outgoing._storeHeader;
+  Object.defineProperty(outgoing, '_storeHeader', {
+    value: function storeHeaderWithoutDate(this: object, ...a: unknown[]) {
+      try {
+        Object.defineProperty(this, 'sendDate', {
+          value: false,
+          writable: true,
+          configurable: true,
+          enumerable: false,
+        });
+      } catch {
+        throw refused('http sendDate')();
+      }
+      return storeHeader.apply(this, a);
+    },
+    configurable: false,
+    writable: false,
+  });
   // An http response's Date header comes from Node's own clock, not the frozen Date (a server and
   // client on a unix socket in scratch read it: red-team rerun 3), so none is sent.
   Object.defineProperty(http.OutgoingMessage.prototype, 'sendDate', { get: () => false, set: () => {} });
@@ -321,20 +349,30 @@ function readSessionKey(): Buffer {
     if (got === 0) process.exit(0); // the worker went away before the key came
     n += got;
   }
-  return Buffer.from(line.subarray(0, SESSION_KEY_BYTES * 2).toString(), 'hex');
+  // Buffer.from(hex) would decode into the shared Buffer pool, whose ArrayBuffer any module reaches
+  // (`Buffer.from('x').buffer`): the key sat at byte 248 and the module could MAC lines of its own
+  // (red-team rerun 5). Buffer.alloc has a buffer of its own; the hex is wiped.
+  const key = Buffer.alloc(SESSION_KEY_BYTES);
+  key.write(line.toString('latin1', 0, SESSION_KEY_BYTES * 2), 'hex');
+  line.fill(0);
+  return key;
 }
 
 /**
- * readline tells '\r' + '\n' from two line ends by Node's own clock (`crlfDelay`): a module writing
- * '\r' to an input stream at one request and '\n' at the next learned whether that much real time
- * had passed (red-team rerun 3). With an infinite delay they are always one line end. Loaded here,
- * after the virtual timers, so its keypress timers are virtual too.
+ * readline stamps a chunk ending in '\r' with Node's own clock (a `Date.now` captured before the
+ * runner) and compares the next chunk against `crlfDelay`: rerun 3 made the delay infinite, but the
+ * stamp itself sits on the instance under a symbol (rerun 5 read the real time from it), and an own
+ * `crlfDelay` or stamp on the instance compared a chosen instant with the real clock. No env reads
+ * lines from a stream of its own, so readline's interfaces are refused (`readline`,
+ * `readline/promises`). (`repl`, whose REPLServer is one, cannot load: its `domain` needs the
+ * refused `async_hooks.createHook`.)
  */
-function freezeReadline(): void {
-  const load = (process as unknown as { getBuiltinModule: (id: string) => { Interface: { prototype: object } } })
-    .getBuiltinModule;
-  for (const id of ['node:readline', 'node:readline/promises'])
-    Object.defineProperty(load(id).Interface.prototype, 'crlfDelay', { get: () => Infinity, set: () => {} });
+function refuseReadline(): void {
+  for (const id of ['readline', 'readline/promises']) {
+    const mod = builtin(id);
+    for (const k of ['Interface', 'createInterface'])
+      Object.defineProperty(mod, k, { value: refused(`${id}.${k}`), configurable: false, writable: false });
+  }
 }
 
 const REQUIRED = ['tools', 'systemPrompt', 'listTasks', 'reset'] as const;
@@ -351,7 +389,7 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
   const realImmediate = setImmediate;
   const activeResources = process.getActiveResourcesInfo.bind(process);
   const clock: VirtualClock = installVirtualTimers();
-  freezeReadline();
+  refuseReadline();
   disableEscapeHatches(); // after freezeClocks: its syncBuiltinESMExports carries the frozen fs/os functions to named imports
   refuseSharedWasmMemory(refused); // a wasm atomic wait on a shared memory blocks for real time
   const key = readSessionKey();
