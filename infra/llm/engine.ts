@@ -20,8 +20,8 @@ import { BadRequestError, type ChatRequest } from './chat-request.js';
 /**
  * One loaded GGUF model with `parallel` sequences, split over `contexts` llama.cpp contexts. Each
  * context decodes its sequences as one batch on its own thread, so on a CPU two single-threaded
- * contexts use two cores without llama.cpp's threads spin-waiting on each other. Each request holds one sequence
- * for its whole generation; requests beyond `parallel` wait in FIFO order. A free sequence whose
+ * contexts use two cores without llama.cpp's threads spin-waiting on each other. Each request
+ * holds one sequence for its whole generation; requests beyond `parallel` wait in FIFO order. A free sequence whose
  * cached tokens share the longest prefix with the new prompt is preferred, so multi-turn agent
  * episodes re-evaluate only their newest messages.
  */
@@ -64,18 +64,18 @@ export function modelIdFromPath(modelPath: string): string {
 }
 
 export async function loadLlmEngine(opts: EngineOptions): Promise<LlmEngine> {
+  const n = Math.max(1, Math.min(opts.contexts ?? 1, opts.parallel));
   const llama = await getLlama({
     gpu: opts.gpu ? 'auto' : false,
     build: 'never',
     // The addon's thread budget is shared by all contexts: each context gets its `threads`.
-    maxThreads: opts.threads * Math.max(1, Math.min(opts.contexts ?? 1, opts.parallel)),
+    maxThreads: opts.threads * n,
     logLevel: LlamaLogLevel.error,
   });
   let model: LlamaModel | undefined;
   const contexts: LlamaContext[] = [];
   try {
     model = await llama.loadModel({ modelPath: opts.modelPath });
-    const n = Math.max(1, Math.min(opts.contexts ?? 1, opts.parallel));
     for (let i = 0; i < n; i++) {
       // The sequences are shared out evenly (the first takes any remainder); contextSize is per sequence.
       const sequences = Math.floor(opts.parallel / n) + (i === 0 ? opts.parallel % n : 0);
