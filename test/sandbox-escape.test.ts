@@ -17,6 +17,7 @@ import { isolationIfAvailable, type IsolationLevel } from '../envs/sandbox/isola
 import { formatConformance, runConformance } from '../envs/protocol/conformance.js';
 import { ATTACK, attackSource } from './fixtures/sandbox/attack-source.js';
 import { WASM } from './helpers/wasm-binaries.js';
+import { FROZEN_EPOCH_MS } from '../envs/sandbox/framing.js';
 
 const repoFile = path.resolve('package.json');
 const SECRET = 'sk-trace-escape-test-7f3a9c';
@@ -262,9 +263,9 @@ test('escape: second red-team rerun (inspector routes, cluster, computed and ind
  * A sandbox whose attack tool runs `attacks[kind]` (async function bodies, given at import), and a
  * reading: every attack once, in order, in one episode.
  */
-async function attackTable(attacks: Record<string, string>) {
+async function attackTable(attacks: Record<string, string>, prelude = '') {
   const body = `const kind = JSON.parse(action.call.function.arguments).kind; return JSON.stringify(await ATTACKS[kind]());`;
-  const atImport = `const ATTACKS: Record<string, () => Promise<unknown>> = { ${Object.entries(attacks)
+  const atImport = `${prelude} const ATTACKS: Record<string, () => Promise<unknown>> = { ${Object.entries(attacks)
     .map(([k, v]) => `${k}: async () => { ${v} }`)
     .join(', ')} };`;
   const env = await startSandboxedEnv({ source: attackSource(body, atImport), allowWeakIsolation: true });
@@ -287,8 +288,12 @@ async function attackTable(attacks: Record<string, string>) {
  * Every attack read at `setup` requests, then once, then again after a 600 ms pause; the readings
  * must not move across the pause. Returns the reading before it.
  */
-async function readAcrossPause(attacks: Record<string, string>, setup = 0): Promise<Record<string, string>> {
-  const { env, read } = await attackTable(attacks);
+async function readAcrossPause(
+  attacks: Record<string, string>,
+  setup = 0,
+  prelude = '',
+): Promise<Record<string, string>> {
+  const { env, read } = await attackTable(attacks, prelude);
   try {
     const ep = await env.reset({ taskId: 'attack' });
     for (let n = 0; n < setup; n++) await read(ep);
@@ -583,6 +588,88 @@ test('escape: fifth red-team rerun (the readline return stamp, an own or inherit
     subclassSendDate: '"undefined"',
     clientSendDate: '"undefined"',
     utilLog: refused,
+  });
+});
+
+/**
+ * Red-team rerun 6 (issue 13): the runner's wrappers and Node's own library look up built-ins when
+ * they run, so a module that replaced one for a moment got the real object or value: the real
+ * `Date` (through `Reflect.construct`, the global `Reflect`, a `get` trap on `Object.prototype`), real
+ * file times (`Object.defineProperty`, `Function.prototype.apply`, a `then` getter on the stats'
+ * or a FileHandle's prototype, a callback not last), the real `Intl` format (`call`), the host's CPU
+ * times (`Array.prototype.map`), the real resource usage (`Object.keys`), and shared wasm memories
+ * past the scan (`Array.prototype.some`, `Symbol.hasInstance`, a `shared` getter read twice). Each
+ * attack patches (or tries to), reads, and restores. Now the built-ins are frozen (lockdown.ts): the
+ * patch is a TypeError, and what may still be patched (Node's own prototypes) sees frozen values.
+ */
+const RERUN6_PATCH = `const patch = async (obj: any, key: any, desc: PropertyDescriptor, read: () => unknown) => {
+  const before = Object.getOwnPropertyDescriptor(obj, key);
+  try { Object.defineProperty(obj, key, { ...desc, configurable: true }); } catch (e: any) { return e.name; }
+  try { return await read(); } finally { if (before) Reflect.defineProperty(obj, key, before); else delete obj[key]; }
+};
+const wasmError = (e: any) => e.code ?? e.name;`;
+const RERUN6: Record<string, string> = {
+  reflectConstruct:
+    'const construct = Reflect.construct; return patch(Reflect, "construct", { value: (t: any, _a: any, n: any) => construct(t, [], n) }, () => new Date().getTime())',
+  globalReflect:
+    'const R = Reflect; const fake = Object.create(R, { construct: { value: (t: any, _a: any, n: any) => R.construct(t, [], n) } }); return patch(globalThis, "Reflect", { value: fake }, () => new Date().getTime())',
+  proxyGetTrap:
+    'let target: any; return patch(Object.prototype, "get", { value: (t: any, k: any, r: any) => { target ??= t; return Reflect.get(t, k, r); } }, () => { void Date.now; return target ? new target().getTime() : "no trap"; })',
+  definePropertyStat:
+    'fs.writeFileSync("r6", "x"); const define = Object.defineProperty; return patch(Object, "defineProperty", { value: (o: any, k: any, d: any) => (k === "mtimeMs" ? o : define(o, k, d)) }, () => fs.statSync("r6").mtimeMs)',
+  applyPromisesStat:
+    'fs.writeFileSync("r6", "x"); let real: any; return patch(Function.prototype, "apply", { value: function (this: any, t: any, a: any) { if (this.name === "stat") real ??= this; return Reflect.apply(this, t, a ?? []); } }, async () => { await fs.promises.stat("r6"); return real ? (await real("r6")).mtimeMs : "not called"; })',
+  callIntlFormat:
+    'let getter: any; return patch(Function.prototype, "call", { value: function (this: any, self: any, ...a: any[]) { if (this.name === "get format") getter ??= this; return Reflect.apply(this, self, a); } }, () => { void new Intl.DateTimeFormat("en").format; return getter ? Reflect.apply(getter, new Intl.DateTimeFormat("en", { timeZone: "UTC", dateStyle: "short", timeStyle: "medium" }), [])() : "not called"; })',
+  mapCpus:
+    'const os = (await import("node:os")).default; const map = Array.prototype.map; let real: any; return patch(Array.prototype, "map", { value: function (this: any, f: any) { if (this[0]?.times) real ??= this; return Reflect.apply(map, this, [f]); } }, () => { os.cpus(); return real ? real[0].times.user : "not called"; })',
+  keysResourceUsage:
+    'const keys = Object.keys; let real: any; return patch(Object, "keys", { value: (o: any) => { if (o && "userCPUTime" in o) real ??= o; return keys(o); } }, () => { process.resourceUsage(); return real ? real.userCPUTime > 0 : "not called"; })',
+  someWasmScan: `const some = Array.prototype.some; return patch(Array.prototype, "some", { value: function (this: any, f: any) { return this.length === 4 && this[1] === 0x61 ? true : Reflect.apply(some, this, [f]); } }, () => { try { new WebAssembly.Module(${bytes(WASM.sharedMemory)}); return "compiled"; } catch (e: any) { return wasmError(e); } })`,
+  hasInstanceBuffer: `return patch(ArrayBuffer, Symbol.hasInstance, { value: () => false }, async () => { try { await WebAssembly.compile(${bytes(WASM.sharedMemory)}.buffer); return "compiled"; } catch (e: any) { return wasmError(e); } })`,
+  memorySharedGetter:
+    'let reads = 0; try { const m = new WebAssembly.Memory({ initial: 1, maximum: 1, get shared() { return reads++ > 0; } } as any); return m.buffer instanceof SharedArrayBuffer ? "shared" : "not shared"; } catch (e: any) { return wasmError(e); }',
+  // Node's own library resolves promises with real stats, and resolving reads `then`.
+  thenOnStats:
+    'fs.writeFileSync("r6", "x"); const base = Object.getPrototypeOf(Object.getPrototypeOf(fs.statSync("r6"))); let seen: unknown = "none"; await patch(base, "then", { get(this: any) { if (seen === "none" && this.mtimeMs !== undefined) seen = this.mtimeMs; return undefined; } }, () => fs.promises.stat("r6")); return seen',
+  thenOnFileHandle:
+    'const net = await import("node:net"); const transferable = Object.getPrototypeOf(net.SocketAddress.prototype); fs.writeFileSync("r6h", "x"); let stat: any; await patch(transferable, "then", { get(this: any) { if (!stat && typeof this?.fd === "number") stat = this.stat(); return undefined; } }, () => fs.promises.readFile("r6h")); return stat ? (await stat).mtimeMs : "none"',
+  lazyFileHandle:
+    'fs.writeFileSync("r6", "x"); let h: any; const r = await patch(Object, "getPrototypeOf", { value: () => ({}) }, async () => { h = await fs.promises.open("r6", "r"); }); h ??= await fs.promises.open("r6", "r"); try { return [r ?? "patched", (await h.stat()).mtimeMs]; } finally { await h.close(); }',
+  callbackNotLast:
+    'fs.writeFileSync("r6", "x"); const times = await Promise.all([(cb: any) => fs.stat("r6", cb, undefined), (cb: any) => fs.lstat("r6", { bigint: true }, cb, 0)].map((f) => new Promise((res) => (f as any)((_e: any, st: any) => res(String(st.mtimeMs)))))); return times',
+  promiseConstructor:
+    'fs.writeFileSync("r6", "x"); let real: unknown = "none"; return patch(Promise.prototype, "constructor", { get(this: any) { if (real === "none") { real = "pending"; this.then((st: any) => { real = st?.mtimeMs ?? real; }, () => {}); } return Promise; } }, async () => { await fs.promises.stat("r6"); await new Promise((r) => setImmediate(r)); return real; })',
+  // An http server's connections check is a real interval; its Timeout's `_idleStart` is the real loop time.
+  httpCheckingInterval:
+    'const http = await import("node:http"); const g = globalThis as any; if (!g.ci) { g.ci = http.createServer({ connectionsCheckingInterval: 20 } as any); await new Promise((r) => g.ci.listen("ci.sock", r)); } const sym = Object.getOwnPropertySymbols(g.ci).find((s) => String(s).includes("connectionsCheckingInterval")); return sym ? g.ci[sym]._idleStart : "no timer"',
+  // The frozen built-ins still let an object override an inherited name by assignment.
+  overrides:
+    'class E extends Error { constructor() { super("m"); this.name = "E"; } } const o: any = {}; o.toString = () => "own"; const a: any = [1]; a.map = () => "mapped"; return [String(new E()), String(o), a.map()]',
+};
+
+test('escape: sixth red-team rerun (built-ins replaced for a moment: Reflect, defineProperty, apply/call, map/keys/some, hasInstance, Proxy traps and then getters on prototypes, callback position, a shared getter) shows no real clock, CPU times or shared memory', async () => {
+  const typeError = '"TypeError"';
+  const frozen = String(FROZEN_EPOCH_MS);
+  assert.deepEqual(await readAcrossPause(RERUN6, 0, RERUN6_PATCH), {
+    reflectConstruct: typeError,
+    globalReflect: typeError,
+    proxyGetTrap: typeError,
+    definePropertyStat: typeError,
+    applyPromisesStat: typeError,
+    callIntlFormat: typeError,
+    mapCpus: typeError,
+    keysResourceUsage: typeError,
+    someWasmScan: typeError,
+    hasInstanceBuffer: typeError,
+    memorySharedGetter: '"not shared"',
+    thenOnStats: frozen,
+    thenOnFileHandle: frozen,
+    lazyFileHandle: `["TypeError",${frozen}]`,
+    callbackNotLast: `["${frozen}","${frozen}"]`,
+    promiseConstructor: typeError,
+    httpCheckingInterval: '"no timer"',
+    overrides: '["E: m","own","mapped"]',
   });
 });
 

@@ -25,6 +25,7 @@ import { createProtocolHandler } from '../protocol/handler.js';
 import type { ProtocolErrorType } from '../protocol/schemas.js';
 import { FROZEN_EPOCH_MS, SESSION_KEY_BYTES } from './framing.js';
 import { installVirtualTimers, type VirtualClock } from './virtual-time.js';
+import { lockIntrinsics } from './lockdown.js';
 import { refuseSharedWasmMemory } from './wasm-guard.js';
 
 /**
@@ -139,6 +140,17 @@ function disableEscapeHatches(): void {
 const STAT_TIMES = ['atime', 'mtime', 'ctime', 'birthtime'] as const;
 
 /**
+ * FileHandle is not exported, so its prototype comes from a handle opened (and closed) before the
+ * module loads. Wrapping it at the module's first open() was too late: Node's own readFile(path)
+ * resolves a promise with a FileHandle, and a `then` getter on its chain had one first (rerun 6).
+ */
+const FILE_HANDLE_PROTOTYPE = await (async () => {
+  const h = await fs.promises.open('.', 'r');
+  await h.close();
+  return Object.getPrototypeOf(h) as object;
+})();
+
+/**
  * Stops every clock the module can read, so that a module cannot behave differently once time has
  * passed since validation (or at another hour): Date (now, `new Date()`, `Date()`), Intl's default
  * date, performance.now/timeOrigin, process.hrtime/uptime, os.uptime and file timestamps all show
@@ -234,7 +246,19 @@ function freezeClocks(): void {
     configurable: false,
     writable: false,
   });
-  clearInterval(probeFields[own('http.server.connectionsCheckingInterval')] as NodeJS.Timeout);
+  const checkingInterval = own('http.server.connectionsCheckingInterval');
+  clearInterval(probeFields[checkingInterval] as NodeJS.Timeout);
+  // Every server starts that check on a real interval (Node's own setInterval), and its Timeout, on
+  // the server under this symbol, carries the real loop time in `_idleStart`: the process's real
+  // age when the server began to listen, then the time of each check (rerun 6). So it never runs:
+  // Node's assignment of it lands on this setter, which clears it (a real clearInterval: the
+  // virtual timers are not installed yet).
+  const clearRealInterval = clearInterval;
+  Object.defineProperty(http.Server.prototype, checkingInterval, {
+    get: () => undefined,
+    set: (t: NodeJS.Timeout) => clearRealInterval(t),
+    configurable: false,
+  });
   // util.log stamps its line with Node's own Date (rerun 5: the real date and second).
   Object.defineProperty(util, 'log', { value: refused('util.log'), configurable: false, writable: false });
   // sendDate is false on the prototype (below), but an own `sendDate` on a response or request, or a
@@ -272,57 +296,60 @@ function freezeClocks(): void {
   net.Socket.prototype.setTimeout = function (this: net.Socket, ms: number, cb?: () => void) {
     return Number(ms) === 0 ? socketTimeout.call(this, 0, cb) : this;
   } as never;
-  // A file written now would carry the real time in its timestamps.
+  freezeFileTimes(at);
+}
+
+type Stats = Record<string, unknown>;
+type Callback = (err: unknown, st?: unknown) => void;
+
+/**
+ * A file written now carries the real time in its timestamps, so every stat the module can call
+ * shows FROZEN_EPOCH_MS instead. Each stat reaches the module as an object already frozen: the
+ * promise forms are built here on the callback forms, because Node's own resolved its promise with
+ * the real stats, and resolving looks up `then` on the value (a `then` getter on the stats'
+ * prototype read the real times first: red-team rerun 6). Every function argument of a callback
+ * form is wrapped, wherever it stands (`fs.stat(p, cb, undefined)` got the real times).
+ */
+function freezeFileTimes(at: number): void {
   const frozen = <T>(s: T): T => {
-    if (s && typeof s === 'object' && 'mtimeMs' in s) {
-      const st = s as Record<string, unknown>;
+    if (s && typeof s === 'object' && Object.hasOwn(s, 'mtimeMs')) {
+      const st = s as Stats;
       const big = typeof st.mtimeMs === 'bigint';
       for (const k of STAT_TIMES) {
         Object.defineProperty(st, `${k}Ms`, { value: big ? BigInt(at) : at, enumerable: true });
         if (big) Object.defineProperty(st, `${k}Ns`, { value: BigInt(at) * 1_000_000n, enumerable: true });
-        Object.defineProperty(st, k, { value: new RealDate(at), enumerable: true });
+        Object.defineProperty(st, k, { value: new Date(at), enumerable: true });
       }
     }
     return s;
   };
-  const wrapSync = (obj: Record<string, unknown>, k: string) => {
-    const f = obj[k] as (...a: unknown[]) => unknown;
-    obj[k] = (...a: unknown[]) => frozen(f(...a));
-  };
-  const wrapCallback = (obj: Record<string, unknown>, k: string) => {
-    const f = obj[k] as (...a: unknown[]) => unknown;
-    obj[k] = (...a: unknown[]) => {
-      const cb = a[a.length - 1];
-      if (typeof cb === 'function') a[a.length - 1] = (err: unknown, st: unknown) => cb(err, frozen(st));
-      return f(...a);
-    };
-  };
-  const wrapAsync = (obj: Record<string, unknown>, k: string) => {
-    const f = obj[k] as (this: unknown, ...a: unknown[]) => Promise<unknown>;
-    obj[k] = async function (this: unknown, ...a: unknown[]) {
-      return frozen(await f.apply(this, a));
-    };
-  };
-  const fsObj = fs as unknown as Record<string, unknown>;
-  for (const k of ['statSync', 'lstatSync', 'fstatSync']) wrapSync(fsObj, k);
-  for (const k of ['stat', 'lstat', 'fstat']) wrapCallback(fsObj, k);
+  const fsObj = fs as unknown as Record<string, (...a: unknown[]) => unknown>;
+  const lock = (obj: object, k: string, value: unknown) =>
+    Object.defineProperty(obj, k, { value, writable: false, configurable: false });
+  for (const k of ['statSync', 'lstatSync', 'fstatSync']) {
+    const f = fsObj[k];
+    lock(fs, k, (...a: unknown[]) => frozen(f(...a)));
+  }
+  const real = { stat: fsObj.stat, lstat: fsObj.lstat, fstat: fsObj.fstat };
+  for (const k of ['stat', 'lstat', 'fstat'] as const)
+    lock(fs, k, (...a: unknown[]) =>
+      real[k](...a.map((x) => (typeof x === 'function' ? (err: unknown, st: unknown) => x(err, frozen(st)) : x))),
+    );
+  /** A promise of `real[k](target, options)`'s stats, frozen before the promise is resolved with them. */
+  const statPromise = (k: keyof typeof real, target: unknown, options: unknown) =>
+    new Promise((resolve, reject) => {
+      const done: Callback = (err, st) => (err ? reject(err) : resolve(frozen(st)));
+      real[k](target, options ?? {}, done);
+    });
+  for (const k of ['stat', 'lstat'] as const)
+    lock(fs.promises, k, (target: unknown, options?: unknown) => statPromise(k, target, options));
+  lock(FILE_HANDLE_PROTOTYPE, 'stat', function stat(this: { fd: number }, options?: unknown) {
+    return statPromise('fstat', this.fd, options);
+  });
   // Its poll runs on a real libuv timer: a file changed at one request was reported at the next
   // only when the worker had paused longer than the interval (rerun 4). fs.watch (inotify) reports
   // the module's own changes, which is all an env could want from it.
-  fsObj.watchFile = refused('fs.watchFile');
-  const promises = fs.promises as unknown as Record<string, unknown>;
-  for (const k of ['stat', 'lstat']) wrapAsync(promises, k);
-  // FileHandle is not exported: its prototype's stat is wrapped when open() hands out the first one.
-  const open = fs.promises.open;
-  let handles = false;
-  promises.open = async (...a: Parameters<typeof open>) => {
-    const h = await open(...a);
-    if (!handles) {
-      handles = true;
-      wrapAsync(Object.getPrototypeOf(h) as Record<string, unknown>, 'stat');
-    }
-    return h;
-  };
+  lock(fs, 'watchFile', refused('fs.watchFile'));
 }
 
 /**
@@ -392,6 +419,7 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
   refuseReadline();
   disableEscapeHatches(); // after freezeClocks: its syncBuiltinESMExports carries the frozen fs/os functions to named imports
   refuseSharedWasmMemory(refused); // a wasm atomic wait on a shared memory blocks for real time
+  lockIntrinsics(); // last: the runner's own changes to the built-ins are in place
   const key = readSessionKey();
   const stdin = process.stdin;
   Object.defineProperty(process, 'stdin', { get: refused('process.stdin'), configurable: false });

@@ -8,6 +8,8 @@
  * the copy compiled, so nothing can change them between the scan and V8.
  */
 
+import { types } from 'node:util';
+
 const WASM_MAGIC = [0x00, 0x61, 0x73, 0x6d];
 const SECTION_IMPORT = 2;
 const SECTION_MEMORY = 5;
@@ -108,12 +110,21 @@ export function refuseSharedWasmMemory(refused: Refused): void {
   const dvBuffer = Object.getOwnPropertyDescriptor(DataView.prototype, 'buffer')!.get!;
   const dvOffset = Object.getOwnPropertyDescriptor(DataView.prototype, 'byteOffset')!.get!;
   const dvLength = Object.getOwnPropertyDescriptor(DataView.prototype, 'byteLength')!.get!;
-  const isView = ArrayBuffer.isView;
+  const { isAnyArrayBuffer, isArrayBufferView, isDataView } = types;
   const U8 = Uint8Array;
   const u8Slice = Uint8Array.prototype.slice;
   const apply = Reflect.apply;
   const construct = Reflect.construct;
-  const isModule = (x: unknown) => x instanceof Module;
+  // Brand checks, not `instanceof`: a module's `Symbol.hasInstance` answered those (rerun 6).
+  const moduleExports = Module.exports;
+  const isModule = (x: unknown) => {
+    try {
+      moduleExports(x as WebAssembly.Module);
+      return true;
+    } catch {
+      return false;
+    }
+  };
 
   const deny = (what: string, why: string) =>
     Object.assign(new Error(`sandbox: ${what}: ${why}; shared WebAssembly memories are disabled in the sandbox`), {
@@ -124,13 +135,13 @@ export function refuseSharedWasmMemory(refused: Refused): void {
   /** A private copy of the bytes (V8 compiles the copy), or the input itself when it is no buffer. */
   const checked = (what: string, source: unknown): unknown => {
     let copy: Uint8Array;
-    if (isView(source)) {
-      const dv = source instanceof DataView;
+    if (isArrayBufferView(source)) {
+      const dv = isDataView(source);
       const buf = apply(dv ? dvBuffer : viewBuffer, source, []) as ArrayBufferLike;
       const off = apply(dv ? dvOffset : viewOffset, source, []) as number;
       const len = apply(dv ? dvLength : viewLength, source, []) as number;
       copy = apply(u8Slice, new U8(buf, off, len), []) as Uint8Array;
-    } else if (source instanceof ArrayBuffer || source instanceof SharedArrayBuffer) {
+    } else if (isAnyArrayBuffer(source)) {
       copy = apply(u8Slice, new U8(source), []) as Uint8Array;
     } else return source; // V8 throws its own TypeError
     const why = sharedMemoryIn(copy);
@@ -140,9 +151,12 @@ export function refuseSharedWasmMemory(refused: Refused): void {
 
   const MemoryGuard: typeof Memory = new Proxy(Memory, {
     construct(target, args: unknown[], newTarget): object {
-      const desc = args[0] as { shared?: unknown } | undefined;
-      if (desc && typeof desc === 'object' && desc.shared) throw deny('WebAssembly.Memory', 'shared: true');
-      return construct(target, args, newTarget === MemoryGuard ? target : newTarget);
+      // Each field read once, and V8 gets the copy: a getter answered the check `false` and V8 `true` (rerun 6).
+      const desc = args[0] as { initial?: unknown; maximum?: unknown; shared?: unknown } | undefined;
+      const copy =
+        desc && typeof desc === 'object' ? { initial: desc.initial, maximum: desc.maximum, shared: desc.shared } : desc;
+      if (copy && typeof copy === 'object' && copy.shared) throw deny('WebAssembly.Memory', 'shared: true');
+      return construct(target, [copy], newTarget === MemoryGuard ? target : newTarget);
     },
   });
   const ModuleGuard: typeof Module = new Proxy(Module, {
