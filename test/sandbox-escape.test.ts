@@ -640,6 +640,11 @@ const RERUN6: Record<string, string> = {
     'fs.writeFileSync("r6", "x"); const times = await Promise.all([(cb: any) => fs.stat("r6", cb, undefined), (cb: any) => fs.lstat("r6", { bigint: true }, cb, 0)].map((f) => new Promise((res) => (f as any)((_e: any, st: any) => res(String(st.mtimeMs)))))); return times',
   promiseConstructor:
     'fs.writeFileSync("r6", "x"); let real: unknown = "none"; return patch(Promise.prototype, "constructor", { get(this: any) { if (real === "none") { real = "pending"; this.then((st: any) => { real = st?.mtimeMs ?? real; }, () => {}); } return Promise; } }, async () => { await fs.promises.stat("r6"); await new Promise((r) => setImmediate(r)); return real; })',
+  // Node builds each Stats by assigning its fields: a setter on its prototype saw them as they came.
+  setterOnStats:
+    'fs.writeFileSync("r6", "x"); const proto = Object.getPrototypeOf(fs.statSync("r6")); let seen: unknown = "none"; return patch(proto, "mtimeMs", { set(this: any, v: any) { seen = v; Object.defineProperty(this, "mtimeMs", { value: v, writable: true, enumerable: true, configurable: true }); } }, () => { fs.statSync("r6"); return seen; })',
+  setterOnStatsBase:
+    'const proto = Object.getPrototypeOf(Object.getPrototypeOf(fs.statSync("."))); let seen: unknown = "none"; return patch(proto, "ino", { set(this: any, v: any) { seen = v; Object.defineProperty(this, "ino", { value: v, writable: true, enumerable: true, configurable: true }); } }, () => { fs.fstatSync(0); return seen; })',
   // An http server's connections check is a real interval; its Timeout's `_idleStart` is the real loop time.
   httpCheckingInterval:
     'const http = await import("node:http"); const g = globalThis as any; if (!g.ci) { g.ci = http.createServer({ connectionsCheckingInterval: 20 } as any); await new Promise((r) => g.ci.listen("ci.sock", r)); } const sym = Object.getOwnPropertySymbols(g.ci).find((s) => String(s).includes("connectionsCheckingInterval")); return sym ? g.ci[sym]._idleStart : "no timer"',
@@ -668,8 +673,36 @@ test('escape: sixth red-team rerun (built-ins replaced for a moment: Reflect, de
     lazyFileHandle: `["TypeError",${frozen}]`,
     callbackNotLast: `["${frozen}","${frozen}"]`,
     promiseConstructor: typeError,
+    setterOnStats: typeError,
+    setterOnStatsBase: typeError,
     httpCheckingInterval: '"no timer"',
     overrides: '["E: m","own","mapped"]',
+  });
+});
+
+/**
+ * Red-team rerun 6, no built-in replaced: the session key through a getter on Node's own `Buffer`
+ * prototype (Node's `createHmac` looked the key's brand up there), the runner's stdin and stdout
+ * through the handle lists, inode and device numbers that count the machine's sockets, pipes and
+ * mounts, and the machine's identity (host name, kernel, CPUs), which tells training's machine
+ * from validation's. One set-up reading first (the getter is armed at it).
+ */
+const RERUN6_NODE: Record<string, string> = {
+  keyViaBufferPrototype:
+    "const c = await import('node:crypto'); const g = globalThis as any; if (!g.kb) { g.kb = {}; const sym = Object.getOwnPropertySymbols(c.createSecretKey(Buffer.alloc(1))).find((s) => s.description === 'kKeyType')!; Object.defineProperty(Buffer.prototype, sym, { get(this: any) { if (this && this.length === 32 && !g.kb.key) g.kb.key = Buffer.from(this); return undefined; }, configurable: true }); } return g.kb.key ? 'key of ' + g.kb.key.length + ' bytes' : 'no key'",
+  activeHandles: 'try { return (process as any)._getActiveHandles().length; } catch (e: any) { return e.code; }',
+  inodes:
+    "const g = globalThis as any; g.n = (g.n ?? 0) + 1; const srv: any = net.createServer(); await new Promise((r) => srv.listen('ino' + g.n + '.sock', r)); const st = fs.fstatSync(srv._handle.fd); await new Promise((r) => srv.close(r)); return [st.ino, fs.fstatSync(0).ino, fs.fstatSync(1).ino, fs.statSync('.').dev]",
+  machine:
+    "const os = (await import('node:os')).default; return [os.hostname(), os.release(), os.cpus().length, os.cpus()[0].model, os.availableParallelism(), (process as any).constrainedMemory()]",
+};
+
+test('escape: sixth red-team rerun (the session key through a Buffer prototype getter, the handle lists, inode and device numbers, the machine identity) is out of reach', async () => {
+  assert.deepEqual(await readAcrossPause(RERUN6_NODE, 1), {
+    keyViaBufferPrototype: '"no key"',
+    activeHandles: '"ERR_ACCESS_DENIED"',
+    inodes: '[0,0,0,0]',
+    machine: '["sandbox","0.0.0",1,"sandbox",1,0]',
   });
 });
 

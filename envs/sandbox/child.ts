@@ -1,6 +1,5 @@
 import childProcess from 'node:child_process';
 import buffer from 'node:buffer';
-import { createHmac } from 'node:crypto';
 import fs from 'node:fs';
 import inspector from 'node:inspector';
 import inspectorPromises from 'node:inspector/promises';
@@ -25,6 +24,7 @@ import { createProtocolHandler } from '../protocol/handler.js';
 import type { ProtocolErrorType } from '../protocol/schemas.js';
 import { FROZEN_EPOCH_MS, SESSION_KEY_BYTES } from './framing.js';
 import { installVirtualTimers, type VirtualClock } from './virtual-time.js';
+import { hmacSha256 } from './hmac-sha256.js';
 import { lockIntrinsics } from './lockdown.js';
 import { refuseSharedWasmMemory } from './wasm-guard.js';
 
@@ -133,22 +133,12 @@ function disableEscapeHatches(): void {
   });
   syncBuiltinESMExports(); // named ESM imports of those modules see the refusals too
   Object.defineProperty(process, 'report', { get: refused('process.report'), configurable: false });
-  for (const k of ['binding', '_linkedBinding', 'dlopen'])
+  // The handle lists hold the runner's own stdin and stdout sockets, past the process.stdin refusal (rerun 6).
+  for (const k of ['binding', '_linkedBinding', 'dlopen', '_getActiveHandles', '_getActiveRequests'])
     Object.defineProperty(process, k, { value: refused(`process.${k}`), configurable: false, writable: false });
 }
 
 const STAT_TIMES = ['atime', 'mtime', 'ctime', 'birthtime'] as const;
-
-/**
- * FileHandle is not exported, so its prototype comes from a handle opened (and closed) before the
- * module loads. Wrapping it at the module's first open() was too late: Node's own readFile(path)
- * resolves a promise with a FileHandle, and a `then` getter on its chain had one first (rerun 6).
- */
-const FILE_HANDLE_PROTOTYPE = await (async () => {
-  const h = await fs.promises.open('.', 'r');
-  await h.close();
-  return Object.getPrototypeOf(h) as object;
-})();
 
 /**
  * Stops every clock the module can read, so that a module cannot behave differently once time has
@@ -224,10 +214,17 @@ function freezeClocks(): void {
   const resourceUsage = process.resourceUsage;
   process.resourceUsage = () =>
     Object.fromEntries(Object.keys(resourceUsage()).map((k) => [k, 0])) as unknown as NodeJS.ResourceUsage;
-  const cpus = os.cpus;
   // CPU usage, the machine's CPU times since boot, its load, clock speed and free memory move with
-  // real time or tell a busy phase (a trainer holding memory) from another.
-  os.cpus = () => cpus().map((c) => ({ ...c, speed: 0, times: { user: 0, nice: 0, sys: 0, idle: 0, irq: 0 } }));
+  // real time or tell a busy phase (a trainer holding memory) from another. The CPUs' number and
+  // model, the host name and the kernel tell one machine from another, and training's sandbox may
+  // run on another machine than validation's (the GPU worker's): one fixed CPU, fixed names (rerun 6).
+  os.cpus = () => [{ model: 'sandbox', speed: 0, times: { user: 0, nice: 0, sys: 0, idle: 0, irq: 0 } }];
+  os.availableParallelism = () => 1;
+  os.hostname = () => 'sandbox';
+  os.release = () => '0.0.0';
+  os.version = () => 'sandbox';
+  // The host's cgroup memory limit (or none): a machine constant like the kernel's.
+  (process as unknown as Record<string, unknown>).constrainedMemory = () => 0;
   os.loadavg = () => [0, 0, 0];
   os.freemem = () => 2 ** 30;
   os.totalmem = () => 2 ** 31;
@@ -296,60 +293,53 @@ function freezeClocks(): void {
   net.Socket.prototype.setTimeout = function (this: net.Socket, ms: number, cb?: () => void) {
     return Number(ms) === 0 ? socketTimeout.call(this, 0, cb) : this;
   } as never;
-  freezeFileTimes(at);
-}
-
-type Stats = Record<string, unknown>;
-type Callback = (err: unknown, st?: unknown) => void;
-
-/**
- * A file written now carries the real time in its timestamps, so every stat the module can call
- * shows FROZEN_EPOCH_MS instead. Each stat reaches the module as an object already frozen: the
- * promise forms are built here on the callback forms, because Node's own resolved its promise with
- * the real stats, and resolving looks up `then` on the value (a `then` getter on the stats'
- * prototype read the real times first: red-team rerun 6). Every function argument of a callback
- * form is wrapped, wherever it stands (`fs.stat(p, cb, undefined)` got the real times).
- */
-function freezeFileTimes(at: number): void {
-  const frozen = <T>(s: T): T => {
-    if (s && typeof s === 'object' && Object.hasOwn(s, 'mtimeMs')) {
-      const st = s as Stats;
-      const big = typeof st.mtimeMs === 'bigint';
-      for (const k of STAT_TIMES) {
-        Object.defineProperty(st, `${k}Ms`, { value: big ? BigInt(at) : at, enumerable: true });
-        if (big) Object.defineProperty(st, `${k}Ns`, { value: BigInt(at) * 1_000_000n, enumerable: true });
-        Object.defineProperty(st, k, { value: new Date(at), enumerable: true });
-      }
-    }
-    return s;
-  };
-  const fsObj = fs as unknown as Record<string, (...a: unknown[]) => unknown>;
-  const lock = (obj: object, k: string, value: unknown) =>
-    Object.defineProperty(obj, k, { value, writable: false, configurable: false });
-  for (const k of ['statSync', 'lstatSync', 'fstatSync']) {
-    const f = fsObj[k];
-    lock(fs, k, (...a: unknown[]) => frozen(f(...a)));
-  }
-  const real = { stat: fsObj.stat, lstat: fsObj.lstat, fstat: fsObj.fstat };
-  for (const k of ['stat', 'lstat', 'fstat'] as const)
-    lock(fs, k, (...a: unknown[]) =>
-      real[k](...a.map((x) => (typeof x === 'function' ? (err: unknown, st: unknown) => x(err, frozen(st)) : x))),
-    );
-  /** A promise of `real[k](target, options)`'s stats, frozen before the promise is resolved with them. */
-  const statPromise = (k: keyof typeof real, target: unknown, options: unknown) =>
-    new Promise((resolve, reject) => {
-      const done: Callback = (err, st) => (err ? reject(err) : resolve(frozen(st)));
-      real[k](target, options ?? {}, done);
-    });
-  for (const k of ['stat', 'lstat'] as const)
-    lock(fs.promises, k, (target: unknown, options?: unknown) => statPromise(k, target, options));
-  lock(FILE_HANDLE_PROTOTYPE, 'stat', function stat(this: { fd: number }, options?: unknown) {
-    return statPromise('fstat', this.fd, options);
-  });
+  freezeStats(at);
   // Its poll runs on a real libuv timer: a file changed at one request was reported at the next
   // only when the worker had paused longer than the interval (rerun 4). fs.watch (inotify) reports
   // the module's own changes, which is all an env could want from it.
-  lock(fs, 'watchFile', refused('fs.watchFile'));
+  Object.defineProperty(fs, 'watchFile', { value: refused('fs.watchFile'), writable: false, configurable: false });
+}
+
+/**
+ * A file written now carries the real time in its timestamps, a socket's or pipe's inode number
+ * comes from a machine-wide counter, and a tmpfs's device number is the next free one when it was
+ * mounted (both count what else the machine was doing: rerun 6). Every `Stats` Node builds (sync,
+ * callback, promise, `FileHandle.stat`, inside `fs.cp`) assigns those fields in its constructor,
+ * so setters on the prototypes, which the module cannot replace, store fixed values there: the
+ * real ones never reach an object the module sees. Wrapping each stat function missed forms (a
+ * callback not last, a `then` getter on the stats' prototype as Node resolved its promise with
+ * them, a setter there as Node built them: rerun 6).
+ */
+function freezeStats(at: number): void {
+  const stats = fs.statSync('.');
+  const bigStats = fs.statSync('.', { bigint: true });
+  const own = (o: object, k: string, value: unknown) =>
+    Object.defineProperty(o, k, { value, writable: true, enumerable: true, configurable: true });
+  const store = (proto: object, k: string, value: (self: Record<string, unknown>, v: unknown) => unknown) =>
+    Object.defineProperty(proto, k, {
+      set(this: Record<string, unknown>, v: unknown) {
+        own(this, k, value(this, v));
+      },
+      configurable: false,
+    });
+  for (const [proto, big] of [
+    [Object.getPrototypeOf(stats) as object, false],
+    [Object.getPrototypeOf(bigStats) as object, true],
+  ] as const) {
+    for (const k of STAT_TIMES) {
+      store(proto, `${k}Ms`, () => (big ? BigInt(at) : at));
+      if (big) store(proto, `${k}Ns`, () => BigInt(at) * 1_000_000n);
+      store(proto, k, () => new Date(at));
+    }
+  }
+  // StatsBase, shared by both: assigned in the order dev, mode, …, ino (the mode is known by then).
+  const base = Object.getPrototypeOf(Object.getPrototypeOf(stats)) as object;
+  const zero = (v: unknown) => (typeof v === 'bigint' ? 0n : 0);
+  for (const k of ['dev', 'rdev']) store(base, k, (_self, v) => zero(v));
+  store(base, 'ino', (self, v) => {
+    const type = Number(self.mode) & 0o170000;
+    return type === 0o140000 || type === 0o010000 || type === 0o020000 ? zero(v) : v; // socket, FIFO, char device
+  });
 }
 
 /**
@@ -420,16 +410,18 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
   disableEscapeHatches(); // after freezeClocks: its syncBuiltinESMExports carries the frozen fs/os functions to named imports
   refuseSharedWasmMemory(refused); // a wasm atomic wait on a shared memory blocks for real time
   lockIntrinsics(); // last: the runner's own changes to the built-ins are in place
+  // The key lives only in the MAC's own pads (Node's createHmac let a getter on its prototypes see it: rerun 6).
   const key = readSessionKey();
+  const mac = hmacSha256(key);
+  key.fill(0);
   const stdin = process.stdin;
   Object.defineProperty(process, 'stdin', { get: refused('process.stdin'), configurable: false });
   const stringify = JSON.stringify;
-  const hmac = createHmac;
   // stdout carries only protocol lines, so everything the module prints goes to stderr; a line
   // it writes to fd 1 by other means lacks the runner's MAC and the worker refuses it.
   const writeProtocol = process.stdout.write.bind(process.stdout);
   process.stdout.write = process.stderr.write.bind(process.stderr) as typeof process.stdout.write;
-  const send = (line: string) => writeProtocol(`${hmac('sha256', key).update(line).digest('hex')} ${line}\n`);
+  const send = (line: string) => writeProtocol(`${mac(line)} ${line}\n`);
 
   // Virtual time moves only while a request is being answered and the module waits on nothing
   // but timers: then the earliest fires, one per turn of the event loop (I/O the module started

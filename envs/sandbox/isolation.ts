@@ -177,7 +177,9 @@ export function sandboxCommand(
     : [];
   const ids = o.uid !== undefined ? { uid: o.uid, gid: o.uid } : {};
   if (level === 'bwrap') {
-    const bwrap = ['bwrap', '--die-with-parent', '--new-session', '--unshare-all', '--clearenv', '--cap-drop', 'ALL'];
+    // Its own host name in its own UTS namespace (the host's told one machine from another: rerun 6).
+    const bwrap = ['bwrap', '--die-with-parent', '--new-session', '--unshare-all', '--hostname', 'sandbox'];
+    bwrap.push('--clearenv', '--cap-drop', 'ALL');
     if (o.fileCountLimit) bwrap.push('--unshare-user', '--disable-userns', '--uid', '1000', '--gid', '1000');
     if (o.fileCountLimit && SECCOMP) bwrap.push('--seccomp', '3'); // fd 3: opened by the shell below
     // /dev is a tmpfs bwrap creates: read-only, else it is unbounded scratch space outside diskMb.
