@@ -645,9 +645,16 @@ const RERUN6: Record<string, string> = {
     'fs.writeFileSync("r6", "x"); const proto = Object.getPrototypeOf(fs.statSync("r6")); let seen: unknown = "none"; return patch(proto, "mtimeMs", { set(this: any, v: any) { seen = v; Object.defineProperty(this, "mtimeMs", { value: v, writable: true, enumerable: true, configurable: true }); } }, () => { fs.statSync("r6"); return seen; })',
   setterOnStatsBase:
     'const proto = Object.getPrototypeOf(Object.getPrototypeOf(fs.statSync("."))); let seen: unknown = "none"; return patch(proto, "ino", { set(this: any, v: any) { seen = v; Object.defineProperty(this, "ino", { value: v, writable: true, enumerable: true, configurable: true }); } }, () => { fs.fstatSync(0); return seen; })',
-  // An http server's connections check is a real interval; its Timeout's `_idleStart` is the real loop time.
+  setterOnStatsChain:
+    'const proto = Object.getPrototypeOf(fs.statSync(".")); const evil = Object.create(Object.getPrototypeOf(proto)); let seen: unknown = "none"; Object.defineProperty(evil, "ino", { set(v: any) { seen = v; } }); const before = Object.getPrototypeOf(proto); Object.setPrototypeOf(proto, evil); try { fs.fstatSync(0); } finally { Object.setPrototypeOf(proto, before); } return seen',
+  statsPrototypeReplaced:
+    'try { (fs as any).Stats.prototype = {}; return "replaced"; } catch (e: any) { return e.name; }',
+  // An http server's connections check is a real interval; its Timeout's `_idleStart` is the real loop
+  // time, also through a setter of the module's own on the server, and its class arms real timers.
   httpCheckingInterval:
     'const http = await import("node:http"); const g = globalThis as any; if (!g.ci) { g.ci = http.createServer({ connectionsCheckingInterval: 20 } as any); await new Promise((r) => g.ci.listen("ci.sock", r)); } const sym = Object.getOwnPropertySymbols(g.ci).find((s) => String(s).includes("connectionsCheckingInterval")); return sym ? g.ci[sym]._idleStart : "no timer"',
+  httpIntervalOwnSetter:
+    'const http = await import("node:http"); const g = globalThis as any; g.os6 = (g.os6 ?? 0) + 1; const first: any = http.createServer(); await new Promise((r) => first.listen("of" + g.os6 + ".sock", r)); const sym = Object.getOwnPropertySymbols(first).find((s) => String(s).includes("connectionsCheckingInterval"))!; await new Promise((r) => first.close(r)); const srv: any = http.createServer({ connectionsCheckingInterval: 20 } as any); let t: any; Object.defineProperty(srv, sym, { set(v: any) { t = v; }, get: () => t }); await new Promise((r) => srv.listen("os" + g.os6 + ".sock", r)); await new Promise((r) => srv.close(r)); if (!t) return "none"; try { new t.constructor(() => {}, 300, undefined, false, true).refresh(); return [t._idleStart, "armed"]; } catch (e: any) { return [t._idleStart, e.code]; }',
   // The frozen built-ins still let an object override an inherited name by assignment.
   overrides:
     'class E extends Error { constructor() { super("m"); this.name = "E"; } } const o: any = {}; o.toString = () => "own"; const a: any = [1]; a.map = () => "mapped"; return [String(new E()), String(o), a.map()]',
@@ -674,8 +681,11 @@ test('escape: sixth red-team rerun (built-ins replaced for a moment: Reflect, de
     callbackNotLast: `["${frozen}","${frozen}"]`,
     promiseConstructor: typeError,
     setterOnStats: typeError,
-    setterOnStatsBase: typeError,
-    httpCheckingInterval: '"no timer"',
+    setterOnStatsBase: '"none"',
+    setterOnStatsChain: '"none"',
+    statsPrototypeReplaced: typeError,
+    httpCheckingInterval: '0',
+    httpIntervalOwnSetter: '[0,"ERR_ACCESS_DENIED"]',
     overrides: '["E: m","own","mapped"]',
   });
 });

@@ -243,18 +243,34 @@ function freezeClocks(): void {
     configurable: false,
     writable: false,
   });
-  const checkingInterval = own('http.server.connectionsCheckingInterval');
-  clearInterval(probeFields[checkingInterval] as NodeJS.Timeout);
-  // Every server starts that check on a real interval (Node's own setInterval), and its Timeout, on
-  // the server under this symbol, carries the real loop time in `_idleStart`: the process's real
-  // age when the server began to listen, then the time of each check (rerun 6). So it never runs:
-  // Node's assignment of it lands on this setter, which clears it (a real clearInterval: the
-  // virtual timers are not installed yet).
-  const clearRealInterval = clearInterval;
-  Object.defineProperty(http.Server.prototype, checkingInterval, {
-    get: () => undefined,
-    set: (t: NodeJS.Timeout) => clearRealInterval(t),
+  // Every server checks its connections on a real interval (Node's own setInterval, taken before the
+  // virtual timers), and a real Timeout carries the real loop time in `_idleStart` (the process's
+  // real age when the server began to listen, then the time of each check) and leads to its class,
+  // whose `refresh()` arms a real timer (rerun 6). Node unrefs that interval as it makes it: there it
+  // is cleared and its stamp zeroed, before the server, or a setter of the module's on the server,
+  // holds it. And no Timeout is re-armed: nothing of Node's calls `refresh` here (it re-arms socket
+  // timeouts, which are never armed).
+  const interval = probeFields[own('http.server.connectionsCheckingInterval')] as NodeJS.Timeout;
+  clearInterval(interval);
+  const clearRealInterval = clearInterval; // the virtual timers are not installed yet
+  const timeoutPrototype = Object.getPrototypeOf(interval) as { unref: (this: NodeJS.Timeout) => NodeJS.Timeout };
+  const unref = timeoutPrototype.unref;
+  Object.defineProperty(timeoutPrototype, 'unref', {
+    value: function unrefUnlessConnectionsCheck(this: NodeJS.Timeout & { _onTimeout?: { name?: string } }) {
+      const t = unref.call(this);
+      if (this._onTimeout?.name === 'bound checkConnections') {
+        clearRealInterval(this);
+        (this as unknown as { _idleStart: number })._idleStart = 0;
+      }
+      return t;
+    },
     configurable: false,
+    writable: false,
+  });
+  Object.defineProperty(timeoutPrototype, 'refresh', {
+    value: refused('Timeout.refresh'),
+    configurable: false,
+    writable: false,
   });
   // util.log stamps its line with Node's own Date (rerun 5: the real date and second).
   Object.defineProperty(util, 'log', { value: refused('util.log'), configurable: false, writable: false });
@@ -322,6 +338,7 @@ function freezeStats(at: number): void {
       },
       configurable: false,
     });
+  const zero = (v: unknown) => (typeof v === 'bigint' ? 0n : 0);
   for (const [proto, big] of [
     [Object.getPrototypeOf(stats) as object, false],
     [Object.getPrototypeOf(bigStats) as object, true],
@@ -331,15 +348,16 @@ function freezeStats(at: number): void {
       if (big) store(proto, `${k}Ns`, () => BigInt(at) * 1_000_000n);
       store(proto, k, () => new Date(at));
     }
+    // On the leaf prototypes too, so that they are found before anything the module puts on the chain
+    // (StatsBase assigns these in the order dev, mode, …, ino, so the mode is known by then).
+    for (const k of ['dev', 'rdev']) store(proto, k, (_self, v) => zero(v));
+    store(proto, 'ino', (self, v) => {
+      const type = Number(self.mode) & 0o170000;
+      return type === 0o140000 || type === 0o010000 || type === 0o020000 ? zero(v) : v; // socket, FIFO, char device
+    });
+    // `fs.Stats.prototype = {…}` would give every later Stats a prototype of the module's.
+    Object.defineProperty((proto as { constructor: object }).constructor, 'prototype', { writable: false });
   }
-  // StatsBase, shared by both: assigned in the order dev, mode, …, ino (the mode is known by then).
-  const base = Object.getPrototypeOf(Object.getPrototypeOf(stats)) as object;
-  const zero = (v: unknown) => (typeof v === 'bigint' ? 0n : 0);
-  for (const k of ['dev', 'rdev']) store(base, k, (_self, v) => zero(v));
-  store(base, 'ino', (self, v) => {
-    const type = Number(self.mode) & 0o170000;
-    return type === 0o140000 || type === 0o010000 || type === 0o020000 ? zero(v) : v; // socket, FIFO, char device
-  });
 }
 
 /**
