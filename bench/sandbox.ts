@@ -1,8 +1,10 @@
 /**
  * Sandbox costs: isolation probe, start-up (bundle + spawn + first /v1/info) per isolation level,
- * and steps/s of the same env in-process vs over loopback HTTP vs through the sandbox (ratios).
+ * steps/s of the same env in-process vs over loopback HTTP vs through the sandbox (ratios), and the
+ * runner's plain-JavaScript line MAC against Node's crypto.
  * Run: node --import tsx bench/sandbox.ts [--episodes N]
  */
+import { createHmac, randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -11,6 +13,7 @@ import type { Environment } from '../envs/environment.js';
 import { bundleEnvModule } from '../envs/sandbox/bundle.js';
 import { isolationIfAvailable, ISOLATION_LEVELS } from '../envs/sandbox/isolation.js';
 import { sandboxIsolation, startSandboxedEnv } from '../envs/sandbox/index.js';
+import { hmacSha256 } from '../envs/sandbox/hmac-sha256.js';
 import { inspectInstance } from '../envs/sdk/index.js';
 import { HttpEnvironment } from '../envs/protocol/client.js';
 import { serveEnvironment } from '../envs/protocol/server.js';
@@ -124,6 +127,28 @@ async function main() {
   );
   console.log(`ratio in-process / sandbox: ${(inProc.stepsPerSec / sandboxed.stepsPerSec).toFixed(1)}x steps/s`);
   console.log(`per step through the sandbox: ${(1000 / sandboxed.stepsPerSec).toFixed(3)} ms`);
+  macCost();
+}
+
+/** The runner MACs each response line in plain JavaScript (hmac-sha256.ts); Node's crypto, which the worker checks with, as the baseline. */
+function macCost() {
+  const key = randomBytes(32);
+  const mac = hmacSha256(key);
+  for (const bytes of [2_000, 200_000]) {
+    const line = JSON.stringify({ id: 1, status: 200, body: { content: 'x'.repeat(bytes) } });
+    const runs = Math.max(20, 4_000_000 / bytes);
+    const time = (f: () => string) => {
+      f();
+      const t0 = performance.now();
+      for (let i = 0; i < runs; i++) f();
+      return ((performance.now() - t0) * 1000) / runs;
+    };
+    const js = time(() => mac(line));
+    const node = time(() => createHmac('sha256', key).update(line).digest('hex'));
+    console.log(
+      `line MAC (${bytes} B): runner ${js.toFixed(1)} us, node crypto ${node.toFixed(1)} us (${(js / node).toFixed(1)}x)`,
+    );
+  }
 }
 
 await main();
