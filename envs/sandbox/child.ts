@@ -9,6 +9,7 @@ import http from 'node:http';
 import http2 from 'node:http2';
 import net from 'node:net';
 import perfHooks from 'node:perf_hooks';
+import { StringDecoder } from 'node:string_decoder';
 import timers from 'node:timers';
 import util from 'node:util';
 import traceEvents from 'node:trace_events';
@@ -24,7 +25,7 @@ import { createProtocolHandler } from '../protocol/handler.js';
 import type { ProtocolErrorType } from '../protocol/schemas.js';
 import { FROZEN_EPOCH_MS, SESSION_KEY_BYTES } from './framing.js';
 import { installVirtualTimers, type VirtualClock } from './virtual-time.js';
-import { hmacSha256 } from './hmac-sha256.js';
+import { hmacSha256, utf8 } from './hmac-sha256.js';
 import { lockIntrinsics } from './lockdown.js';
 import { refuseSharedWasmMemory } from './wasm-guard.js';
 
@@ -310,6 +311,17 @@ function freezeClocks(): void {
     return Number(ms) === 0 ? socketTimeout.call(this, 0, cb) : this;
   } as never;
   freezeStats(at);
+  // The sync forms retry a busy path after a real sleep (Node's rimrafSync): a step blocked for
+  // `retryDelay` of real time while work of the module's ran on (a ruler of machine speed, rerun 7).
+  // The async forms retry on the virtual timers.
+  for (const k of ['rmSync', 'rmdirSync'] as const) {
+    const f = fs[k] as (p: fs.PathLike, o?: unknown) => void;
+    Object.defineProperty(fs, k, {
+      value: (p: fs.PathLike, o?: unknown) => f(p, o && typeof o === 'object' ? { ...o, maxRetries: 0 } : o),
+      writable: false,
+      configurable: false,
+    });
+  }
   // Its poll runs on a real libuv timer: a file changed at one request was reported at the next
   // only when the worker had paused longer than the interval (rerun 4). fs.watch (inotify) reports
   // the module's own changes, which is all an env could want from it.
@@ -366,7 +378,9 @@ function freezeStats(at: number): void {
  * the module exists. Node's own descriptors cannot have those numbers: they were taken at start.
  */
 function closeInheritedFds(): void {
-  const arg = process.argv.find((a) => a.startsWith('--close-fds='));
+  const at = process.argv.findIndex((a) => a.startsWith('--close-fds='));
+  // Out of argv too: the list is the worker's own open descriptors, which differ from worker to worker (rerun 7).
+  const arg = at >= 0 ? process.argv.splice(at, 1)[0] : undefined;
   for (const fd of arg ? arg.slice('--close-fds='.length).split(',').map(Number) : []) {
     try {
       fs.closeSync(fd);
@@ -432,14 +446,43 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
   const key = readSessionKey();
   const mac = hmacSha256(key);
   key.fill(0);
-  const stdin = process.stdin;
+  // The protocol runs on fds 0 and 1 themselves, below Node's streams: their prototypes are Node's,
+  // not frozen, and a module that patched them got the runner's stdin socket and every answer line
+  // (rerun 7). Neither stream is ever made (process.stdin is refused, process.stdout is stderr), so
+  // both fds keep the blocking mode the spawn gave them; everything the module prints goes to
+  // stderr, and a line it writes to fd 1 itself lacks the runner's MAC and the worker refuses it.
   Object.defineProperty(process, 'stdin', { get: refused('process.stdin'), configurable: false });
+  const stderr = process.stderr;
+  Object.defineProperty(process, 'stdout', { get: () => stderr, configurable: false });
+  const { read, writeSync } = fs;
   const stringify = JSON.stringify;
-  // stdout carries only protocol lines, so everything the module prints goes to stderr; a line
-  // it writes to fd 1 by other means lacks the runner's MAC and the worker refuses it.
-  const writeProtocol = process.stdout.write.bind(process.stdout);
-  process.stdout.write = process.stderr.write.bind(process.stderr) as typeof process.stdout.write;
-  const send = (line: string) => writeProtocol(`${mac(line)} ${line}\n`);
+  const send = (line: string) => {
+    const bytes = utf8(`${mac(line)} ${line}\n`);
+    for (let off = 0; off < bytes.length;) {
+      try {
+        off += writeSync(1, bytes, off, bytes.length - off);
+      } catch (err) {
+        if ((err as { code?: unknown }).code !== 'EAGAIN') throw err;
+      }
+    }
+  };
+  /** Calls `onText` with each chunk of stdin, decoded; exits at its end. */
+  const readRequests = (onText: (text: string) => void) => {
+    const chunk = new Uint8Array(1 << 16); // an intrinsic view: nothing of Node's between the fd and the decoder
+    const decoder = new StringDecoder('utf8');
+    const decode = StringDecoder.prototype.write;
+    const next = () => {
+      reading = true;
+      read(0, chunk, 0, chunk.length, null, (err, n) => {
+        reading = false;
+        if (err || n === 0) process.exit(0);
+        onText(decode.call(decoder, new Uint8Array(chunk.buffer, 0, n) as Buffer));
+        next();
+      });
+    };
+    next();
+  };
+  let reading = false; // the runner's own read of fd 0, always pending between requests
 
   // Virtual time moves only while a request is being answered and the module waits on nothing
   // but timers: then the earliest fires, one per turn of the event loop (I/O the module started
@@ -449,7 +492,9 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
   const step = () => {
     pumping = false;
     if (!inFlight || !clock.size) return;
-    if (!activeResources().some((r) => IO_REQUEST.test(r))) clock.fireNext();
+    let io = 0;
+    for (const r of activeResources()) if (IO_REQUEST.test(r)) io++;
+    if (io <= (reading ? 1 : 0)) clock.fireNext();
     pump();
   };
   const pump = () => {
@@ -519,15 +564,13 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
       send(out);
     };
     let buf = '';
-    stdin.setEncoding('utf8');
-    stdin.on('data', (chunk: string) => {
-      buf += chunk;
+    readRequests((text) => {
+      buf += text;
       for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
         const line = buf.slice(0, nl).replace(/\r$/, '');
         buf = buf.slice(nl + 1);
         if (line) void serve(line);
       }
     });
-    stdin.on('end', () => process.exit(0));
   };
 })();

@@ -86,7 +86,7 @@ function sha256(prefix: Uint8Array, data: Uint8Array): Uint8Array {
 }
 
 /** UTF-8 bytes of `s`, a lone surrogate as U+FFFD (as Node's own encoder writes it). */
-function utf8(s: string): Uint8Array {
+export function utf8(s: string): Uint8Array {
   const out = new Uint8Array(s.length * 3);
   let n = 0;
   for (let i = 0; i < s.length; i++) {

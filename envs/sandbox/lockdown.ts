@@ -43,6 +43,8 @@ function hiddenIntrinsics(): object[] {
     asyncGenerator,
     proto(proto(proto((async function* () {})()))) as object, // %AsyncIteratorPrototype%
     proto(async function () {}) as object,
+    proto(new Intl.Segmenter().segment('')) as object, // %SegmentsPrototype%
+    proto(new Intl.Segmenter().segment('')[Symbol.iterator]()) as object, // %SegmentIteratorPrototype%
     proto(Int8Array) as object, // %TypedArray%
     Object.getOwnPropertyDescriptor(Function.prototype, 'caller')!.get!, // %ThrowTypeError%
   ];
@@ -93,13 +95,14 @@ export function lockIntrinsics(): void {
   const roots = [...ECMASCRIPT_GLOBALS.map((k) => g[k]), ...hiddenIntrinsics()].filter(isObject);
   // Objects others inherit from: every reachable function's `prototype`, and the hidden prototypes.
   const inherited = new Set<object>(hiddenIntrinsics().filter((o) => typeof o === 'object'));
-  for (const o of reachable(roots, g)) {
+  const all = reachable(roots, g); // before the overrides hide the values behind getters
+  for (const o of all) {
     const p = typeof o === 'function' ? Object.getOwnPropertyDescriptor(o, 'prototype')?.value : undefined;
     if (isObject(p)) inherited.add(p);
   }
   for (const p of inherited) enableOverrides(p);
-  // Again, now with the accessors the overrides added.
-  for (const o of reachable(roots, g)) Object.freeze(o);
+  for (const o of reachable(roots, g)) all.add(o); // and the accessors the overrides added
+  for (const o of all) Object.freeze(o);
   for (const k of ECMASCRIPT_GLOBALS)
     Object.defineProperty(globalThis, k, { value: g[k], writable: false, configurable: false, enumerable: false });
 }
