@@ -94,6 +94,26 @@ test('hardening: a response the module writes to fd 1 itself is not accepted', a
   await assert.rejects(attack(body), isSandboxError('protocol', /runner/));
 });
 
+test('hardening: requests the module writes into a file it opens on fd 0 are not served (the worker signs its own)', async () => {
+  // At the first step the module closes fd 0 and opens a file of its own there, holding one request;
+  // the runner's next read of fd 0 finds it (red-team rerun 8: served, with a valid MAC on its answer).
+  const body =
+    "const g: any = globalThis; g.k = (g.k ?? 0) + 1; if (g.k === 1) { fs.writeFileSync('inj.txt', JSON.stringify({ id: 'inj', method: 'GET', path: '/v1/info' }) + '\\n'); fs.closeSync(0); return 'fd ' + fs.openSync('inj.txt', 'r'); } return 'k=' + g.k;";
+  const env = await startSandboxedEnv({ source: attackSource(body), allowWeakIsolation: true });
+  try {
+    const ep = await env.reset({ taskId: 'attack' });
+    assert.equal((await ep.step(ATTACK)).observation.content, 'fd 0');
+    await assert.rejects(
+      (async () => {
+        for (let n = 0; n < 3; n++) await ep.step(ATTACK);
+      })(),
+      isSandboxError('crash', /did not sign/),
+    );
+  } finally {
+    await env.close();
+  }
+});
+
 test('hardening: responses nested deeper than the parser allows are refused, not parsed', async () => {
   const details = '{ deep: Array.from({ length: 1000 }).reduce((acc) => [acc], 0) }';
   await assert.rejects(attack("return 'ok'", { details }), isSandboxError('protocol', /nest/));

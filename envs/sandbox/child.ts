@@ -23,7 +23,7 @@ import workerThreads from 'node:worker_threads';
 import type { Environment } from '../environment.js';
 import { createProtocolHandler } from '../protocol/handler.js';
 import type { ProtocolErrorType } from '../protocol/schemas.js';
-import { FROZEN_EPOCH_MS, SESSION_KEY_BYTES } from './framing.js';
+import { FROZEN_EPOCH_MS, MAC_HEX, SESSION_KEY_BYTES } from './framing.js';
 import { installVirtualTimers, type VirtualClock } from './virtual-time.js';
 import { hmacSha256, utf8 } from './hmac-sha256.js';
 import { lockIntrinsics } from './lockdown.js';
@@ -122,6 +122,36 @@ function disableEscapeHatches(): void {
   // AsyncLocalStorage does not use these exports.
   for (const k of ['createHook', 'executionAsyncResource'])
     Object.defineProperty(asyncHooks, k, { value: refused(`async_hooks.${k}`), configurable: false, writable: false });
+  // AsyncLocalStorage does, inside: its init hook hands every async resource of the process to each
+  // instance's `_propagate`, which a subclass overrides (the runner's read of fd 0, each real Timeout
+  // before its `_idleStart` is set: rerun 8). The module's class wraps a private real instance, so
+  // nothing of the module's is ever registered with the hook.
+  const RealStorage = asyncHooks.AsyncLocalStorage;
+  class AsyncLocalStorage<T> {
+    readonly #store = new RealStorage<T>();
+    static bind = RealStorage.bind;
+    static snapshot = RealStorage.snapshot;
+    disable() {
+      this.#store.disable();
+    }
+    getStore() {
+      return this.#store.getStore();
+    }
+    enterWith(store: T) {
+      this.#store.enterWith(store);
+    }
+    run<R, A extends unknown[]>(store: T, callback: (...args: A) => R, ...args: A): R {
+      return this.#store.run(store, callback, ...args);
+    }
+    exit<R, A extends unknown[]>(callback: (...args: A) => R, ...args: A): R {
+      return this.#store.exit(callback, ...args);
+    }
+  }
+  Object.defineProperty(asyncHooks, 'AsyncLocalStorage', {
+    value: AsyncLocalStorage,
+    configurable: false,
+    writable: false,
+  });
   // c-ares times a query out by the real clock: a query to a silent UDP socket the module bound on
   // loopback had timed out, or not, at the next request by how long the worker had paused (rerun 4).
   // Without a server of its own every query is refused at once (nothing answers on port 53, which
@@ -273,6 +303,12 @@ function freezeClocks(): void {
     configurable: false,
     writable: false,
   });
+  // Frozen (a Timeout's and an Immediate's fields are their own): a setter for `_idleStart` there
+  // received the real loop clock as Node inserted a timer (rerun 8).
+  const immediate = setImmediate(() => {});
+  clearImmediate(immediate);
+  Object.freeze(timeoutPrototype);
+  Object.freeze(Object.getPrototypeOf(immediate));
   // util.log stamps its line with Node's own Date (rerun 5: the real date and second).
   Object.defineProperty(util, 'log', { value: refused('util.log'), configurable: false, writable: false });
   // sendDate is false on the prototype (below), but an own `sendDate` on a response or request, or a
@@ -351,6 +387,11 @@ function freezeStats(at: number): void {
       configurable: false,
     });
   const zero = (v: unknown) => (typeof v === 'bigint' ? 0n : 0);
+  // The real device of each Stats as it is built: an inode number is kept only on the sandbox's own
+  // file system. Elsewhere it counts the host's allocations (the bundle, bind-mounted from the
+  // host's disk: rerun 8) or the machine's sockets and pipes (rerun 6).
+  const ownDev = stats.dev;
+  const devOf = new WeakMap<object, unknown>();
   for (const [proto, big] of [
     [Object.getPrototypeOf(stats) as object, false],
     [Object.getPrototypeOf(bigStats) as object, true],
@@ -362,14 +403,26 @@ function freezeStats(at: number): void {
     }
     // On the leaf prototypes too, so that they are found before anything the module puts on the chain
     // (StatsBase assigns these in the order dev, mode, …, ino, so the mode is known by then).
-    for (const k of ['dev', 'rdev']) store(proto, k, (_self, v) => zero(v));
-    store(proto, 'ino', (self, v) => {
-      const type = Number(self.mode) & 0o170000;
-      return type === 0o140000 || type === 0o010000 || type === 0o020000 ? zero(v) : v; // socket, FIFO, char device
+    store(proto, 'dev', (self, v) => {
+      devOf.set(self, v);
+      return zero(v);
     });
+    store(proto, 'rdev', (_self, v) => zero(v));
+    store(proto, 'ino', (self, v) => (Number(devOf.get(self)) === ownDev ? v : zero(v)));
     // `fs.Stats.prototype = {…}` would give every later Stats a prototype of the module's.
     Object.defineProperty((proto as { constructor: object }).constructor, 'prototype', { writable: false });
   }
+  // statfs of the bind-mounted bundle read the host disk's size and its free blocks and inodes,
+  // which move with the host's activity (rerun 8). Only the sandbox's own tmpfs answers.
+  const TMPFS_MAGIC = 0x01021994;
+  const statFs = Object.getPrototypeOf(fs.statfsSync('.')) as object;
+  const isOwn = new WeakSet<object>();
+  store(statFs, 'type', (self, v) => {
+    if (Number(v) === TMPFS_MAGIC) isOwn.add(self);
+    return isOwn.has(self) ? v : zero(v);
+  });
+  for (const k of ['bsize', 'blocks', 'bfree', 'bavail', 'files', 'ffree'])
+    store(statFs, k, (self, v) => (isOwn.has(self) ? v : zero(v)));
 }
 
 /**
@@ -455,6 +508,10 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
   const stderr = process.stderr;
   Object.defineProperty(process, 'stdout', { get: () => stderr, configurable: false });
   const { read, writeSync } = fs;
+  // Taken now and called by Reflect.apply: Node's prototypes and functions stay open, and a module
+  // that defined its own `call` on StringDecoder's `write` read and rewrote every request (rerun 8).
+  const decode = StringDecoder.prototype.write;
+  const apply = Reflect.apply;
   const stringify = JSON.stringify;
   const send = (line: string) => {
     const bytes = utf8(`${mac(line)} ${line}\n`);
@@ -470,13 +527,12 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
   const readRequests = (onText: (text: string) => void) => {
     const chunk = new Uint8Array(1 << 16); // an intrinsic view: nothing of Node's between the fd and the decoder
     const decoder = new StringDecoder('utf8');
-    const decode = StringDecoder.prototype.write;
     const next = () => {
       reading = true;
       read(0, chunk, 0, chunk.length, null, (err, n) => {
         reading = false;
         if (err || n === 0) process.exit(0);
-        onText(decode.call(decoder, new Uint8Array(chunk.buffer, 0, n) as Buffer));
+        onText(apply(decode, decoder, [new Uint8Array(chunk.buffer, 0, n)]));
         next();
       });
     };
@@ -526,6 +582,18 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
     } finally {
       globalThis.setInterval = virtualSetInterval;
     }
+    /** The request in a line the worker signed; else the runner exits (its input is not the worker's). */
+    const verified = (line: string) => {
+      const json = line.slice(MAC_HEX + 1);
+      const expected = mac(`request ${json}`);
+      let diff = line[MAC_HEX] === ' ' && line.length > MAC_HEX ? 0 : 1;
+      for (let i = 0; i < MAC_HEX; i++) diff |= expected.charCodeAt(i) ^ line.charCodeAt(i);
+      if (diff) {
+        stderr.write('sandbox: a request line the worker did not sign; the runner stops\n');
+        process.exit(4);
+      }
+      return json;
+    };
     const serve = async (line: string) => {
       let id: unknown = null;
       let reply: { status: number; body: unknown };
@@ -569,7 +637,7 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
       for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
         const line = buf.slice(0, nl).replace(/\r$/, '');
         buf = buf.slice(nl + 1);
-        if (line) void serve(line);
+        if (line) void serve(verified(line));
       }
     });
   };

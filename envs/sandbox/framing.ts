@@ -1,6 +1,7 @@
 /**
  * The stdio framing shared by the worker (process.ts) and the child runner (child.ts): the worker
- * writes a session key as the first stdin line; every response line is `<HMAC-SHA256 hex> <JSON>`.
+ * writes a session key as the first stdin line; every response line is `<HMAC-SHA256 hex> <JSON>`,
+ * and every request line `<HMAC-SHA256 hex of "request " + JSON> <JSON>`.
  */
 
 /** Bytes of the session key (sent as hex). */

@@ -227,7 +227,7 @@ export class SandboxProcess implements ProtocolTransport {
     const id = this.nextId++;
     let line: string;
     try {
-      line = JSON.stringify({ id, method, path, body }) + '\n';
+      line = JSON.stringify({ id, method, path, body });
     } catch (err) {
       return Promise.reject(
         new SandboxError('protocol', `${method} ${path}: request is not JSON-serializable: ${(err as Error).message}`),
@@ -246,7 +246,10 @@ export class SandboxProcess implements ProtocolTransport {
       if (!this.pending.size) this.startBusy();
       this.pending.set(id, { resolve, reject, timer });
       this.thaw();
-      this.child.stdin!.write(line);
+      // Signed too (apart from answers: `request ` first), so the runner serves only the worker's
+      // lines: a module that closed fd 0 and opened a file of its own there had the runner serve
+      // requests it wrote (red-team rerun 8).
+      this.child.stdin!.write(`${createHmac('sha256', this.key).update(`request ${line}`).digest('hex')} ${line}\n`);
     });
     if (!signal) return answered.then((res) => this.checked(res));
     return new Promise<ProtocolResponse>((resolve, reject) => {
