@@ -508,6 +508,10 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
   const stderr = process.stderr;
   Object.defineProperty(process, 'stdout', { get: () => stderr, configurable: false });
   const { read, writeSync } = fs;
+  // The runner's own exit, taken now: `process.exit` is the module's to replace, and a no-op there
+  // had the runner go on to serve a request line it had refused (red-team rerun 9).
+  const realExit = process.exit;
+  const exit = (code: number): never => Reflect.apply(realExit, process, [code]) as never;
   // Taken now and called by Reflect.apply: Node's prototypes and functions stay open, and a module
   // that defined its own `call` on StringDecoder's `write` read and rewrote every request (rerun 8).
   const decode = StringDecoder.prototype.write;
@@ -531,7 +535,7 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
       reading = true;
       read(0, chunk, 0, chunk.length, null, (err, n) => {
         reading = false;
-        if (err || n === 0) process.exit(0);
+        if (err || n === 0) exit(0);
         onText(apply(decode, decoder, [new Uint8Array(chunk.buffer, 0, n)]));
         next();
       });
@@ -568,7 +572,7 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
       process.stderr.write(
         `sandbox: the module's default export is not an Environment (missing ${missing.length ? missing.join(', ') : 'info'})\n`,
       );
-      process.exit(3);
+      exit(3);
     }
     // The parent owns episode lifetime; it closes the whole process rather than sweeping idle
     // episodes. The handler's sweep interval would be the one real timer in the process, firing at
@@ -588,11 +592,9 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
       const expected = mac(`request ${json}`);
       let diff = line[MAC_HEX] === ' ' && line.length > MAC_HEX ? 0 : 1;
       for (let i = 0; i < MAC_HEX; i++) diff |= expected.charCodeAt(i) ^ line.charCodeAt(i);
-      if (diff) {
-        stderr.write('sandbox: a request line the worker did not sign; the runner stops\n');
-        process.exit(4);
-      }
-      return json;
+      if (!diff) return json;
+      stderr.write('sandbox: a request line the worker did not sign; the runner stops\n');
+      return exit(4);
     };
     const serve = async (line: string) => {
       let id: unknown = null;
