@@ -94,12 +94,13 @@ test('hardening: a response the module writes to fd 1 itself is not accepted', a
   await assert.rejects(attack(body), isSandboxError('protocol', /runner/));
 });
 
-test('hardening: requests the module writes into a file it opens on fd 0 are not served (the worker signs its own), also with process.exit replaced', async () => {
+test('hardening: requests the module writes into a file it opens on fd 0 are not served (the worker signs its own), also with process.exit or process.reallyExit replaced', async () => {
   // At the first step the module closes fd 0 and opens a file of its own there, holding one request;
   // the runner's next read of fd 0 finds it (red-team rerun 8: served, with a valid MAC on its
-  // answer; rerun 9: served again once the module had made process.exit a no-op).
-  for (const replaceExit of [false, true]) {
-    const body = `const g: any = globalThis; g.k = (g.k ?? 0) + 1; if (g.k === 1) { if (${replaceExit}) (process as any).exit = () => {}; fs.writeFileSync('inj.txt', JSON.stringify({ id: 'inj', method: 'GET', path: '/v1/info' }) + '\\n'); fs.closeSync(0); return 'fd ' + fs.openSync('inj.txt', 'r'); } return 'k=' + g.k;`;
+  // answer; rerun 9: served again once the module had made process.exit a no-op; rerun 10: not
+  // served, but the runner answered and read on once process.reallyExit was a no-op).
+  for (const replaceExit of ['', 'exit', 'reallyExit']) {
+    const body = `const g: any = globalThis; g.k = (g.k ?? 0) + 1; if (g.k === 1) { if (${JSON.stringify(replaceExit)}) (process as any)[${JSON.stringify(replaceExit)}] = () => {}; fs.writeFileSync('inj.txt', JSON.stringify({ id: 'inj', method: 'GET', path: '/v1/info' }) + '\\n'); fs.closeSync(0); return 'fd ' + fs.openSync('inj.txt', 'r'); } return 'k=' + g.k;`;
     const env = await startSandboxedEnv({ source: attackSource(body), allowWeakIsolation: true });
     try {
       const ep = await env.reset({ taskId: 'attack' });

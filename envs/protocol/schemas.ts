@@ -65,6 +65,7 @@ export const ProtocolErrorTypeSchema = z.enum([
   'network_denied',
   'out_of_memory',
   'disk_limit',
+  'output_limit',
   'internal',
 ]);
 export type ProtocolErrorType = z.infer<typeof ProtocolErrorTypeSchema>;

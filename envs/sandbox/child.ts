@@ -425,16 +425,21 @@ function freezeStats(at: number): void {
     store(statFs, k, (self, v) => (isOwn.has(self) ? v : zero(v)));
 }
 
+/** The value of the runner's argument `prefix…`, taken out of argv before the module loads. */
+function takeArg(prefix: string): string | undefined {
+  const at = process.argv.findIndex((a) => a.startsWith(prefix));
+  return at >= 0 ? process.argv.splice(at, 1)[0].slice(prefix.length) : undefined;
+}
+
 /**
  * Descriptors the worker held without close-on-exec (named by it in --close-fds) come through
  * every exec; the permission model does not guard writes to an open fd, so they are closed before
  * the module exists. Node's own descriptors cannot have those numbers: they were taken at start.
  */
 function closeInheritedFds(): void {
-  const at = process.argv.findIndex((a) => a.startsWith('--close-fds='));
   // Out of argv too: the list is the worker's own open descriptors, which differ from worker to worker (rerun 7).
-  const arg = at >= 0 ? process.argv.splice(at, 1)[0] : undefined;
-  for (const fd of arg ? arg.slice('--close-fds='.length).split(',').map(Number) : []) {
+  const arg = takeArg('--close-fds=');
+  for (const fd of arg ? arg.split(',').map(Number) : []) {
     try {
       fs.closeSync(fd);
     } catch {
@@ -477,6 +482,59 @@ function refuseReadline(): void {
   }
 }
 
+/** What a WeakRef may hold and a FinalizationRegistry watch: an object, or a symbol not in the registry. */
+const canBeHeldWeakly = (v: unknown) =>
+  (typeof v === 'object' && v !== null) ||
+  typeof v === 'function' ||
+  (typeof v === 'symbol' && Symbol.keyFor(v) === undefined);
+
+/**
+ * When the collector runs depends on real time and machine speed (V8's background marking threads,
+ * its memory reducer's timers), and weak references show when it ran: a FinalizationRegistry's
+ * callbacks fired at the request after a pause, and not without one (red-team rerun 10). The
+ * language lets an implementation never collect a weakly held target, and here none is: a WeakRef
+ * holds its target and a registry never calls back (the process's life is bounded by
+ * `episodesPerProcess`).
+ */
+function holdWeakReferences(): void {
+  const refuse = (what: string) => {
+    throw new TypeError(`${what}: invalid target`);
+  };
+  class WeakRef<T extends WeakKey> {
+    readonly #target: T;
+    constructor(target: T) {
+      if (!canBeHeldWeakly(target)) refuse('WeakRef');
+      this.#target = target;
+    }
+    deref(): T {
+      return this.#target;
+    }
+  }
+  class FinalizationRegistry<T> {
+    readonly #tokens = new WeakMap<WeakKey, number>();
+    constructor(cleanup: (held: T) => void) {
+      if (typeof cleanup !== 'function') throw new TypeError('FinalizationRegistry: cleanup must be callable');
+    }
+    register(target: WeakKey, held: T, token?: WeakKey): void {
+      if (!canBeHeldWeakly(target) || Object.is(target, held)) refuse('FinalizationRegistry.register');
+      if (token === undefined) return;
+      if (!canBeHeldWeakly(token)) refuse('FinalizationRegistry.register (token)');
+      this.#tokens.set(token, (this.#tokens.get(token) ?? 0) + 1);
+    }
+    unregister(token: WeakKey): boolean {
+      if (!canBeHeldWeakly(token)) refuse('FinalizationRegistry.unregister');
+      return this.#tokens.delete(token);
+    }
+  }
+  for (const [C, tag] of [
+    [WeakRef, 'WeakRef'],
+    [FinalizationRegistry, 'FinalizationRegistry'],
+  ] as const) {
+    Object.defineProperty(C.prototype, Symbol.toStringTag, { value: tag, configurable: true });
+    Object.defineProperty(globalThis, tag, { value: C, writable: true, configurable: true, enumerable: false });
+  }
+}
+
 const REQUIRED = ['tools', 'systemPrompt', 'listTasks', 'reset'] as const;
 
 /** Active libuv requests the module may be waiting on (file system incl. closes, DNS, connects, writes). */
@@ -486,12 +544,17 @@ const DRAIN_MAX = 1000;
 
 export const runSandboxChild: (mod: unknown) => void = (() => {
   closeInheritedFds();
+  // An answer longer than this is not MACed and sent (seconds for 100 MiB) for the worker to refuse
+  // at its first 4 MiB: the runner answers output_limit at once (a 64 MiB one had run past the wall
+  // clock: rerun 10).
+  const outputBytes = Number(takeArg('--output-bytes=') ?? Infinity);
   freezeClocks();
   // The runner keeps the real timers and stdin to itself; the module gets virtual ones.
   const realImmediate = setImmediate;
   const activeResources = process.getActiveResourcesInfo.bind(process);
   const clock: VirtualClock = installVirtualTimers();
   refuseReadline();
+  holdWeakReferences();
   disableEscapeHatches(); // after freezeClocks: its syncBuiltinESMExports carries the frozen fs/os functions to named imports
   refuseSharedWasmMemory(refused); // a wasm atomic wait on a shared memory blocks for real time
   lockIntrinsics(); // last: the runner's own changes to the built-ins are in place
@@ -509,12 +572,20 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
   Object.defineProperty(process, 'stdout', { get: () => stderr, configurable: false });
   const { read, writeSync } = fs;
   // The runner's own exit, taken now: `process.exit` is the module's to replace, and a no-op there
-  // had the runner go on to serve a request line it had refused (red-team rerun 9).
-  const realExit = process.exit;
-  const exit = (code: number): never => Reflect.apply(realExit, process, [code]) as never;
+  // had the runner go on to serve a request line it had refused (red-team rerun 9). Node's exit in
+  // turn looks `process.reallyExit` up when called (a no-op there kept the runner reading a file the
+  // module had put on fd 0: rerun 10), so the native one is called itself; the module's 'exit'
+  // listeners are not run.
+  const reallyExit = (process as unknown as { reallyExit: (code: number) => never }).reallyExit;
+  const exit = (code: number): never => Reflect.apply(reallyExit, process, [code]);
   // Taken now and called by Reflect.apply: Node's prototypes and functions stay open, and a module
   // that defined its own `call` on StringDecoder's `write` read and rewrote every request (rerun 8).
+  // The decoder is made now too: made after the module had loaded, Node's constructor had handed it
+  // to a setter of the module's on StringDecoder.prototype, and a getter there for the native state's
+  // symbol was called at every chunk the runner read (rerun 10).
   const decode = StringDecoder.prototype.write;
+  const decoder = new StringDecoder('utf8');
+  const chunk = new Uint8Array(1 << 16); // an intrinsic view: nothing of Node's between the fd and the decoder
   const apply = Reflect.apply;
   const stringify = JSON.stringify;
   const send = (line: string) => {
@@ -529,8 +600,6 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
   };
   /** Calls `onText` with each chunk of stdin, decoded; exits at its end. */
   const readRequests = (onText: (text: string) => void) => {
-    const chunk = new Uint8Array(1 << 16); // an intrinsic view: nothing of Node's between the fd and the decoder
-    const decoder = new StringDecoder('utf8');
     const next = () => {
       reading = true;
       read(0, chunk, 0, chunk.length, null, (err, n) => {
@@ -593,7 +662,7 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
       let diff = line[MAC_HEX] === ' ' && line.length > MAC_HEX ? 0 : 1;
       for (let i = 0; i < MAC_HEX; i++) diff |= expected.charCodeAt(i) ^ line.charCodeAt(i);
       if (!diff) return json;
-      stderr.write('sandbox: a request line the worker did not sign; the runner stops\n');
+      writeSync(2, utf8('sandbox: a request line the worker did not sign; the runner stops\n'));
       return exit(4);
     };
     const serve = async (line: string) => {
@@ -631,6 +700,13 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
           },
         });
       }
+      // UTF-8 takes at least a byte per UTF-16 unit: longer is over the limit (shorter the worker counts).
+      if (out.length > outputBytes)
+        out = stringify({
+          id,
+          status: 500,
+          body: { error: { type: 'output_limit', message: `a response of ${out.length} characters` } },
+        });
       send(out);
     };
     let buf = '';

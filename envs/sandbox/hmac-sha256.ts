@@ -2,8 +2,8 @@
  * HMAC-SHA256 in plain JavaScript, for the child runner's protocol lines. Node's `createHmac` runs
  * through JavaScript of Node's own (its `Hmac` prototype, the key's brand checks on the `Buffer`
  * prototype), which the module can patch, and a getter there was handed the session key (red-team
- * rerun 6). This uses only the built-ins, frozen before the module loads (lockdown.ts), and state of
- * its own. The worker checks the lines with Node's `createHmac` (process.ts); test/sandbox-hmac
+ * rerun 6). This uses only the built-ins, frozen before the module loads (lockdown.ts), Node's UTF-8
+ * encoder taken before then, and state of its own. The worker checks the lines with Node's `createHmac` (process.ts); test/sandbox-hmac
  * checks the two agree.
  */
 
@@ -85,36 +85,17 @@ function sha256(prefix: Uint8Array, data: Uint8Array): Uint8Array {
   return out;
 }
 
+// Node's UTF-8 encoder, taken as this file is evaluated (before the module loads) and called by
+// Reflect.apply: `encode` is Node's JavaScript around a native call and reads only its instance's
+// own brand. A loop of `charCodeAt` in JavaScript cost ~270 ms per MiB in the sandbox (lockdown.ts
+// makes every built-in method a getter), and a 64 MiB answer ran past the request's wall clock
+// before the worker could see it exceed `outputBytes` (red-team rerun 10).
+const encoder = new TextEncoder();
+const encode = TextEncoder.prototype.encode;
+const apply = Reflect.apply;
+
 /** UTF-8 bytes of `s`, a lone surrogate as U+FFFD (as Node's own encoder writes it). */
-export function utf8(s: string): Uint8Array {
-  const out = new Uint8Array(s.length * 3);
-  let n = 0;
-  for (let i = 0; i < s.length; i++) {
-    let c = s.charCodeAt(i);
-    if (c >= 0xd800 && c <= 0xdfff) {
-      const next = i + 1 < s.length ? s.charCodeAt(i + 1) : 0;
-      if (c <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) {
-        c = 0x10000 + ((c - 0xd800) << 10) + (next - 0xdc00);
-        i++;
-      } else c = 0xfffd;
-    }
-    if (c < 0x80) out[n++] = c;
-    else if (c < 0x800) {
-      out[n++] = 0xc0 | (c >> 6);
-      out[n++] = 0x80 | (c & 0x3f);
-    } else if (c < 0x10000) {
-      out[n++] = 0xe0 | (c >> 12);
-      out[n++] = 0x80 | ((c >> 6) & 0x3f);
-      out[n++] = 0x80 | (c & 0x3f);
-    } else {
-      out[n++] = 0xf0 | (c >> 18);
-      out[n++] = 0x80 | ((c >> 12) & 0x3f);
-      out[n++] = 0x80 | ((c >> 6) & 0x3f);
-      out[n++] = 0x80 | (c & 0x3f);
-    }
-  }
-  return out.subarray(0, n);
-}
+export const utf8 = (s: string): Uint8Array => apply(encode, encoder, [s]);
 
 /** A MAC function for one key (at most 64 bytes), returning lowercase hex. */
 export function hmacSha256(key: Uint8Array): (message: string) => string {

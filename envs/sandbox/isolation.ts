@@ -158,8 +158,13 @@ export function sandboxCommand(
     `--allow-fs-read=${dir}/`,
     `--allow-fs-write=${dir}/`,
     `--max-old-space-size=${o.limits.memoryMb}`,
+    // V8 schedules some collections by the real clock (the memory reducer's timers, heap growth by
+    // measured GC speed); this ties them to allocation. Weak references, which show when a
+    // collection ran (red-team rerun 10), hold their targets in the runner (holdWeakReferences).
+    '--predictable-gc-schedule',
     '--no-warnings',
     path.posix.join(dir, o.entry),
+    `--output-bytes=${o.limits.outputBytes}`,
     ...(o.closeFds?.length ? [`--close-fds=${o.closeFds.join(',')}`] : []),
   ];
   const rlimits = o.prlimit

@@ -267,6 +267,11 @@ export class SandboxProcess implements ProtocolTransport {
     const parsed = ErrorBodySchema.safeParse(res.body);
     const type = parsed.success ? parsed.data.error.type : 'protocol';
     const message = parsed.success ? parsed.data.error.message : `status ${res.status} without an error body`;
+    // The runner's own refusal of an answer too long to send (the message is the worker's, as for one it counts).
+    if (type === 'output_limit') {
+      this.fail('output_limit', `a response exceeded ${this.named('outputBytes')} bytes`, 'outputBytes');
+      throw this.failure;
+    }
     const mapped = ERROR_REASONS[type] ?? { reason: 'protocol' as const, fatal: false };
     if (mapped.fatal) this.fail(mapped.reason, message);
     throw new SandboxError(mapped.reason, message);
