@@ -768,7 +768,8 @@ test('escape: eighth red-team rerun (the stdin decoder, Timeout prototype setter
 
 /**
  * Red-team rerun 10 (issue 13): when V8 collected depended on real time (a FinalizationRegistry's
- * callbacks ran at the request after a pause, not without one), and the runner made its stdin decoder after the
+ * callbacks ran at the request after a pause, not without one), so did when a background
+ * WebAssembly.compile settled, and the runner made its stdin decoder after the
  * module had loaded (a setter of the module's on StringDecoder.prototype was handed it, and a getter
  * there for the native state was called at every chunk the runner read). One set-up reading.
  */
@@ -781,6 +782,9 @@ const RERUN10: Record<string, string> = {
   finalizers:
     "const g: any = globalThis; if (!g.registry) { g.collected = 0; g.registry = new FinalizationRegistry(() => { g.collected++; }); for (let i = 0; i < 1000; i++) g.registry.register({ a: new Array(1000) }, i); g.ref = new WeakRef({}); } for (let i = 0; i < 200; i++) new Array(100000).fill(i); await new Promise((r) => setImmediate(r)); return [g.collected, g.ref.deref() === undefined, String(g.ref), g.registry.unregister({})]",
   weakBuiltins: 'return [typeof WeakRef, typeof FinalizationRegistry, Object.isFrozen(WeakRef.prototype)]',
+  // Settled within the microtasks of the call (before: by a background thread, at a later request).
+  wasmPromises:
+    'const bytes = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0]); const done: string[] = []; WebAssembly.compile(bytes).then((m) => done.push(String(m))); WebAssembly.instantiate(bytes).then((r) => done.push(Object.keys(r).join())); await Promise.resolve(); await Promise.resolve(); return done',
   runnerDecoder: 'const g: any = globalThis; return [g.decoders, g.stateReads]',
 };
 
@@ -788,6 +792,7 @@ test('escape: tenth red-team rerun (collections on the real clock, the runner de
   assert.deepEqual(await readAcrossPause(RERUN10, 1, RERUN10_PRELUDE), {
     finalizers: '[0,false,"[object WeakRef]",false]',
     weakBuiltins: '["function","function",true]',
+    wasmPromises: '["[object WebAssembly.Module]","module,instance"]',
     runnerDecoder: '[0,0]',
   });
 });

@@ -60,6 +60,14 @@ const attacks: Record<string, Attack> = {
   ),
   finalizationRegistry: once("g.c = 0; g.r = new FinalizationRegistry(() => { g.c++; }); for (let i = 0; i < 1000; i++) g.r.register({ a: new Array(1000) }, i);", 'return String(g.c)'),
   diagnosticsChannelCollected: once("const dc: any = await import('node:diagnostics_channel'); dc.channel('weakly-held').mark = 1; for (let i = 0; i < 2000; i++) new Array(1000);", "const dc: any = await import('node:diagnostics_channel'); return String(dc.channel('weakly-held').mark)"),
+  finalizersAfterGarbage: once(
+    "g.c = 0; g.r = new FinalizationRegistry(() => { g.c++; }); for (let i = 0; i < 1000; i++) g.r.register({ a: new Array(1000) }, i); g.w = new WeakRef({});",
+    'for (let i = 0; i < 200; i++) new Array(100000).fill(i); await new Promise((r) => setImmediate(r)); return JSON.stringify([g.c, g.w.deref() === undefined])',
+  ),
+  diagnosticsChannelAfterGarbage: once(
+    "const dc: any = await import('node:diagnostics_channel'); dc.channel('weakly-held-2').mark = 1;",
+    "for (let i = 0; i < 200; i++) new Array(100000).fill(i); const dc: any = await import('node:diagnostics_channel'); return String(dc.channel('weakly-held-2').mark)",
+  ),
   weakRefDeref: once("g.w = new WeakRef({ big: new Array(100000).fill(1) });", 'return String(g.w.deref() === undefined)'),
   messageChannelLoop: once(
     "const { port1, port2 } = new MessageChannel(); g.n = 0; port1.onmessage = () => { g.n++; if (g.n < 1e9) port2.postMessage(0); }; port2.postMessage(0);",

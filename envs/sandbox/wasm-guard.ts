@@ -95,7 +95,7 @@ type Refused = (what: string) => () => never;
 /** Installs the refusals on the global WebAssembly (the runner calls it before the module loads). */
 export function refuseSharedWasmMemory(refused: Refused): void {
   const W = WebAssembly;
-  const { Memory, Module, compile, instantiate, validate } = W;
+  const { Memory, Module, Instance, validate } = W;
   // Intrinsic getters and constructors, taken before any module code can replace them.
   const TypedArray = Object.getPrototypeOf(Uint8Array) as object;
   const viewBuffer = Object.getOwnPropertyDescriptor((TypedArray as { prototype: object }).prototype, 'buffer')!.get!;
@@ -175,9 +175,12 @@ export function refuseSharedWasmMemory(refused: Refused): void {
   // Instances lead back to the constructors through their prototypes.
   lock(Memory.prototype, 'constructor', MemoryGuard);
   lock(Module.prototype, 'constructor', ModuleGuard);
-  lock(W, 'compile', function compileGuard(source: unknown, ...rest: unknown[]) {
+  // The promise forms compile on a background thread and settle when it is done: at this request
+  // or a later one by machine speed and by how long the worker paused (red-team rerun 10). They
+  // compile here, synchronously, and settle at once.
+  lock(W, 'compile', function compileGuard(source: unknown) {
     try {
-      return apply(compile, W, [checked('WebAssembly.compile', source), ...rest]);
+      return Promise.resolve(construct(Module, [checked('WebAssembly.compile', source)]));
     } catch (e) {
       return Promise.reject(e);
     }
@@ -185,10 +188,12 @@ export function refuseSharedWasmMemory(refused: Refused): void {
   lock(W, 'validate', function validateGuard(source: unknown, ...rest: unknown[]) {
     return apply(validate, W, [checked('WebAssembly.validate', source), ...rest]);
   });
-  lock(W, 'instantiate', function instantiateGuard(source: unknown, ...rest: unknown[]) {
+  lock(W, 'instantiate', function instantiateGuard(source: unknown, imports?: unknown) {
     try {
       // A Module was checked when it was compiled; bytes are checked here.
-      return apply(instantiate, W, [isModule(source) ? source : checked('WebAssembly.instantiate', source), ...rest]);
+      if (isModule(source)) return Promise.resolve(construct(Instance, [source, imports]));
+      const module = construct(Module, [checked('WebAssembly.instantiate', source)]) as WebAssembly.Module;
+      return Promise.resolve({ module, instance: construct(Instance, [module, imports]) });
     } catch (e) {
       return Promise.reject(e);
     }
