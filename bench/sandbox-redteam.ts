@@ -134,7 +134,9 @@ async function readings(attack: Attack, pause: boolean): Promise<string[]> {
 
 /** A line's MAC differs with each session's key, an episode id with each run: not readings. */
 const unkeyed = (s: string) =>
-  s.replace(/\b[0-9a-f]{64}\b/g, '<mac>').replace(/\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/g, '<uuid>');
+  s
+    .replace(/\b[0-9a-f]{64}\b/g, '<mac>')
+    .replace(/\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/g, '<uuid>');
 
 const same = (a: string[], b: string[]) => JSON.stringify(a) === JSON.stringify(b);
 
@@ -148,7 +150,12 @@ export async function runAttack(name: string, attack: Attack): Promise<Result> {
   if (same(still, paused)) return { name, verdict: 'contained', why: '', readings: paused };
   const again = await readings(attack, false);
   if (!same(still, again))
-    return { name, verdict: 'inconclusive', why: 'differs between two runs without a pause', readings: [...still, '|', ...again] };
+    return {
+      name,
+      verdict: 'inconclusive',
+      why: 'differs between two runs without a pause',
+      readings: [...still, '|', ...again],
+    };
   return { name, verdict: 'through', why: 'moved with the pause', readings: [...still, '|', ...paused] };
 }
 

@@ -780,7 +780,7 @@ const RERUN10_PRELUDE = `import { StringDecoder } from 'node:string_decoder';
 const RERUN10: Record<string, string> = {
   // Garbage made at every request: collections certainly run (before the fix: 1000 and true at once).
   finalizers:
-    "const g: any = globalThis; if (!g.registry) { g.collected = 0; g.registry = new FinalizationRegistry(() => { g.collected++; }); for (let i = 0; i < 1000; i++) g.registry.register({ a: new Array(1000) }, i); g.ref = new WeakRef({}); } for (let i = 0; i < 200; i++) new Array(100000).fill(i); await new Promise((r) => setImmediate(r)); return [g.collected, g.ref.deref() === undefined, String(g.ref), g.registry.unregister({})]",
+    'const g: any = globalThis; if (!g.registry) { g.collected = 0; g.registry = new FinalizationRegistry(() => { g.collected++; }); for (let i = 0; i < 1000; i++) g.registry.register({ a: new Array(1000) }, i); g.ref = new WeakRef({}); } for (let i = 0; i < 200; i++) new Array(100000).fill(i); await new Promise((r) => setImmediate(r)); return [g.collected, g.ref.deref() === undefined, String(g.ref), g.registry.unregister({})]',
   weakBuiltins: 'return [typeof WeakRef, typeof FinalizationRegistry, Object.isFrozen(WeakRef.prototype)]',
   // Settled within the microtasks of the call (before: by a background thread, at a later request).
   wasmPromises:
