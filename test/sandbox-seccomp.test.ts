@@ -1,21 +1,28 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
-import { RET_ALLOW, RET_EPERM, SYSCALL_TABLES, seccompDenied, seccompProgram } from '../envs/sandbox/seccomp.js';
+import {
+  DENIED_SOCKET_DOMAINS,
+  RET_ALLOW,
+  RET_EPERM,
+  SYSCALL_TABLES,
+  seccompDenied,
+  seccompProgram,
+} from '../envs/sandbox/seccomp.js';
 
 /**
  * The seccomp program per architecture, run through a classic-BPF interpreter (the subset the
  * filter uses) on the seccomp_data the kernel would pass, so the arm64 filter is checked on an
  * x86-64 machine too. The live filter is checked in sandbox-hardening (Seccomp: 2 in /proc).
  */
-function runFilter(program: Buffer, arch: number, nr: number): number {
+function runFilter(program: Buffer, arch: number, nr: number, arg0 = 0): number {
   let acc = 0;
   for (let pc = 0; pc < program.length / 8;) {
     const code = program.readUInt16LE(pc * 8);
     const jt = program.readUInt8(pc * 8 + 2);
     const jf = program.readUInt8(pc * 8 + 3);
     const k = program.readUInt32LE(pc * 8 + 4);
-    if (code === 0x20) acc = k === 0 ? nr : k === 4 ? arch : assert.fail(`load of offset ${k}`);
+    if (code === 0x20) acc = k === 0 ? nr : k === 4 ? arch : k === 16 ? arg0 : assert.fail(`load of offset ${k}`);
     else if (code === 0x15) pc += acc === k ? jt : jf;
     else if (code === 0x35) pc += acc >= k ? jt : jf;
     else if (code === 0x06) return k;
@@ -48,6 +55,12 @@ for (const arch of ['x64', 'arm64'] as const) {
       assert.equal(runFilter(program, foreign, NEEDED[arch][0]), RET_EPERM, `arch ${foreign.toString(16)}`);
     }
     if (arch === 'x64') assert.equal(runFilter(program, table.audit, 0x40000000 | 1), RET_EPERM, 'x32 write');
+    // IP sockets are refused, unix and netlink ones (os.networkInterfaces) pass.
+    for (const domain of Object.values(DENIED_SOCKET_DOMAINS))
+      assert.equal(runFilter(program, table.audit, table.socket, domain), RET_EPERM, `socket domain ${domain}`);
+    for (const domain of [1, 16])
+      assert.equal(runFilter(program, table.audit, table.socket, domain), RET_ALLOW, `socket domain ${domain}`);
+    assert.equal(runFilter(program, table.audit, NEEDED[arch][0], 2), RET_ALLOW, 'an argument 2 to another call');
   });
 }
 
@@ -72,7 +85,10 @@ test("seccomp: syscall numbers agree with this machine's kernel headers", (t) =>
   for (const [arch, file] of Object.entries(headers) as [keyof typeof headers, string][]) {
     if (!existsSync(file)) continue;
     const text = readFileSync(file, 'utf8');
-    for (const [name, nr] of Object.entries(SYSCALL_TABLES[arch]!.denied)) {
+    for (const [name, nr] of Object.entries({
+      ...SYSCALL_TABLES[arch]!.denied,
+      socket: SYSCALL_TABLES[arch]!.socket,
+    })) {
       const m = new RegExp(`^#define __NR(?:3264)?_${name}\\s+(\\d+)`, 'm').exec(text);
       assert.ok(m, `${file}: no __NR_${name}`);
       assert.equal(Number(m[1]), nr, `${arch} ${name}`);

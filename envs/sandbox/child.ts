@@ -9,6 +9,8 @@ import http from 'node:http';
 import http2 from 'node:http2';
 import net from 'node:net';
 import perfHooks from 'node:perf_hooks';
+import readline from 'node:readline';
+import stream from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import timers from 'node:timers';
 import util from 'node:util';
@@ -45,14 +47,25 @@ const NETWORK_CODES = new Set([
   'EADDRNOTAVAIL',
 ]);
 
+const NETWORK_SYSCALLS = new Set(['connect', 'listen', 'bind', 'socket', 'send', 'sendto']);
+
 function classify(err: unknown): { status: number; type: ProtocolErrorType; message?: string } | undefined {
-  const e = (err ?? {}) as { code?: unknown; permission?: unknown; resource?: unknown; message?: unknown };
+  const e = (err ?? {}) as {
+    code?: unknown;
+    syscall?: unknown;
+    permission?: unknown;
+    resource?: unknown;
+    message?: unknown;
+  };
   const code = e.code;
   if (code === 'ERR_ACCESS_DENIED') {
     // Node's own message does not say what was refused; its error fields do.
     const what = [e.permission, e.resource].filter((x) => typeof x === 'string' && x).join(' ');
     return { status: 500, type: 'permission_denied', message: `${String(e.message)}${what ? ` (${what})` : ''}` };
   }
+  // The seccomp filter refuses IP sockets (EPERM at connect, listen or bind): that is the network.
+  if ((code === 'EACCES' || code === 'EPERM') && typeof e.syscall === 'string' && NETWORK_SYSCALLS.has(e.syscall))
+    return { status: 500, type: 'network_denied' };
   if (code === 'EACCES' || code === 'EPERM') return { status: 500, type: 'permission_denied' };
   if (typeof code === 'string' && NETWORK_CODES.has(code)) return { status: 500, type: 'network_denied' };
   if (code === 'EFBIG' || code === 'ENOSPC' || code === 'EDQUOT') return { status: 500, type: 'disk_limit' };
@@ -346,6 +359,23 @@ function freezeClocks(): void {
   net.Socket.prototype.setTimeout = function (this: net.Socket, ms: number, cb?: () => void) {
     return Number(ms) === 0 ? socketTimeout.call(this, 0, cb) : this;
   } as never;
+  // net took Node's own, real setTimeout as it loaded (before the virtual timers), and arms it for
+  // each connection attempt of `autoSelectFamily` (happy eyeballs): whether it had fired when a
+  // connect was held pending showed how long the worker had paused (rerun 11). Every connect tries
+  // one address at a time.
+  const normalizeArgs = (net as unknown as { _normalizeArgs: (a: unknown[]) => unknown[] })._normalizeArgs;
+  const normalized = Object.getOwnPropertySymbols(normalizeArgs([{}]))[0];
+  const connect = net.Socket.prototype.connect;
+  Object.defineProperty(net.Socket.prototype, 'connect', {
+    value: function connectOneAddressAtATime(this: net.Socket, ...args: unknown[]) {
+      const first = args[0] as Record<symbol, unknown> | undefined;
+      const [options, cb] = Array.isArray(first) && first[normalized] ? (first as unknown[]) : normalizeArgs(args);
+      const once = Object.assign([{ ...(options as object), autoSelectFamily: false }, cb], { [normalized]: true });
+      return Reflect.apply(connect, this, [once]);
+    },
+    configurable: false,
+    writable: false,
+  });
   freezeStats(at);
   // The sync forms retry a busy path after a real sleep (Node's rimrafSync): a step blocked for
   // `retryDelay` of real time while work of the module's ran on (a ruler of machine speed, rerun 7).
@@ -475,6 +505,20 @@ function readSessionKey(): Buffer {
  * refused `async_hooks.createHook`.)
  */
 function refuseReadline(): void {
+  // Node builds the same interface for FileHandle.readLines(), and its `constructor` leads back to
+  // the class (rerun 11: the real time in ms under `_sawReturnAt`). The stamp is made inert where
+  // every interface inherits it: a setter there drops it, so a '\r' never starts a crlfDelay window.
+  const input = new stream.PassThrough();
+  const probe = (builtin('readline') as unknown as typeof readline).createInterface({ input });
+  input.emit('data', 'x\r');
+  const stamp = Object.getOwnPropertySymbols(probe).find((k) => k.description === '_sawReturnAt');
+  probe.close();
+  if (!stamp) throw new Error('sandbox runner: readline keeps no _sawReturnAt stamp in this Node');
+  Object.defineProperty(Object.getPrototypeOf(Object.getPrototypeOf(probe)) as object, stamp, {
+    get: () => 0,
+    set: () => {},
+    configurable: false,
+  });
   for (const id of ['readline', 'readline/promises']) {
     const mod = builtin(id);
     for (const k of ['Interface', 'createInterface'])
@@ -700,8 +744,8 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
           },
         });
       }
-      // UTF-8 takes at least a byte per UTF-16 unit: longer is over the limit (shorter the worker counts).
-      if (out.length > outputBytes)
+      // UTF-8 takes at least a byte per UTF-16 unit, so a longer string is over the limit uncounted.
+      if (out.length > outputBytes || utf8(out).length > outputBytes)
         out = stringify({
           id,
           status: 500,

@@ -241,7 +241,7 @@ export function describeIsolation(
 ): SandboxIsolation {
   const parts = [
     level === 'bwrap'
-      ? `bubblewrap namespaces (mount, net, pid, ipc, uts; only /usr and /dev read-only + a private tmpfs holding the bundle visible, capped in size${fileCountLimit ? ` and files; no nested user namespaces${SECCOMP ? `; seccomp filter refusing ${seccompDenied().length} system calls` : `; no seccomp filter (no syscall table for ${process.arch})`}` : ' (not in files); no seccomp filter'}; caps dropped)`
+      ? `bubblewrap namespaces (mount, net, pid, ipc, uts; only /usr and /dev read-only + a private tmpfs holding the bundle visible, capped in size${fileCountLimit ? ` and files; no nested user namespaces${SECCOMP ? `; seccomp filter refusing ${seccompDenied().length} system calls and IP sockets` : `; no seccomp filter (no syscall table for ${process.arch})`}` : ' (not in files); no seccomp filter'}; caps dropped)`
       : level === 'unshare-net'
         ? 'network namespace via `unshare --net` (no network); no mount namespace'
         : 'no namespaces: NETWORK NOT BLOCKED',

@@ -83,7 +83,9 @@ type Pending = { resolve: (r: ProtocolResponse) => void; reject: (e: Error) => v
 export class SandboxProcess implements ProtocolTransport {
   private nextId = 1;
   private readonly pending = new Map<number, Pending>();
-  private stdoutBuf = '';
+  /** The bytes of the stdout line not yet ended, and how many. */
+  private stdoutChunks: Buffer[] = [];
+  private stdoutPending = 0;
   private stderrBytes = 0;
   private stderrTail = '';
   private failure?: SandboxError;
@@ -108,8 +110,7 @@ export class SandboxProcess implements ProtocolTransport {
     private readonly spentMs = 0,
   ) {
     this.busyMs = spentMs;
-    child.stdout!.setEncoding('utf8');
-    child.stdout!.on('data', (chunk: string) => this.onStdout(chunk));
+    child.stdout!.on('data', (chunk: Buffer) => this.onStdout(chunk));
     child.stderr!.on('data', (chunk: Buffer) => this.onStderr(chunk));
     child.stdin!.on('error', () => {}); // EPIPE after the child died; the exit handler reports why
     child.stdin!.write(key.toString('hex') + '\n');
@@ -277,22 +278,30 @@ export class SandboxProcess implements ProtocolTransport {
     throw new SandboxError(mapped.reason, message);
   }
 
-  private onStdout(chunk: string) {
-    this.stdoutBuf += chunk;
-    let nl: number;
-    while ((nl = this.stdoutBuf.indexOf('\n')) >= 0) {
-      const line = this.stdoutBuf.slice(0, nl);
-      this.stdoutBuf = this.stdoutBuf.slice(nl + 1);
-      this.onLine(line);
-    }
-    if (this.stdoutBuf.length > this.limits.outputBytes) {
+  /**
+   * Splits stdout into lines as bytes: `outputBytes` counts bytes (a decoded string's length counts
+   * UTF-16 units, and 4 Mi euro signs, 12 MiB, had passed a 4 MiB limit: red-team rerun 11).
+   */
+  private onStdout(chunk: Buffer) {
+    const tooLong = () =>
       this.fail('output_limit', `a response exceeded ${this.named('outputBytes')} bytes`, 'outputBytes');
+    let start = 0;
+    for (let nl = chunk.indexOf(0x0a); nl >= 0 && !this.failure; nl = chunk.indexOf(0x0a, start)) {
+      this.stdoutChunks.push(chunk.subarray(start, nl));
+      const line = Buffer.concat(this.stdoutChunks);
+      this.stdoutChunks = [];
+      this.stdoutPending = 0;
+      start = nl + 1;
+      if (line.length > this.limits.outputBytes) return tooLong();
+      this.onLine(line.toString('utf8'));
     }
+    const rest = chunk.subarray(start);
+    this.stdoutChunks.push(rest);
+    this.stdoutPending += rest.length;
+    if (this.stdoutPending > this.limits.outputBytes) tooLong();
   }
 
   private onLine(line: string) {
-    if (line.length > this.limits.outputBytes)
-      return this.fail('output_limit', `a response exceeded ${this.named('outputBytes')} bytes`, 'outputBytes');
     const mac = Buffer.from(line.slice(0, MAC_HEX), 'hex');
     const json = line.slice(MAC_HEX + 1);
     const expected = createHmac('sha256', this.key).update(json).digest();

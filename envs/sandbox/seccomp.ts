@@ -12,6 +12,8 @@ interface SyscallTable {
   /** x86-64 only: x32 syscalls carry this bit in nr and share the native audit arch. */
   x32Bit?: number;
   denied: Record<string, number>;
+  /** socket(2): refused for the IP domains only (below). */
+  socket: number;
 }
 
 export const SYSCALL_TABLES: Partial<Record<NodeJS.Architecture, SyscallTable>> = {
@@ -64,6 +66,7 @@ export const SYSCALL_TABLES: Partial<Record<NodeJS.Architecture, SyscallTable>> 
       fspick: 433,
       mount_setattr: 442,
     },
+    socket: 41,
   },
   // arm64 has no uselib, iopl or ioperm.
   arm64: {
@@ -111,6 +114,7 @@ export const SYSCALL_TABLES: Partial<Record<NodeJS.Architecture, SyscallTable>> 
       fspick: 433,
       mount_setattr: 442,
     },
+    socket: 198,
   },
 };
 const LD_W_ABS = 0x20;
@@ -119,9 +123,18 @@ const JGE_K = 0x35;
 const RET_K = 0x06;
 export const RET_ALLOW = 0x7fff0000;
 export const RET_EPERM = 0x00050000 | 1;
-// struct seccomp_data: nr at offset 0, arch at offset 4.
+// struct seccomp_data: nr at offset 0, arch at offset 4, args[0] at 16 (its low 32 bits: little-endian).
 const NR = 0;
 const ARCH = 4;
+const ARG0 = 16;
+/**
+ * Socket domains refused: IP sockets, even on the sandbox's own loopback. The kernel keeps real-time
+ * TCP timers while the worker holds the process stopped (a SYN dropped by a full accept queue was
+ * retransmitted after 1 s, so a connect completed or not by how long the worker had paused), and
+ * TCP buffers grow in kernel memory outside `memoryMb` (110 connections held ~420 MiB: red-team
+ * rerun 11). Unix sockets (in scratch) remain, with fixed-size buffers.
+ */
+export const DENIED_SOCKET_DOMAINS = { AF_INET: 2, AF_INET6: 10 } as const;
 
 /** The names the filter refuses on this architecture (empty where there is no filter). */
 export function seccompDenied(arch: NodeJS.Architecture = process.arch): string[] {
@@ -134,13 +147,18 @@ export function seccompProgram(arch: NodeJS.Architecture = process.arch): Buffer
   if (!table) return undefined;
   const denied = Object.values(table.denied);
   const abiCheck: [number, number, number, number][] = table.x32Bit ? [[JGE_K, 0, 0, table.x32Bit]] : [];
-  const deny = 4 + abiCheck.length + denied.length; // index of the EPERM return
+  const deny = 8 + abiCheck.length + denied.length; // index of the EPERM return
   const insns: [code: number, jt: number, jf: number, k: number][] = [
     [LD_W_ABS, 0, 0, ARCH],
     [JEQ_K, 0, deny - 2, table.audit],
     [LD_W_ABS, 0, 0, NR],
     ...abiCheck.map(([c, , , k]): [number, number, number, number] => [c, deny - 4, 0, k]),
     ...denied.map((nr, i): [number, number, number, number] => [JEQ_K, deny - (3 + abiCheck.length + i) - 1, 0, nr]),
+    // socket(domain, …): past the next three unless it is socket; then the domain decides.
+    [JEQ_K, 0, 3, table.socket],
+    [LD_W_ABS, 0, 0, ARG0],
+    [JEQ_K, 2, 0, DENIED_SOCKET_DOMAINS.AF_INET],
+    [JEQ_K, 1, 0, DENIED_SOCKET_DOMAINS.AF_INET6],
     [RET_K, 0, 0, RET_ALLOW],
     [RET_K, 0, 0, RET_EPERM],
   ];
