@@ -801,8 +801,8 @@ test('escape: tenth red-team rerun (collections on the real clock, the runner de
  * Red-team rerun 11 (issue 13, an outside pass): the kernel's TCP timers run on while the worker
  * holds the process stopped (a SYN dropped by a full accept queue was retransmitted after 1 s) and
  * TCP buffers grow outside `memoryMb`, so IP sockets are refused even on the sandbox's loopback
- * (seccomp); net's happy-eyeballs attempt timer is Node's real one; FileHandle.readLines() built a
- * readline interface past the refusal, stamping the real time at a '\r'.
+ * (seccomp); net's happy-eyeballs attempt timer is Node's real one. (FileHandle.readLines(), which
+ * stamped the real time at a '\r', is refused since rerun 12: below.)
  */
 const RERUN11: Record<string, string> = {
   loopbackListen:
@@ -811,19 +811,40 @@ const RERUN11: Record<string, string> = {
     "return await new Promise((r) => { const s = net.createServer(); s.listen('u.sock', () => { const c = net.connect('u.sock', () => { c.destroy(); s.close(); r('unix ok'); }); }); })",
   happyEyeballs:
     "return await new Promise((r) => { const seen: string[] = []; const c: any = net.connect({ host: 'x.test', port: 9, autoSelectFamily: true, lookup: (_h: any, _o: any, cb: any) => process.nextTick(cb, null, [{ address: '127.0.0.1', family: 4 }, { address: '127.0.0.2', family: 4 }]) } as any); c.on('connectionAttempt', (a: string) => seen.push(a)); c.on('error', () => r([seen.length, typeof c.autoSelectFamilyAttemptedAddresses])); })",
-  readLinesStamp:
-    "fs.writeFileSync('cr.txt', 'a\\r'); const fh = await fs.promises.open('cr.txt', 'r'); const rl: any = (fh as any).readLines(); const lines: string[] = []; rl.on('line', (l: string) => lines.push(l)); await new Promise((r) => rl.on('close', r)); let sym: symbol | undefined; for (let o = rl; o && !sym; o = Object.getPrototypeOf(o)) sym = Object.getOwnPropertySymbols(o).find((k) => k.description === '_sawReturnAt'); return [lines, sym ? String(rl[sym]) : 'none']",
 };
 
-test('escape: eleventh red-team rerun (IP sockets on the sandbox loopback, happy-eyeballs timers, readline through FileHandle.readLines) is closed', async (t) => {
+test('escape: eleventh red-team rerun (IP sockets on the sandbox loopback, happy-eyeballs timers) is closed', async (t) => {
   const iso = await sandboxIsolation();
   const seen = await readAcrossPause(RERUN11);
   assert.equal(seen.unixListen, '"unix ok"');
   assert.equal(seen.happyEyeballs, '[0,"undefined"]', 'one address at a time');
-  assert.equal(seen.readLinesStamp, '[["a"],"0"]');
   if (iso.level !== 'bwrap' || !iso.summary.includes('IP sockets'))
     return t.skip(`IP sockets are refused by the bwrap level's seccomp filter only (${iso.level})`);
   assert.equal(seen.loopbackListen, '"refused EPERM"');
+});
+
+/**
+ * Red-team rerun 12 (issue 13, an outside pass): an own property under readline's stamp symbol took
+ * the real `Date.now` past the inert setter (FileHandle.readLines() built the interface); builtins the
+ * module imported statically were loaded before the runner had frozen anything (readline's keypress
+ * escape timer was Node's real one) and named imports kept what the runner refused (`report`).
+ */
+const RERUN12_PRELUDE = `import * as readlineStatic from 'node:readline';
+import { report as reportStatic, env as envStatic } from 'node:process';`;
+const RERUN12: Record<string, string> = {
+  readLines:
+    "fs.writeFileSync('r.txt', 'a'); const fh = await fs.promises.open('r.txt', 'r'); try { (fh as any).readLines(); return 'made'; } catch (e: any) { return e.code; } finally { await fh.close(); }",
+  keypressTimer:
+    "const g: any = globalThis; const { PassThrough } = await import('node:stream'); if (!g.fired) { g.fired = []; const s = new PassThrough(); (readlineStatic as any).emitKeypressEvents(s, { escapeCodeTimeout: 100 }); s.on('keypress', (_c: any, k: any) => g.fired.push(k?.name)); s.write('\\x1b'); } for (let i = 0; i < 5; i++) await fs.promises.stat('.'); return g.fired",
+  namedImports: 'return [typeof reportStatic, typeof envStatic]',
+};
+
+test('escape: twelfth red-team rerun (readline through FileHandle.readLines, builtins imported statically) is closed', async () => {
+  assert.deepEqual(await readAcrossPause(RERUN12, 1, RERUN12_PRELUDE), {
+    readLines: '"ERR_ACCESS_DENIED"',
+    keypressTimer: '[]',
+    namedImports: '["undefined","object"]',
+  });
 });
 
 test('escape: tool names a chat template would print verbatim, or the same name twice, are refused (at start, and an episode list at its reset)', async () => {

@@ -110,9 +110,49 @@ function confineImports(modulePath: string | undefined): Plugin {
   };
 }
 
+/** The runner's own code: its builtin imports load first, before anything of the module runs. */
+const RUNNER_DIRS = [path.join(repoRoot, 'envs', 'sandbox'), path.join(repoRoot, 'envs', 'protocol')];
+const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
+
+/**
+ * Every other static import of a Node builtin (the module's, the SDK's, a package's) becomes a
+ * module of the bundle's own that takes the builtin with `process.getBuiltinModule` where it stands
+ * in the bundle: after the runner, whose changes it then sees. ESM loads every builtin a bundle
+ * imports before any of its code runs, so a builtin the module named was loaded before the runner
+ * had frozen the clocks and timers, and kept the real ones (`readline`'s keypress timer, the test
+ * runner's `setTimeout` and `hrtime`), and a named import of `report` from `node:process` kept the
+ * real one past the runner's refusal (red-team rerun 12). A name whose getter the runner refuses
+ * reads `undefined`.
+ */
+function deferBuiltins(): Plugin {
+  return {
+    name: 'defer-builtins',
+    setup(b) {
+      b.onResolve({ filter: /.*/ }, (a) => {
+        const id = a.path.startsWith('node:') ? a.path.slice('node:'.length) : a.path;
+        if (a.kind !== 'import-statement' || !(a.path.startsWith('node:') || BUILTINS.has(a.path))) return undefined;
+        if (RUNNER_DIRS.some((dir) => inside(dir, a.importer))) return undefined;
+        return { path: `node:${id}`, namespace: 'sandbox-builtin' };
+      });
+      b.onLoad({ filter: /.*/, namespace: 'sandbox-builtin' }, (a) => {
+        const mod = (process as unknown as { getBuiltinModule: (id: string) => object }).getBuiltinModule(a.path);
+        const names = Object.keys(mod).filter((k) => IDENTIFIER.test(k) && k !== 'default');
+        const lines = [
+          `const m = process.getBuiltinModule(${JSON.stringify(a.path)});`,
+          'const take = (k) => { try { return m[k]; } catch { return undefined; } };',
+          'export default m;',
+          ...names.map((k) => `export const ${k} = take(${JSON.stringify(k)});`),
+        ];
+        return { contents: lines.join('\n'), loader: 'js' };
+      });
+    },
+  };
+}
+
 function plugins(source: string | undefined, modulePath: string | undefined): Plugin[] {
   return [
     confineImports(modulePath),
+    deferBuiltins(),
     {
       // Generated modules import the SDK as `#env-sdk` wherever their source lives.
       name: 'env-sdk',

@@ -519,6 +519,29 @@ function refuseReadline(): void {
     set: () => {},
     configurable: false,
   });
+  // And FileHandle.readLines() is refused with it: the interface it builds is the module's own, and an
+  // own property under the stamp's symbol took Node's real `Date.now` past that setter (rerun 12).
+  // A module holds a FileHandle only from `open`, so its prototype is locked before the first one
+  // is handed out.
+  const promises = fs.promises as unknown as Record<string, (...a: unknown[]) => Promise<object>>;
+  const open = promises.open;
+  let handlesLocked = false;
+  Object.defineProperty(promises, 'open', {
+    value: async function openWithoutReadLines(...args: unknown[]) {
+      const handle = await Reflect.apply(open, promises, args);
+      if (!handlesLocked) {
+        Object.defineProperty(Object.getPrototypeOf(handle) as object, 'readLines', {
+          value: refused('FileHandle.readLines'),
+          configurable: false,
+          writable: false,
+        });
+        handlesLocked = true;
+      }
+      return handle;
+    },
+    configurable: false,
+    writable: false,
+  });
   for (const id of ['readline', 'readline/promises']) {
     const mod = builtin(id);
     for (const k of ['Interface', 'createInterface'])
