@@ -767,8 +767,9 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
           },
         });
       }
-      // UTF-8 takes at least a byte per UTF-16 unit, so a longer string is over the limit uncounted.
-      if (out.length > outputBytes || utf8(out).length > outputBytes)
+      // UTF-8 takes one to three bytes per UTF-16 unit: only a string between a third of the limit
+      // and the limit needs encoding to tell (send encodes every answer once more).
+      if (out.length > outputBytes || (out.length * 3 > outputBytes && utf8(out).length > outputBytes))
         out = stringify({
           id,
           status: 500,
