@@ -13,7 +13,7 @@ import type { Environment } from '../envs/environment.js';
 import { bundleEnvModule } from '../envs/sandbox/bundle.js';
 import { isolationIfAvailable, ISOLATION_LEVELS } from '../envs/sandbox/isolation.js';
 import { sandboxIsolation, startSandboxedEnv } from '../envs/sandbox/index.js';
-import { hmacSha256 } from '../envs/sandbox/hmac-sha256.js';
+import { hmacSha256, utf8 } from '../envs/sandbox/hmac-sha256.js';
 import { inspectInstance } from '../envs/sdk/index.js';
 import { HttpEnvironment } from '../envs/protocol/client.js';
 import { serveEnvironment } from '../envs/protocol/server.js';
@@ -143,7 +143,7 @@ function macCost() {
       for (let i = 0; i < runs; i++) f();
       return ((performance.now() - t0) * 1000) / runs;
     };
-    const js = time(() => mac(line));
+    const js = time(() => mac(utf8(line)));
     const node = time(() => createHmac('sha256', key).update(line).digest('hex'));
     console.log(
       `line MAC (${bytes} B): runner ${js.toFixed(1)} us, node crypto ${node.toFixed(1)} us (${(js / node).toFixed(1)}x)`,

@@ -275,11 +275,44 @@ test('hardening: a module whose instance of a seed changes on a later call is st
   }
 });
 
+/** The sandboxed node among this process's descendants (its argv names the bundle). */
+function sandboxedNode(): number | undefined {
+  return descendants(process.pid).find((pid) => {
+    try {
+      const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      return argv[0] === process.execPath && argv.some((a) => a.endsWith('env.mjs'));
+    } catch {
+      return false;
+    }
+  });
+}
+
 test('hardening: a SIGKILL no sandbox limit sent says so (a busy machine, not a hung module)', async () => {
-  await assert.rejects(
-    attack("process.kill(process.pid, 'SIGKILL'); return 'alive'"),
-    isSandboxError('crash', /killed by SIGKILL, not by a sandbox wall clock.*OOM killer/),
-  );
+  const env = await startSandboxedEnv({ source: attackSource("return 'alive'") });
+  try {
+    const ep = await env.reset({ taskId: 'attack' });
+    const node = sandboxedNode();
+    assert.ok(node, 'the sandboxed node process was not found');
+    process.kill(node, 'SIGKILL'); // from outside, as the kernel's OOM killer would
+    await assert.rejects(
+      ep.step(ATTACK),
+      isSandboxError('crash', /killed by SIGKILL, not by a sandbox wall clock.*OOM killer/),
+    );
+  } finally {
+    await env.close();
+  }
+});
+
+test('hardening: a module cannot fake a limit as its failure reason (self-sent signals, exit codes over 127, out-of-memory text)', async () => {
+  for (const sig of ['SIGXCPU', 'SIGXFSZ', 'SIGKILL'])
+    await assert.rejects(
+      attack(`process.kill(process.pid, '${sig}'); return 'alive'`),
+      isSandboxError('permission', /process\.kill/),
+    );
+  await assert.rejects(attack("process.abort(); return 'alive'"), isSandboxError('permission', /process\.abort/));
+  const oom = "console.error('FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory');";
+  for (const exit of ['process.exit(152)', 'process.reallyExit(153)', 'process.exitCode = 134; process.exit()'])
+    await assert.rejects(attack(`${oom} ${exit}; return 'alive'`), isSandboxError('crash', /exited with code 1\b/));
 });
 
 test('hardening: the sandboxed node runs under a seccomp filter at the bwrap level (x86-64, arm64)', async (t) => {
@@ -288,14 +321,7 @@ test('hardening: the sandboxed node runs under a seccomp filter at the bwrap lev
     return t.skip(`no seccomp filter at this level or architecture (${process.arch})`);
   const env = await startSandboxedEnv({ source: attackSource("return 'up'") });
   try {
-    const node = descendants(process.pid).find((pid) => {
-      try {
-        const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
-        return argv[0] === process.execPath && argv.includes('/sandbox/env.mjs');
-      } catch {
-        return false;
-      }
-    });
+    const node = sandboxedNode();
     assert.ok(node, 'the sandboxed node process was not found');
     assert.match(readFileSync(`/proc/${node}/status`, 'utf8'), /^Seccomp:\s+2$/m);
   } finally {

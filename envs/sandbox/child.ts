@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import inspector from 'node:inspector';
 import inspectorPromises from 'node:inspector/promises';
 import os from 'node:os';
-import { syncBuiltinESMExports } from 'node:module';
+import nodeModule, { syncBuiltinESMExports } from 'node:module';
 import http from 'node:http';
 import http2 from 'node:http2';
 import net from 'node:net';
@@ -175,11 +175,43 @@ function disableEscapeHatches(): void {
     configurable: false,
     writable: false,
   });
+  confineModuleResolution();
   syncBuiltinESMExports(); // named ESM imports of those modules see the refusals too
   Object.defineProperty(process, 'report', { get: refused('process.report'), configurable: false });
   // The handle lists hold the runner's own stdin and stdout sockets, past the process.stdin refusal (rerun 6).
   for (const k of ['binding', '_linkedBinding', 'dlopen', '_getActiveHandles', '_getActiveRequests'])
     Object.defineProperty(process, k, { value: refused(`process.${k}`), configurable: false, writable: false });
+}
+
+type CommonJsLoader = {
+  _resolveFilename: (request: string, ...rest: unknown[]) => string;
+  _extensions: Record<string, unknown>;
+  prototype: object;
+};
+
+/**
+ * Node's CommonJS resolver stats paths and reads package.json files without the permission model
+ * (`require.resolve`, `Module._findPath`, `_stat`, `_readPackage` told which host files exist and
+ * read a host package's manifest: rerun 12). The bundle holds every module the env needs, so at run
+ * time only builtins resolve; every other request, path or name, fails the same way before any
+ * file is looked at. (The bwrap level also mounts nothing of the host's for the ESM resolver to see.)
+ */
+function confineModuleResolution(): void {
+  const loader = nodeModule as unknown as CommonJsLoader;
+  const resolve = loader._resolveFilename;
+  const isBuiltin = nodeModule.isBuiltin;
+  const lock = (target: object, key: string, value: unknown) =>
+    Object.defineProperty(target, key, { value, configurable: false, writable: false });
+  lock(loader, '_resolveFilename', function resolveBuiltinOnly(request: string, ...rest: unknown[]): string {
+    if (typeof request === 'string' && isBuiltin(request)) return resolve.call(loader, request, ...rest);
+    return refused(`resolving modules at run time (${JSON.stringify(String(request)).slice(0, 80)})`)();
+  });
+  for (const k of ['_findPath', '_stat', '_readPackage', 'register', 'runMain', '_preloadModules'])
+    lock(loader, k, refused(`module.${k}`));
+  lock(loader.prototype, 'load', refused('module.Module.prototype.load'));
+  for (const ext of Object.keys(loader._extensions))
+    lock(loader._extensions, ext, refused(`module._extensions[${ext}]`));
+  Object.freeze(loader._extensions);
 }
 
 const STAT_TIMES = ['atime', 'mtime', 'ctime', 'birthtime'] as const;
@@ -645,6 +677,14 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
   // listeners are not run.
   const reallyExit = (process as unknown as { reallyExit: (code: number) => never }).reallyExit;
   const exit = (code: number): never => Reflect.apply(reallyExit, process, [code]);
+  // The worker reads a death by signal (or bwrap's 128 + N) as the limit behind it: SIGXCPU as
+  // cpuSeconds, SIGXFSZ as diskMb, SIGABRT with Node's out-of-memory text as memoryMb. The module
+  // may exit, but not as a signal: no signals of its own, no exit code over 127 (as 1).
+  // (Replaceable, as Node has it: a module's own replacement can reach only this one.)
+  (process as unknown as { reallyExit: (code: unknown) => never }).reallyExit = (code) =>
+    exit(Number.isInteger(code) && (code as number) >= 0 && (code as number) <= 127 ? (code as number) : 1);
+  for (const k of ['kill', '_kill', 'abort'])
+    Object.defineProperty(process, k, { value: refused(`process.${k}`), configurable: false, writable: false });
   // Taken now and called by Reflect.apply: Node's prototypes and functions stay open, and a module
   // that defined its own `call` on StringDecoder's `write` read and rewrote every request (rerun 8).
   // The decoder is made now too: made after the module had loaded, Node's constructor had handed it
@@ -655,8 +695,17 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
   const chunk = new Uint8Array(1 << 16); // an intrinsic view: nothing of Node's between the fd and the decoder
   const apply = Reflect.apply;
   const stringify = JSON.stringify;
-  const send = (line: string) => {
-    const bytes = utf8(`${mac(line)} ${line}\n`);
+  const charCodeAt = String.prototype.charCodeAt;
+  const setBytes = Uint8Array.prototype.set;
+  const Bytes = Uint8Array;
+  /** Writes one protocol line: its MAC, a space, the line's UTF-8 bytes (encoded once, by the caller). */
+  const send = (line: Uint8Array) => {
+    const hex = mac(line);
+    const bytes = new Bytes(MAC_HEX + 1 + line.length + 1);
+    for (let i = 0; i < MAC_HEX; i++) bytes[i] = apply(charCodeAt, hex, [i]);
+    bytes[MAC_HEX] = 0x20;
+    apply(setBytes, bytes, [line, MAC_HEX + 1]);
+    bytes[bytes.length - 1] = 0x0a;
     for (let off = 0; off < bytes.length;) {
       try {
         off += writeSync(1, bytes, off, bytes.length - off);
@@ -725,7 +774,7 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
     /** The request in a line the worker signed; else the runner exits (its input is not the worker's). */
     const verified = (line: string) => {
       const json = line.slice(MAC_HEX + 1);
-      const expected = mac(`request ${json}`);
+      const expected = mac(utf8(`request ${json}`));
       let diff = line[MAC_HEX] === ' ' && line.length > MAC_HEX ? 0 : 1;
       for (let i = 0; i < MAC_HEX; i++) diff |= expected.charCodeAt(i) ^ line.charCodeAt(i);
       if (!diff) return json;
@@ -767,15 +816,17 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
           },
         });
       }
-      // UTF-8 takes one to three bytes per UTF-16 unit: only a string between a third of the limit
-      // and the limit needs encoding to tell (send encodes every answer once more).
-      if (out.length > outputBytes || (out.length * 3 > outputBytes && utf8(out).length > outputBytes))
-        out = stringify({
-          id,
-          status: 500,
-          body: { error: { type: 'output_limit', message: `a response of ${out.length} characters` } },
-        });
-      send(out);
+      // A string longer than the limit is over it in bytes too: only shorter ones are encoded to tell.
+      let bytes = out.length > outputBytes ? undefined : utf8(out);
+      if (!bytes || bytes.length > outputBytes)
+        bytes = utf8(
+          stringify({
+            id,
+            status: 500,
+            body: { error: { type: 'output_limit', message: `a response over ${outputBytes} bytes` } },
+          }),
+        );
+      send(bytes);
     };
     let buf = '';
     readRequests((text) => {

@@ -97,8 +97,8 @@ const apply = Reflect.apply;
 /** UTF-8 bytes of `s`, a lone surrogate as U+FFFD (as Node's own encoder writes it). */
 export const utf8 = (s: string): Uint8Array => apply(encode, encoder, [s]);
 
-/** A MAC function for one key (at most 64 bytes), returning lowercase hex. */
-export function hmacSha256(key: Uint8Array): (message: string) => string {
+/** A MAC function for one key (at most 64 bytes) over a message's bytes, returning lowercase hex. */
+export function hmacSha256(key: Uint8Array): (message: Uint8Array) => string {
   const inner = new Uint8Array(BLOCK);
   const outer = new Uint8Array(BLOCK);
   for (let i = 0; i < BLOCK; i++) {
@@ -107,7 +107,7 @@ export function hmacSha256(key: Uint8Array): (message: string) => string {
     outer[i] = k ^ 0x5c;
   }
   return (message) => {
-    const mac = sha256(outer, sha256(inner, utf8(message)));
+    const mac = sha256(outer, sha256(inner, message));
     let hex = '';
     for (let i = 0; i < mac.length; i++) hex += HEX[mac[i] >> 4] + HEX[mac[i] & 15];
     return hex;

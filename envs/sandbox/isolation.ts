@@ -1,5 +1,6 @@
 import { chmod, chown, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, realpathSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
@@ -9,8 +10,8 @@ import { seccompDenied, seccompProgram } from './seccomp.js';
  * How generated env code is confined, strongest first. Every level adds Node's permission model
  * (fs read/write only inside the sandbox dir, no child processes, no workers), an empty
  * environment, resource limits via prlimit and a dedicated uid when we run as root:
- * - `bwrap`: bubblewrap namespaces — only /usr (read-only), a read-only /dev and the scratch dir
- *   are mounted; no network, pid, ipc or uts sharing; no nested user namespaces; all capabilities
+ * - `bwrap`: bubblewrap namespaces — only node's binary and shared libraries (read-only), /proc
+ *   (its driver and bus entries hidden), a read-only /dev and the scratch dir are mounted; no network, pid, ipc or uts sharing; no nested user namespaces; all capabilities
  *   dropped. The scratch dir is a tmpfs capped in bytes and in files, mounted in a user namespace
  *   of its own by `unshare` (bwrap's own --tmpfs has no inode cap).
  * - `unshare-net`: util-linux `unshare --net` (needs root) — no network; fs confinement is the
@@ -84,16 +85,22 @@ export function allocateUid(): number | undefined {
   return isRoot() ? 200_000 + ((process.pid * 997 + uidCounter++) % 100_000) : undefined;
 }
 
-/** Directories every dynamically linked node needs; merged-/usr systems have symlinks here. */
-function systemMounts(): string[] {
-  const args = ['--ro-bind', '/usr', '/usr'];
-  for (const dir of ['/bin', '/sbin', '/lib', '/lib64', '/lib32']) {
-    if (!existsSync(dir)) continue;
-    if (lstatSync(dir).isSymbolicLink()) args.push('--symlink', readlinkSync(dir), dir);
-    else args.push('--ro-bind', dir, dir);
-  }
-  if (!process.execPath.startsWith('/usr/')) args.push('--ro-bind', process.execPath, process.execPath);
-  return args;
+let nodeFiles: string[] | undefined;
+/**
+ * Node's binary and the shared objects it loads (from `ldd`), each at the path the loader looks
+ * for it. Only these are mounted from the host: Node's module resolvers stat any path without the
+ * permission model (`require.resolve('/usr/bin/bwrap')` told which programs the host has: rerun 12),
+ * so what they can see must hold nothing of the host's.
+ */
+function nodeMounts(): string[] {
+  nodeFiles ??= [
+    process.execPath,
+    ...execFileSync('ldd', [process.execPath], { encoding: 'utf8' })
+      .split('\n')
+      .map((line) => /(?:=>\s*|^\s*)(\/\S+) \(0x/.exec(line)?.[1])
+      .filter((file): file is string => file !== undefined),
+  ];
+  return nodeFiles.flatMap((file) => ['--ro-bind', realpathSync(file), file]);
 }
 
 /** Node 22.13+/23.5+ renamed the flag; the old one is gone in later majors. */
@@ -188,7 +195,12 @@ export function sandboxCommand(
     if (o.fileCountLimit) bwrap.push('--unshare-user', '--disable-userns', '--uid', '1000', '--gid', '1000');
     if (o.fileCountLimit && SECCOMP) bwrap.push('--seccomp', '3'); // fd 3: opened by the shell below
     // /dev is a tmpfs bwrap creates: read-only, else it is unbounded scratch space outside diskMb.
-    bwrap.push(...systemMounts(), '--proc', '/proc', '--dev', '/dev', '--remount-ro', '/dev');
+    bwrap.push(...nodeMounts(), '--proc', '/proc', '--dev', '/dev', '--remount-ro', '/dev');
+    // The kernel's driver and bus entries name the host's devices (/proc/driver/nvidia on a GPU
+    // machine): each is an empty read-only tmpfs here, so not even a path's existence tells.
+    // (Only those the host's proc has: bwrap cannot make a mount point in procfs.)
+    for (const dir of ['/proc/driver', '/proc/bus'].filter((d) => existsSync(d)))
+      bwrap.push('--tmpfs', dir, '--remount-ro', dir);
     const scratch = scratchDirOf(o.runDir);
     if (o.fileCountLimit) bwrap.push('--bind', scratch, BWRAP_DIR);
     else bwrap.push('--perms', '0700', '--size', String(o.limits.diskMb * MiB), '--tmpfs', BWRAP_DIR);
@@ -241,7 +253,7 @@ export function describeIsolation(
 ): SandboxIsolation {
   const parts = [
     level === 'bwrap'
-      ? `bubblewrap namespaces (mount, net, pid, ipc, uts; only /usr and /dev read-only + a private tmpfs holding the bundle visible, capped in size${fileCountLimit ? ` and files; no nested user namespaces${SECCOMP ? `; seccomp filter refusing ${seccompDenied().length} system calls and IP sockets` : `; no seccomp filter (no syscall table for ${process.arch})`}` : ' (not in files); no seccomp filter'}; caps dropped)`
+      ? `bubblewrap namespaces (mount, net, pid, ipc, uts; only node's binary and shared libraries and /dev read-only + a private tmpfs holding the bundle visible, capped in size${fileCountLimit ? ` and files; no nested user namespaces${SECCOMP ? `; seccomp filter refusing ${seccompDenied().length} system calls and IP sockets` : `; no seccomp filter (no syscall table for ${process.arch})`}` : ' (not in files); no seccomp filter'}; caps dropped)`
       : level === 'unshare-net'
         ? 'network namespace via `unshare --net` (no network); no mount namespace'
         : 'no namespaces: NETWORK NOT BLOCKED',

@@ -367,7 +367,8 @@ export class SandboxProcess implements ProtocolTransport {
       .slice(-3)
       .join(' | ');
     const how = signal ? `killed by ${signal}` : `exited with code ${code}`;
-    if (/heap out of memory|Allocation failed|allocation failed|Fatal process out of memory/i.test(tail)) {
+    // Node aborts on a fatal out-of-memory; a module can print the text but not die by a signal (the runner).
+    if (signal && /heap out of memory|Allocation failed|allocation failed|Fatal process out of memory/i.test(tail)) {
       this.failWith(
         new SandboxError('memory', `${how}: ran out of memory (${this.named('memoryMb')} MiB)`, 'memoryMb'),
       );
