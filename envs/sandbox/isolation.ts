@@ -85,6 +85,20 @@ export function allocateUid(): number | undefined {
   return isRoot() ? 200_000 + ((process.pid * 997 + uidCounter++) % 100_000) : undefined;
 }
 
+/** The shared objects a binary loads, by `ldd`; none for a static binary (or without ldd: the probe then fails). */
+function sharedObjects(binary: string): string[] {
+  let listing: string;
+  try {
+    listing = execFileSync('ldd', [binary], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+  } catch {
+    return [];
+  }
+  return listing
+    .split('\n')
+    .map((line) => /(?:=>\s*|^\s*)(\/\S+) \(0x/.exec(line)?.[1])
+    .filter((file): file is string => file !== undefined);
+}
+
 let nodeFiles: string[] | undefined;
 /**
  * Node's binary and the shared objects it loads (from `ldd`), each at the path the loader looks
@@ -93,13 +107,7 @@ let nodeFiles: string[] | undefined;
  * so what they can see must hold nothing of the host's.
  */
 function nodeMounts(): string[] {
-  nodeFiles ??= [
-    process.execPath,
-    ...execFileSync('ldd', [process.execPath], { encoding: 'utf8' })
-      .split('\n')
-      .map((line) => /(?:=>\s*|^\s*)(\/\S+) \(0x/.exec(line)?.[1])
-      .filter((file): file is string => file !== undefined),
-  ];
+  nodeFiles ??= [process.execPath, ...sharedObjects(process.execPath)];
   return nodeFiles.flatMap((file) => ['--ro-bind', realpathSync(file), file]);
 }
 
