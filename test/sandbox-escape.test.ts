@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire, syncBuiltinESMExports } from 'node:module';
 import os from 'node:os';
 import net from 'node:net';
@@ -847,12 +847,28 @@ test('escape: twelfth red-team rerun (readline through FileHandle.readLines, bui
   });
 });
 
-test("escape: module resolution tells nothing of the host's files (rerun 12), and builtins still resolve", async () => {
+test("escape: module resolution tells nothing of the host's files or devices (reruns 12, 13), and builtins still resolve", async () => {
   const bwrap = (await sandboxIsolation()).level === 'bwrap';
   // Host paths that exist here, outside the sandbox (a program, a package dir, a kernel bus entry).
-  const host = ['/usr/bin/bwrap', '/usr/bin/env', '/proc/bus/pci', repoFile, path.dirname(repoFile)].filter((p) =>
-    existsSync(p),
-  );
+  // An IRQ's device dir and a file system's (rerun 13: /proc/irq/<n>/<device>, /proc/fs/ext4/<disk>).
+  const inProc = (dir: string, depth: number): string[] => {
+    try {
+      const sub = readdirSync(dir, { withFileTypes: true }).find((e) => e.isDirectory());
+      return sub ? [path.join(dir, sub.name), ...(depth > 1 ? inProc(path.join(dir, sub.name), depth - 1) : [])] : [];
+    } catch {
+      return [];
+    }
+  };
+  const host = [
+    '/usr/bin/bwrap',
+    '/usr/bin/env',
+    '/proc/bus/pci',
+    '/proc/sys/kernel',
+    ...inProc('/proc/irq', 2),
+    ...inProc('/proc/fs', 2),
+    repoFile,
+    path.dirname(repoFile),
+  ].filter((p) => existsSync(p));
   const paths = [...host, '/no/such/file'];
   const readings = JSON.parse(
     await attack(`const { createRequire, Module }: any = await import('node:module');

@@ -1,6 +1,6 @@
 import { chmod, chown, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, realpathSync } from 'node:fs';
+import { readdirSync, readFileSync, realpathSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
@@ -11,8 +11,8 @@ import { seccompDenied, seccompProgram } from './seccomp.js';
  * (fs read/write only inside the sandbox dir, no child processes, no workers), an empty
  * environment, resource limits via prlimit and a dedicated uid when we run as root:
  * - `bwrap`: bubblewrap namespaces — only node's binary and shared libraries (read-only), /proc
- *   (its driver and bus entries hidden), a read-only /dev and the scratch dir are mounted; no network, pid, ipc or uts sharing; no nested user namespaces; all capabilities
- *   dropped. The scratch dir is a tmpfs capped in bytes and in files, mounted in a user namespace
+ *   (its machine-wide directories hidden), a read-only /dev and the scratch dir are mounted; no
+ *   network, pid, ipc or uts sharing; no nested user namespaces; all capabilities dropped. The scratch dir is a tmpfs capped in bytes and in files, mounted in a user namespace
  *   of its own by `unshare` (bwrap's own --tmpfs has no inode cap).
  * - `unshare-net`: util-linux `unshare --net` (needs root) — no network; fs confinement is the
  *   permission model alone.
@@ -97,6 +97,23 @@ function sharedObjects(binary: string): string[] {
     .split('\n')
     .map((line) => /(?:=>\s*|^\s*)(\/\S+) \(0x/.exec(line)?.[1])
     .filter((file): file is string => file !== undefined);
+}
+
+let machineDirs: string[] | undefined;
+/**
+ * /proc's directories that describe the machine rather than a process (`irq/<n>/<device>`,
+ * `driver/nvidia`, `bus/pci`, `fs/ext4/<disk>`, `sys`, `tty`, …): each is an empty read-only tmpfs
+ * in the sandbox. Node's ESM resolver stats paths without the permission model, so a name's mere
+ * existence there told the host's devices and disks (rerun 13). The process entries, the
+ * symlinks (`self`, `net`) and the top-level files (`meminfo`, `stat`, which Node reads) stay.
+ * Taken from the worker's own /proc: the kernel is the same, and bwrap cannot make a mount point
+ * in procfs for an entry it lacks.
+ */
+function procDirs(): string[] {
+  machineDirs ??= readdirSync('/proc', { withFileTypes: true })
+    .filter((e) => e.isDirectory() && !/^\d+$/.test(e.name))
+    .map((e) => `/proc/${e.name}`);
+  return machineDirs;
 }
 
 let nodeFiles: string[] | undefined;
@@ -204,11 +221,7 @@ export function sandboxCommand(
     if (o.fileCountLimit && SECCOMP) bwrap.push('--seccomp', '3'); // fd 3: opened by the shell below
     // /dev is a tmpfs bwrap creates: read-only, else it is unbounded scratch space outside diskMb.
     bwrap.push(...nodeMounts(), '--proc', '/proc', '--dev', '/dev', '--remount-ro', '/dev');
-    // The kernel's driver and bus entries name the host's devices (/proc/driver/nvidia on a GPU
-    // machine): each is an empty read-only tmpfs here, so not even a path's existence tells.
-    // (Only those the host's proc has: bwrap cannot make a mount point in procfs.)
-    for (const dir of ['/proc/driver', '/proc/bus'].filter((d) => existsSync(d)))
-      bwrap.push('--tmpfs', dir, '--remount-ro', dir);
+    for (const dir of procDirs()) bwrap.push('--tmpfs', dir, '--remount-ro', dir);
     const scratch = scratchDirOf(o.runDir);
     if (o.fileCountLimit) bwrap.push('--bind', scratch, BWRAP_DIR);
     else bwrap.push('--perms', '0700', '--size', String(o.limits.diskMb * MiB), '--tmpfs', BWRAP_DIR);
