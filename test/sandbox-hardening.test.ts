@@ -315,6 +315,29 @@ test('hardening: a module cannot fake a limit as its failure reason (self-sent s
     await assert.rejects(attack(`${oom} ${exit}; return 'alive'`), isSandboxError('crash', /exited with code 1\b/));
 });
 
+test('hardening: an error the module leaves uncaught, or its exit from a callback, ends the sandbox at once as a crash with its text (rerun 13: the wall clock fired 10 s later)', async () => {
+  const n = 'const g: any = globalThis; g.n = (g.n ?? 0) + 1;';
+  for (const [body, text] of [
+    ["process.nextTick(() => { throw new Error('a bug in a callback'); })", /uncaught: Error: a bug in a callback/],
+    ["void Promise.reject(new Error('never handled'))", /uncaught: Error: never handled/],
+    ["setTimeout(() => { throw new Error('in a timer'); }, 0)", /uncaught: Error: in a timer/],
+    [
+      "process.on('exit', () => { process.exitCode = 152; }); process.nextTick(() => { throw new Error('x'); })",
+      /code 70: .*uncaught: Error: x/,
+    ],
+    ['process.nextTick(() => process.exit(6))', /exited with code 6: the module exited with code 6/],
+  ] as const) {
+    const env = await startSandboxedEnv({ source: attackSource(`${n} if (g.n === 2) { ${body}; } return 'n' + g.n;`) });
+    try {
+      const ep = await env.reset({ taskId: 'attack' });
+      assert.equal((await ep.step(ATTACK)).observation.content, 'n1');
+      await assert.rejects(ep.step(ATTACK), isSandboxError('crash', text));
+    } finally {
+      await env.close();
+    }
+  }
+});
+
 test('hardening: the sandboxed node runs under a seccomp filter at the bwrap level (x86-64, arm64)', async (t) => {
   const iso = await sandboxIsolation();
   if (iso.level !== 'bwrap' || iso.fileCountLimit === false || !seccompProgram())

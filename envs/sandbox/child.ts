@@ -677,14 +677,6 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
   // listeners are not run.
   const reallyExit = (process as unknown as { reallyExit: (code: number) => never }).reallyExit;
   const exit = (code: number): never => Reflect.apply(reallyExit, process, [code]);
-  // The worker reads a death by signal (or bwrap's 128 + N) as the limit behind it: SIGXCPU as
-  // cpuSeconds, SIGXFSZ as diskMb, SIGABRT with Node's out-of-memory text as memoryMb. The module
-  // may exit, but not as a signal: no signals of its own, no exit code over 127 (as 1).
-  // (Replaceable, as Node has it: a module's own replacement can reach only this one.)
-  (process as unknown as { reallyExit: (code: unknown) => never }).reallyExit = (code) =>
-    exit(Number.isInteger(code) && (code as number) >= 0 && (code as number) <= 127 ? (code as number) : 1);
-  for (const k of ['kill', '_kill', 'abort'])
-    Object.defineProperty(process, k, { value: refused(`process.${k}`), configurable: false, writable: false });
   // Taken now and called by Reflect.apply: Node's prototypes and functions stay open, and a module
   // that defined its own `call` on StringDecoder's `write` read and rewrote every request (rerun 8).
   // The decoder is made now too: made after the module had loaded, Node's constructor had handed it
@@ -714,6 +706,41 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
       }
     }
   };
+  // The module's own exits are told to the worker first, in a signed line, and it kills the process:
+  // Node's exit joins its thread pool, where the runner's read of fd 0 is pending between chunks, so
+  // an exit from a callback (or Node's fatal exit on an uncaught error) hung until the worker's wall
+  // clock fired, 10 s later and under that limit's name (rerun 13).
+  const moduleExit = (code: number, why: string): never => {
+    try {
+      send(utf8(stringify({ exit: code, message: why })));
+    } catch {
+      // the worker has gone: nothing to tell
+    }
+    return exit(code);
+  };
+  // The worker reads a death by signal (or bwrap's 128 + N) as the limit behind it: SIGXCPU as
+  // cpuSeconds, SIGXFSZ as diskMb, SIGABRT with Node's out-of-memory text as memoryMb. The module
+  // may exit, but not as a signal: no signals of its own, no exit code over 127 (as 1). Node's
+  // process.exit calls this after the 'exit' listeners (replaceable, as Node has it: a module's own
+  // replacement can reach only this one).
+  (process as unknown as { reallyExit: (code: unknown) => never }).reallyExit = (code) => {
+    const valid = Number.isInteger(code) && (code as number) >= 0 && (code as number) <= 127;
+    return moduleExit(valid ? (code as number) : 1, `the module exited with code ${String(code).slice(0, 40)}`);
+  };
+  for (const k of ['kill', '_kill', 'abort'])
+    Object.defineProperty(process, k, { value: refused(`process.${k}`), configurable: false, writable: false });
+  // An error the module leaves uncaught (a throw in a callback, an unhandled rejection) ends the
+  // process with its text, not through Node's fatal exit (an exit listener's exitCode 152 would read
+  // as SIGXCPU there).
+  process.on('uncaughtException', (err) => {
+    let text: string;
+    try {
+      text = String((err as { stack?: unknown })?.stack ?? err);
+    } catch {
+      text = '(an error that cannot be printed)';
+    }
+    moduleExit(70, `the module left an error uncaught: ${text.slice(0, 2000)}`);
+  });
   /** Calls `onText` with each chunk of stdin, decoded; exits at its end. */
   const readRequests = (onText: (text: string) => void) => {
     const next = () => {

@@ -310,12 +310,15 @@ export class SandboxProcess implements ProtocolTransport {
     }
     if (nestsDeeperThan(json, MAX_RESPONSE_DEPTH))
       return this.fail('protocol', `a response nests arrays/objects deeper than ${MAX_RESPONSE_DEPTH} levels`);
-    let msg: { id?: unknown; status?: unknown; body?: unknown };
+    let msg: { id?: unknown; status?: unknown; body?: unknown; exit?: unknown; message?: unknown };
     try {
       msg = JSON.parse(json);
     } catch {
       return this.fail('protocol', `a runner line that is not JSON: ${json.slice(0, 120)}`);
     }
+    // The runner's notice of the module's own exit (Node's exit may hang on the runner's read of fd 0).
+    if (typeof msg.exit === 'number')
+      return this.fail('crash', `exited with code ${msg.exit}: ${String(msg.message).slice(0, 2000)}`);
     const p = typeof msg.id === 'number' ? this.pending.get(msg.id) : undefined;
     if (!p || typeof msg.status !== 'number')
       return this.fail('protocol', `unexpected message on stdout: ${line.slice(0, 120)}`);
