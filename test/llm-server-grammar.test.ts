@@ -74,6 +74,49 @@ test('schemas that admit nothing or cannot be resolved are rejected naming the f
   assert.throws(() => jsonSchemaToGrammarSchema('string'), /must be a JSON Schema object/);
 });
 
+test('schemas that expand past the grammar budget or nest too deep are refused at once (billion laughs)', () => {
+  // 12 definitions, each eight $refs to the next: 8^12 inlined nodes (before the budget, two $refs
+  // a level for 20 levels took 3.6 s, and each level more doubled it).
+  const defs: Record<string, unknown> = { d12: { type: 'string' } };
+  for (let i = 0; i < 12; i++) defs[`d${i}`] = { anyOf: Array(8).fill({ $ref: `#/$defs/d${i + 1}` }) };
+  const laughs = { type: 'object', properties: { x: { $ref: '#/$defs/d0' } }, $defs: defs };
+  assert.throws(
+    () => jsonSchemaToGrammarSchema(laughs, 'tools[0].function.parameters'),
+    (e: Error) =>
+      e instanceof SchemaConversionError &&
+      e.field === 'tools[0].function.parameters' &&
+      /more than 20000 schema nodes/.test(e.reason),
+  );
+  // An optional property makes two alternatives that share the required one's converted schema: 2^30 uses.
+  let nested: Record<string, unknown> = { type: 'string' };
+  for (let i = 0; i < 30; i++)
+    nested = { type: 'object', properties: { a: nested, b: { type: 'string' } }, required: ['a'] };
+  assert.throws(() => jsonSchemaToGrammarSchema({ ...nested }), /more than 20000 schema nodes/);
+  // 10,000 levels of items: refused by depth, not a stack overflow.
+  let deep: Record<string, unknown> = { type: 'string' };
+  for (let i = 0; i < 10_000; i++) deep = { type: 'array', items: deep };
+  assert.throws(
+    () => jsonSchemaToGrammarSchema(deep, 'p'),
+    (e: Error) => e instanceof SchemaConversionError && /deeper than 32 schema levels/.test(e.reason),
+  );
+  // Many tools, each under the budget, that together pass it: the request names `tools`.
+  const wide = {
+    type: 'object',
+    properties: Object.fromEntries([...Array(1200)].map((_, i) => [`p${i}`, { type: 'string' }])),
+  };
+  const tools = [...Array(20)].map((_, i) => ({ type: 'function', function: { name: `t${i}`, parameters: wide } }));
+  assert.throws(
+    () => buildChatPrompt(parseChatRequest({ messages: [{ role: 'user', content: 'x' }], tools })),
+    (e: Error) => e instanceof BadRequestError && e.param === 'tools',
+  );
+  // τ²-airline's largest tool schema expands to 41 nodes: ordinary schemas are far inside the budget.
+  const wideOne = {
+    type: 'object',
+    properties: Object.fromEntries([...Array(200)].map((_, i) => [`p${i}`, { type: 'string' }])),
+  };
+  assert.equal((jsonSchemaToGrammarSchema(wideOne) as { oneOf: unknown[] }).oneOf.length, 2);
+});
+
 test('request validation names the field; tool results must answer an earlier tool call', () => {
   assert.throws(
     () => parseChatRequest({ messages: [] }),

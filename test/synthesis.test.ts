@@ -107,6 +107,24 @@ test('check 1 rejects foreign imports, type errors and manifest mismatches with 
     named.result.reason!,
     /tools \[find_customer_by_email, list_orders\] do not match manifest\.tools \[list_orders\]/,
   );
+  // A tool schema whose $refs fan out past what the policy's grammar can take (8^12 nodes inlined).
+  const defs = Object.fromEntries(
+    [...Array(12)].map((_, i) => [`d${i}`, { anyOf: Array(8).fill({ $ref: `#/$defs/d${i + 1}` }) }]),
+  );
+  const bomb = JSON.stringify({
+    type: 'object',
+    properties: { customer_id: { $ref: '#/$defs/d0' } },
+    $defs: { ...defs, d12: { type: 'string' } },
+  });
+  const laughs = await checkCompile(
+    GOOD_SOURCE.replace(
+      "properties: { customer_id: { type: 'string' } }, required: ['customer_id'], additionalProperties: false",
+      `...${bomb}`,
+    ),
+    GOOD_MANIFEST,
+    { ...opts, typecheck: false },
+  );
+  assert.match(laughs.result.reason!, /tool list_orders's parameters: expands to more than 20000 schema nodes/);
 });
 
 test("repair loop: a scripted generator broken in each check's way, then good, is accepted on attempt 6 (sandboxed)", async () => {

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parentPort } from 'node:worker_threads';
@@ -45,6 +46,13 @@ function typeErrors(file: string, max: number): string[] {
     const { line, character } = d.file.getLineAndCharacterOfPosition(d.start);
     return `line ${line + 1}:${character + 1}: ${msg}`;
   });
+}
+
+// The thread's own id, so that the parent can read this thread's CPU time (/proc/self/task/<tid>).
+try {
+  parentPort!.postMessage({ tid: Number(readFileSync('/proc/thread-self/stat', 'utf8').split(' ')[0]) });
+} catch {
+  // no procfs: the parent cannot bound the check's CPU time (only its memory)
 }
 
 parentPort!.on('message', ({ id, file, max }: { id: number; file: string; max: number }) => {

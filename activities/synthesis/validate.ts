@@ -24,11 +24,13 @@ import type { Termination, Trajectory } from '../../core/trajectory.js';
 import { actionMessage, type AgentAction, type Environment } from '../../envs/environment.js';
 import { inspectInstance, Rng, type InstanceView, type JsonSchema } from '../../envs/sdk/index.js';
 import { activityContext } from '../../infra/activity-context.js';
+import { jsonSchemaToGrammarSchema } from '../../infra/llm/json-schema-grammar.js';
 import type { Llm } from '../../llm/client.js';
 import { runEpisodes } from '../../agent/rollout.js';
 import {
   loadCandidate,
   staticProblem,
+  TypeCheckError,
   typeErrors,
   type LoadedEnv,
   type Runner,
@@ -185,7 +187,13 @@ export async function checkCompile(
   const problem = await staticProblem(source);
   if (problem) return fail(`the module ${problem}`);
   if (opts.typecheck) {
-    const errs = await typeErrors(source);
+    let errs: string[];
+    try {
+      errs = await typeErrors(source);
+    } catch (e) {
+      if (e instanceof TypeCheckError) return fail(`the module ${e.message}: simplify its types`);
+      throw e;
+    }
     if (errs.length) return fail(`the module does not type-check against the SDK: ${errs[0]}`, errs);
   }
   let loaded: LoadedEnv;
@@ -208,6 +216,9 @@ export async function checkCompile(
       .sort();
     if (JSON.stringify(names) !== JSON.stringify([...manifest.tools].sort()))
       throw new Error(`tools [${names.join(', ')}] do not match manifest.tools [${manifest.tools.join(', ')}]`);
+    // The policy's LLM server turns each tool's parameters into a grammar, bounded in size and depth.
+    for (const t of loaded.env.tools())
+      jsonSchemaToGrammarSchema(t.function.parameters, `tool ${t.function.name}'s parameters`);
     if (!Array.isArray(view.gold) || !view.gold.length) throw new Error('generate(0) returned no gold actions');
   } catch (e) {
     await loaded.close();

@@ -1,6 +1,6 @@
 import type { ChatHistoryItem, GbnfJsonSchema } from 'node-llama-cpp';
 import { BadRequestError, contentText, type ChatRequest, type ChatRequestTool } from './chat-request.js';
-import { jsonSchemaToGrammarSchema, SchemaConversionError } from './json-schema-grammar.js';
+import { assertGrammarSize, jsonSchemaToGrammarSchema, SchemaConversionError } from './json-schema-grammar.js';
 
 /**
  * Turns an OpenAI chat request into the model's chat history plus the output constraint for this
@@ -109,7 +109,10 @@ function actionSchema(
     properties: { type: { const: 'message' }, content: contentSchema ?? { type: 'string' } },
   };
   const options = replyAllowed ? [message, ...calls] : calls;
-  return options.length === 1 ? options[0] : { oneOf: options };
+  const action = options.length === 1 ? options[0] : { oneOf: options };
+  // Each tool's schema is bounded on its own; so is the grammar they make together.
+  asBadRequest(() => assertGrammarSize(action, 'tools'));
+  return action;
 }
 
 function toolInstructions(req: ChatRequest, tools: ChatRequestTool[]): string {
@@ -155,8 +158,13 @@ function addSystemText(history: ChatHistoryItem[], text: string): void {
 }
 
 function convertOrReject(schema: unknown, field: string): GbnfJsonSchema {
+  return asBadRequest(() => jsonSchemaToGrammarSchema(schema, field));
+}
+
+/** A schema the grammar cannot take is the client's error (400, naming the field). */
+function asBadRequest<T>(f: () => T): T {
   try {
-    return jsonSchemaToGrammarSchema(schema, field);
+    return f();
   } catch (e) {
     if (e instanceof SchemaConversionError) throw new BadRequestError(e.field, e.reason);
     throw e;

@@ -30,6 +30,11 @@ const ANY: GbnfJsonSchema = {
   ],
 };
 
+/** Schema nodes a grammar may expand to: `$ref`s and optional properties fan out, so a small schema can stand for billions ("billion laughs"); the largest real tool schema here expands to a few hundred. */
+export const MAX_GRAMMAR_NODES = 20_000;
+/** Nesting of schemas inside schemas (the conversion recurses once per level). */
+export const MAX_SCHEMA_DEPTH = 32;
+
 const PRIMITIVES = new Set(['string', 'number', 'integer', 'boolean', 'null']);
 const GRAMMAR_STRING_FORMATS = new Set(['date-time', 'time', 'date']);
 
@@ -38,16 +43,39 @@ export function jsonSchemaToGrammarSchema(schema: unknown, field = 'schema'): Gb
     throw new SchemaConversionError(field, `must be a JSON Schema object`);
   }
   const root = isObject(schema) ? schema : {};
-  return convert(schema, { root, field, refStack: [] });
+  const budget = { left: MAX_GRAMMAR_NODES, tooLarge: tooLarge(field) };
+  const out = convert(schema, { root, field, refStack: [], depth: 0, budget });
+  // Conversion shares converted children between alternatives (optional properties); the grammar
+  // compiler walks each use, so the budget applies to the expanded tree as well.
+  assertGrammarSize(out, field);
+  return out;
 }
+
+/** Refuses a grammar schema (one converted schema, or several put together) that expands past MAX_GRAMMAR_NODES. */
+export function assertGrammarSize(schema: GbnfJsonSchema, field: string): void {
+  if (expandedNodes(schema, MAX_GRAMMAR_NODES) > MAX_GRAMMAR_NODES) throw tooLarge(field);
+}
+
+const tooLarge = (field: string) =>
+  new SchemaConversionError(
+    field,
+    `expands to more than ${MAX_GRAMMAR_NODES} schema nodes (through $refs, anyOf or optional properties); a grammar this large is refused`,
+  );
 
 interface Ctx {
   root: Json;
   field: string;
   refStack: string[];
+  depth: number;
+  /** Shared by the whole conversion: nodes still allowed. */
+  budget: { left: number; tooLarge: SchemaConversionError };
 }
 
-function convert(schema: unknown, ctx: Ctx): GbnfJsonSchema {
+function convert(schema: unknown, parent: Ctx): GbnfJsonSchema {
+  if (--parent.budget.left < 0) throw parent.budget.tooLarge;
+  const ctx = { ...parent, depth: parent.depth + 1 };
+  if (ctx.depth > MAX_SCHEMA_DEPTH)
+    throw new SchemaConversionError(ctx.field, `nests deeper than ${MAX_SCHEMA_DEPTH} schema levels`);
   if (schema === true || schema === undefined) return ANY;
   if (schema === false) throw new SchemaConversionError(ctx.field, `schema 'false' admits no value`);
   if (!isObject(schema)) throw new SchemaConversionError(ctx.field, `must be a JSON Schema object`);
@@ -203,6 +231,18 @@ function resolveRefShallow(ref: string, ctx: Ctx): unknown {
   const m = /^#\/(\$defs|definitions)\/(.+)$/.exec(ref);
   const defs = m ? ctx.root[m[1]] : undefined;
   return m && isObject(defs) ? defs[m[2]] : undefined;
+}
+
+/** Objects and arrays in `node` counted as a tree (shared ones once per use), stopping past `limit`. */
+function expandedNodes(node: unknown, limit: number): number {
+  let n = 0;
+  const walk = (v: unknown): void => {
+    if (typeof v !== 'object' || v === null || n > limit) return;
+    n++;
+    for (const child of Object.values(v)) walk(child);
+  };
+  walk(node);
+  return n;
 }
 
 function oneOf(options: GbnfJsonSchema[]): GbnfJsonSchema {
