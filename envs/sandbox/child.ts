@@ -654,6 +654,16 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
   const clock: VirtualClock = installVirtualTimers();
   refuseReadline();
   holdWeakReferences();
+  // Uncaught errors go to Node's capture callback, not to a listener: a module could remove a
+  // listener and hang until the wall clock (a known gap of rerun 13). Set before process.report is
+  // refused (Node's setter reads it), then the setter is refused.
+  let onUncaught: (err: unknown) => void = () => {};
+  process.setUncaughtExceptionCaptureCallback((err) => onUncaught(err));
+  Object.defineProperty(process, 'setUncaughtExceptionCaptureCallback', {
+    value: refused('process.setUncaughtExceptionCaptureCallback'),
+    configurable: false,
+    writable: false,
+  });
   disableEscapeHatches(); // after freezeClocks: its syncBuiltinESMExports carries the frozen fs/os functions to named imports
   refuseSharedWasmMemory(refused); // a wasm atomic wait on a shared memory blocks for real time
   lockIntrinsics(); // last: the runner's own changes to the built-ins are in place
@@ -732,7 +742,7 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
   // An error the module leaves uncaught (a throw in a callback, an unhandled rejection) ends the
   // process with its text, not through Node's fatal exit (an exit listener's exitCode 152 would read
   // as SIGXCPU there).
-  process.on('uncaughtException', (err) => {
+  onUncaught = (err) => {
     let text: string;
     try {
       text = String((err as { stack?: unknown })?.stack ?? err);
@@ -740,7 +750,7 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
       text = '(an error that cannot be printed)';
     }
     moduleExit(70, `the module left an error uncaught: ${text.slice(0, 2000)}`);
-  });
+  };
   /** Calls `onText` with each chunk of stdin, decoded; exits at its end. */
   const readRequests = (onText: (text: string) => void) => {
     const next = () => {
