@@ -1,4 +1,5 @@
 import { Command } from 'commander';
+import { terminalSafe } from '../core/terminal-text.js';
 import { failureText } from './commands/common.js';
 import { registerDemoCommand } from './commands/demo.js';
 import { registerImportTau2 } from './commands/import-tau2.js';
@@ -18,6 +19,13 @@ process.stdout.on('error', (err: NodeJS.ErrnoException) => {
   if (err.code === 'EPIPE') process.exit(0);
   throw err;
 });
+
+// Everything a command prints passes here: text from a run (a generated module's error, tool
+// names, LLM replies) must not drive the terminal with escape sequences.
+for (const level of ['log', 'info', 'warn', 'error'] as const) {
+  const print = console[level].bind(console);
+  console[level] = (...args: unknown[]) => print(...args.map((a) => (typeof a === 'string' ? terminalSafe(a) : a)));
+}
 
 const program = new Command('trace')
   .description('TRACE on Temporal: capability-targeted training of LLM agents as durable workflows')

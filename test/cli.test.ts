@@ -6,6 +6,7 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
+import { terminalSafe } from '../core/terminal-text.js';
 import { PROJECT_ROOT } from '../infra/temporal.js';
 import { startTestTemporal, tempDir } from './helpers/temporal.js';
 
@@ -81,6 +82,15 @@ test('trace CLI: bad input to env show / env replay ends in one line naming the 
     assert.doesNotMatch(r.stderr, /^\s*at /m, `${what}: no stack frames`);
     assert.equal(r.stdout, '', what);
   }
+});
+
+test('trace CLI: text it prints never drives the terminal (escape sequences shown, not sent)', async () => {
+  // A title-setting OSC, a cursor move and a line erase inside a value the error echoes.
+  const r = await trace(['env', 'show', 'nope\x1b]0;owned\x07\x1b[1A\x1b[2K']);
+  assert.notEqual(r.code, 0);
+  assert.doesNotMatch(r.stderr, /[\x00-\x08\x0b-\x1f\x7f-\x9f]/, `raw control characters: ${JSON.stringify(r.stderr)}`);
+  assert.match(r.stderr, /'nope\^\[\]0;owned\^G\^\[\[1A\^\[\[2K'/);
+  assert.equal(terminalSafe('ok\tline\nnext\r\u009b31m\u007f'), 'ok\tline\nnext^M\\u009b31m^?');
 });
 
 test('trace CLI against a dev server: run --detach, status, list, cancel, schedules, import-tau2', async (t) => {

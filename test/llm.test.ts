@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { z } from 'zod';
-import { createLlm, InvalidLlmOutputError, jsonSchemaFor } from '../llm/client.js';
+import { createLlm, InvalidLlmOutputError, jsonSchemaFor, parseJsonReply, unfence } from '../llm/client.js';
 import { startScriptedLlm, type ScriptedReply } from './helpers/scripted-llm.js';
 import { testConfig } from './helpers/stage1-fixtures.js';
 
@@ -216,4 +216,16 @@ test("outside an activity the caller's signal still aborts the request", async (
   } finally {
     await server.close();
   }
+});
+
+test('a fenced JSON reply is unfenced; a fence followed by a flood of whitespace is read in one pass', () => {
+  assert.equal(unfence('```json\n{"a":1}\n```'), '{"a":1}');
+  assert.equal(unfence('  ```\n[1, 2]\n```  \n'), '[1, 2]');
+  assert.equal(unfence('{"a":1}'), '{"a":1}');
+  assert.equal(unfence('```json\n{"a":1}\n``` and a remark'), '```json\n{"a":1}\n``` and a remark');
+  // A reply a looping model writes: an opening fence, then whitespace without end (the regex this
+  // replaced backtracked quadratically on it: 64,000 newlines took 7.7 s of the event loop).
+  const flood = '```json' + '\n'.repeat(200_000) + 'x';
+  assert.equal(unfence(flood), flood);
+  assert.equal(parseJsonReply(flood), undefined);
 });

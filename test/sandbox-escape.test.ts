@@ -519,6 +519,43 @@ test('escape: fifth red-team rerun (host files through the bundler: imports of p
 });
 
 /**
+ * An outside pass on the surface outside the sandbox (2026-12-04): esbuild expands an import() or
+ * require() of a template or a concatenation into every matching host file at bundle time, without
+ * asking the plugin that confines imports: the worker's environment (its secret) came in as text.
+ */
+const GLOB_IMPORTS: Record<string, string> = {
+  environTemplate:
+    "const k = ['iron']; const e: any = await import/**/(`../../../../../../proc/self/env${k[0]}`, { with: { type: 'text' } }); return e.default",
+  concatRequire: "const k = 'iron'; return String(require('../../../../../../proc/self/env' + k))",
+  parenthesizedAs: "const k = 'iron'; return String((await import((`/proc/self/env${k}` as string))).default)",
+  escapedRequireResolve: "const k = 'name'; return requir\\u0065.resolve(`../../../../../../etc/host${k}`)",
+};
+
+test('escape: an import() or require() of a computed path (esbuild would glob host files at bundle time) is refused by a parse of the module', async () => {
+  for (const [name, body] of Object.entries(GLOB_IMPORTS)) {
+    const outcome = await startSandboxedEnv({ source: attackSource(body), allowWeakIsolation: true }).then(
+      async (env) => {
+        try {
+          return `started: ${(await (await env.reset({ taskId: 'attack' })).step(ATTACK)).observation.content}`;
+        } catch (e) {
+          return `failed: ${(e as Error).message}`;
+        } finally {
+          await env.close();
+        }
+      },
+      (e: unknown) => (e instanceof SandboxError ? `${e.reason}: ${e.message}` : `threw ${String(e)}`),
+    );
+    assert.ok(!outcome.includes(SECRET), `${name}: the worker's secret reached the module`);
+    assert.match(outcome, /^compile: .*of a computed path .* is refused/, `${name}: ${outcome.slice(0, 300)}`);
+  }
+  // A computed path that is no template or concatenation is left to run time, where the sandbox refuses it.
+  await assert.rejects(
+    attack("const m = await import(['node:child', 'process'].join('_')); return String(m.spawnSync('/usr/bin/id'))"),
+    isSandboxError('permission'),
+  );
+});
+
+/**
  * Red-team rerun 5: the runner decoded the session key with `Buffer.from(hex, 'hex')`, i.e. into the
  * shared Buffer pool, whose ArrayBuffer the module reaches (`Buffer.from('x').buffer`); with the key
  * it could MAC lines of its own and write them to fd 1. The key is caught here as the worker draws it.

@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { TYPECHECK_LIMITS, TypeCheckError, typeErrors } from '../activities/synthesis/candidate.js';
@@ -53,4 +56,34 @@ test("a module's types that crash, spin or exhaust the type-checker fail check 1
     (e: Error) => e instanceof TypeCheckError && /out of memory \(limit 64 MiB\)/.test(e.message),
   );
   assert.deepEqual(await typeErrors(GOOD_SOURCE), []);
+});
+
+/** An outside pass (2026-12-04): tsc read host files the module named and quoted their types in the reasons. */
+test('the type-checker sees no host file outside the candidates, the repo code the SDK needs and node_modules', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'trace-host-'));
+  try {
+    writeFileSync(path.join(dir, 'config.ts'), "export const API_KEY = 'sk-host-secret-1234';");
+    writeFileSync(path.join(dir, 'creds.json'), '{ "client_secret": "x" }');
+    const probe = (ref: string, type: string) => `/// <reference path="${ref}" />
+type K = typeof import/**/('${dir}/config.js');
+export const leak: K['API_KEY'] = 0;
+type J = typeof import/**/('${dir}/creds.json', { with: { type: 'json' } });
+export const leak2: J = 0;
+export const there: ${type} = 1;
+`;
+    const errs = (await typeErrors(probe(`${dir}/config.ts`, 'number'), 10)).join('\n');
+    assert.doesNotMatch(errs, /sk-host-secret|client_secret/);
+    // A host file that exists reads as one that does not: no existence oracle.
+    const missing = (await typeErrors(probe(`${dir}/none.ts`, 'number'), 10)).join('\n');
+    assert.equal(errs.replaceAll('config.ts', 'none.ts'), missing);
+    // The repo's own code and node_modules are still seen.
+    assert.deepEqual(
+      await typeErrors(
+        "import { z } from 'zod';\nimport type { Message } from '../../../../core/messages.js';\nexport const m: Message['role'] = 'user'; export const s = z.string();",
+      ),
+      [],
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, realpathSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parentPort } from 'node:worker_threads';
@@ -24,9 +24,47 @@ const TS_OPTIONS: ts.CompilerOptions = {
 const sourceCache = new Map<string, ts.SourceFile>();
 const base = ts.createCompilerHost(TS_OPTIONS);
 const tmp = path.join(repoRoot, '.trace', 'tmp');
+
+/**
+ * tsc reads what the module names (`/// <reference path>`, `typeof import('/x.json')`) and its
+ * diagnostics quote the types it found: a host file's string constants or a JSON file's keys came
+ * back in the reasons the generator and the stored verdict get (an outside pass, 2026-12-04). The
+ * checker sees only the candidates, the repo's code and data the SDK imports, the repo's
+ * package.json and node_modules; anything else does not exist for it, so it tells no file's existence.
+ */
+const SEEN_ROOTS = [
+  path.join(tmp, 'synthesis'),
+  ...['envs', 'core', 'data', 'node_modules'].map((d) => path.join(repoRoot, d)),
+];
+const SEEN_FILES = new Set([path.join(repoRoot, 'package.json')]);
+const within = (dir: string, p: string) => p === dir || p.startsWith(dir + path.sep);
+const seenCache = new Map<string, boolean>();
+function seen(p: string): boolean {
+  let ok = seenCache.get(p);
+  if (ok === undefined) {
+    let r = path.resolve(p);
+    try {
+      r = realpathSync(r); // a link in a seen tree may point anywhere
+    } catch {
+      // a path that does not exist is judged by its name
+    }
+    ok = SEEN_FILES.has(r) || SEEN_ROOTS.some((root) => within(root, r));
+    // The ancestors of what it may see (module resolution walks up from the candidate).
+    ok ||= SEEN_ROOTS.some((root) => within(r, root));
+    seenCache.set(p, ok);
+  }
+  return ok;
+}
+
 const host: ts.CompilerHost = {
   ...base,
+  fileExists: (f) => seen(f) && base.fileExists(f),
+  readFile: (f) => (seen(f) ? base.readFile(f) : undefined),
+  directoryExists: (d) => seen(d) && (base.directoryExists?.(d) ?? true),
+  getDirectories: (d) => (seen(d) ? (base.getDirectories?.(d) ?? []) : []),
+  realpath: (p) => (seen(p) ? (base.realpath?.(p) ?? p) : p),
   getSourceFile(fileName, lang, onError, fresh) {
+    if (!seen(fileName)) return undefined;
     if (fileName.startsWith(tmp)) return base.getSourceFile(fileName, lang, onError, fresh);
     let sf = sourceCache.get(fileName);
     if (!sf) {

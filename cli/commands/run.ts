@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import type { Config } from '../../core/config.js';
 import type { ImportedRollouts, PipelineInput, PipelineResult } from '../../workflows/types.js';
+import { terminalSafe } from '../../core/terminal-text.js';
 import { connectClient, formatRate, newRunId, queryProgress, uiLink } from './common.js';
 import { progressLine } from './progress.js';
 
@@ -59,7 +60,7 @@ export async function followRun(workflowId: string): Promise<PipelineResult> {
   const show = (line: string) => {
     if (line === last) return;
     last = line;
-    if (tty) process.stdout.write(`\r\x1b[2K${line.slice(0, (process.stdout.columns ?? 120) - 1)}`);
+    if (tty) process.stdout.write(`\r\x1b[2K${terminalSafe(line).slice(0, (process.stdout.columns ?? 120) - 1)}`);
     else console.log(line);
   };
   const resultP = handle.result() as Promise<PipelineResult>;

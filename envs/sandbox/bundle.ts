@@ -52,13 +52,31 @@ function confineImports(modulePath: string | undefined): Plugin {
   const inRoots = (file: string) => roots.some((r) => inside(r, file));
   const moduleFiles = new Set(modulePath ? [modulePath, real(modulePath)] : []);
   const skip = Symbol('confine-imports');
+  /** Every file an import resolved to: the only files the bundle may load. */
+  const resolvedFiles = new Set<string>();
+  const record = <R extends { path: string; namespace?: string; errors?: unknown[] }>(r: R): R => {
+    if (!r.errors?.length && (r.namespace ?? 'file') === 'file') resolvedFiles.add(r.path);
+    return r;
+  };
   return {
     name: 'confine-imports',
     setup(b) {
       b.onResolve({ filter: /.*/ }, async (a) => {
         if (a.pluginData === skip) return undefined;
         const fromModule = a.namespace === 'sandbox-source' || moduleFiles.has(a.importer);
-        if (!fromModule) return undefined;
+        const resolveOthers = (spec: string) =>
+          b.resolve(spec, {
+            kind: a.kind,
+            resolveDir: a.resolveDir,
+            importer: a.importer,
+            namespace: a.namespace,
+            pluginData: skip,
+            with: a.with,
+          });
+        if (!fromModule) {
+          const r = record(await resolveOthers(a.path));
+          return r.errors.length ? { errors: r.errors } : r;
+        }
         const spec = a.path;
         const refuse = (why: string) => ({
           errors: [
@@ -68,7 +86,7 @@ function confineImports(modulePath: string | undefined): Plugin {
           ],
         });
         const attributes = Object.keys(a.with ?? {}).length > 0;
-        if (spec === '#env-sdk') return attributes ? refuse('import attributes') : undefined;
+        if (spec === '#env-sdk') return attributes ? refuse('import attributes') : record(await resolveOthers(spec));
         if (spec.startsWith('node:') || BUILTINS.has(spec)) return undefined;
         if (spec.startsWith('.') || path.isAbsolute(spec)) {
           if (!moduleDir) return refuse('a file path');
@@ -90,7 +108,7 @@ function confineImports(modulePath: string | undefined): Plugin {
             moduleFiles.add(r.path);
             moduleFiles.add(resolved);
           }
-          return { path: resolved };
+          return record({ path: resolved });
         }
         if (!BARE_PACKAGE.test(spec) || spec.split('/').includes('..')) return refuse('not a package name');
         const r = await b.resolve(spec, {
@@ -104,10 +122,66 @@ function confineImports(modulePath: string | undefined): Plugin {
         if (r.external) return r;
         const resolved = real(r.path);
         if (!inside(real(NODE_MODULES), resolved)) return refuse('not in node_modules');
-        return { path: resolved };
+        return record({ path: resolved });
+      });
+      // esbuild expands an import() or require() of a template or a concatenation into every file
+      // that matches, read from the host, and asks no onResolve (an outside pass, 2026-12-04:
+      // `import(\`../../proc/self/env${x}\`, { with: { type: 'text' } })` bundled the worker's
+      // environment, secrets included). The module's own files may hold no such call, and no file
+      // is loaded that an import did not resolve to. Nothing says which file was matched.
+      b.onLoad({ filter: /.*/, namespace: 'file' }, async (a) => {
+        if (!resolvedFiles.has(a.path))
+          return {
+            errors: [{ text: 'sandbox: a file no import resolved to was loaded (an import() of a computed path?)' }],
+          };
+        if (!moduleFiles.has(a.path)) return undefined;
+        const problem = await computedImport(await readFile(a.path, 'utf8'), a.path);
+        return problem ? { errors: [{ text: problem }] } : undefined;
       });
     },
   };
+}
+
+/**
+ * The first import() or require() (or require.resolve) in `source` whose path is a template with
+ * substitutions or a concatenation, which esbuild would expand at bundle time; parsed, so comments,
+ * parentheses, type assertions and escaped names do not hide one.
+ */
+export async function computedImport(source: string, fileName = 'env.ts'): Promise<string | undefined> {
+  const ts = (await import('typescript')).default;
+  const sf = ts.createSourceFile(fileName, source, ts.ScriptTarget.Latest, true);
+  const isRequire = (e: import('typescript').Expression) => ts.isIdentifier(e) && e.text === 'require';
+  let found: string | undefined;
+  const visit = (node: import('typescript').Node): void => {
+    if (found) return;
+    if (ts.isCallExpression(node) && node.arguments.length) {
+      const callee = node.expression;
+      const loads =
+        callee.kind === ts.SyntaxKind.ImportKeyword ||
+        isRequire(callee) ||
+        (ts.isPropertyAccessExpression(callee) && isRequire(callee.expression) && callee.name.text === 'resolve');
+      let arg = node.arguments[0];
+      while (
+        ts.isParenthesizedExpression(arg) ||
+        ts.isAsExpression(arg) ||
+        ts.isTypeAssertionExpression(arg) ||
+        ts.isNonNullExpression(arg) ||
+        ts.isSatisfiesExpression(arg)
+      )
+        arg = arg.expression;
+      const computed =
+        ts.isTemplateExpression(arg) ||
+        (ts.isBinaryExpression(arg) && arg.operatorToken.kind === ts.SyntaxKind.PlusToken);
+      if (loads && computed) {
+        const { line } = sf.getLineAndCharacterOfPosition(node.getStart(sf));
+        found = `line ${line + 1}: ${callee.getText(sf)}() of a computed path (a template or a concatenation) is refused: the bundler would read every matching host file; name the module as a string literal`;
+        return;
+      }
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(sf);
+  return found;
 }
 
 /** The runner's own code: its builtin imports load first, before anything of the module runs. */
@@ -167,11 +241,11 @@ function plugins(source: string | undefined, modulePath: string | undefined): Pl
       name: 'sandbox-source',
       setup(b) {
         b.onResolve({ filter: /^sandbox-source:/ }, (a) => ({ path: a.path, namespace: 'sandbox-source' }));
-        b.onLoad({ filter: /.*/, namespace: 'sandbox-source' }, () => ({
-          contents: source ?? '',
-          loader: 'ts',
-          resolveDir: repoRoot,
-        }));
+        b.onLoad({ filter: /.*/, namespace: 'sandbox-source' }, async () => {
+          const problem = await computedImport(source ?? '');
+          if (problem) return { errors: [{ text: problem }] };
+          return { contents: source ?? '', loader: 'ts', resolveDir: repoRoot };
+        });
       },
     },
   ];

@@ -184,3 +184,24 @@ def test_the_vllm_path_samples_what_the_trainer_samples(smol_tok):
     finally:
         server.shutdown()
     assert any(unbiased), "without the bias the served draws must differ somewhere, or this test shows nothing"
+
+
+def test_tool_parameters_that_fan_out_through_refs_are_refused_not_inlined():
+    """Billion laughs: twelve $defs of eight $refs each would inline 8^12 nodes (two a level for 20
+    levels took 33 s and 1.2 GiB before the budget)."""
+    defs = {f"d{i}": {"anyOf": [{"$ref": f"#/$defs/d{i + 1}"}] * 8} for i in range(12)}
+    defs["d12"] = {"type": "string"}
+    tool = {"type": "function", "function": {"name": "f", "parameters": {
+        "type": "object", "properties": {"x": {"$ref": "#/$defs/d0"}}, "$defs": defs}}}
+    with pytest.raises(ValueError, match="more than 20000 schema nodes"):
+        action_schema([tool])
+    deep = {"type": "string"}
+    for _ in range(500):
+        deep = {"type": "array", "items": deep}
+    deep_tool = {"type": "function", "function": {"name": "g", "parameters": deep}}
+    with pytest.raises(ValueError, match="deeper than 100 levels"):
+        action_schema([deep_tool])
+    # An ordinary schema with a $ref still inlines.
+    ok = {"type": "function", "function": {"name": "h", "parameters": {
+        "type": "object", "properties": {"a": {"$ref": "#/$defs/A"}}, "$defs": {"A": {"type": "integer"}}}}}
+    assert action_schema([ok])["anyOf"][1]["properties"]["arguments"]["properties"]["a"] == {"type": "integer"}

@@ -1,6 +1,7 @@
 """GRPO core: advantages, the clipped surrogate, LoRA-only gradients, accumulation, PEFT save/load."""
 import copy
 
+import numpy as np
 import pytest
 import torch
 from peft import PeftModel
@@ -17,6 +18,10 @@ def test_group_advantages():
     a = group_advantages([1.0, 0.0, 0.0, 0.0], eps=1e-6)
     assert sum(a) == pytest.approx(0.0, abs=1e-9) and a[0] > 0 > a[1]
     assert group_advantages([0.3, 0.3, 0.3], eps=1e-6) is None
+    # Huge finite rewards standardize as small ones do (the mean of 1e308s overflowed to NaN advantages).
+    assert np.allclose(group_advantages([1e308, 1e308, 0.0, 0.0], eps=1e-6), group_advantages([1.0, 1.0, 0.0, 0.0], eps=1e-6))
+    with pytest.raises(ValueError, match="finite"):
+        group_advantages([float("nan"), 0.0], eps=1e-6)
 
 
 def test_surrogate_clips_only_beyond_the_asymmetric_range():

@@ -31,13 +31,27 @@ def whitespace_tokens(tokenizer, vocab_size: int) -> list[int]:
     return _WHITESPACE[key]
 
 
-def _inline_refs(node, defs: dict, seen: tuple = ()):
+# Nodes (dicts and lists) a tool's inlined parameters may have: $refs fan out, so a 2 KB schema
+# can stand for billions ("billion laughs"); the largest real tool schema here has a few dozen.
+MAX_SCHEMA_NODES = 20_000
+# Nesting of dicts and lists (well inside Python's recursion limit).
+MAX_SCHEMA_DEPTH = 100
+
+
+def _inline_refs(node, defs: dict, seen: tuple = (), budget: list | None = None, depth: int = 0):
     """The schema with its local `#/$defs/X` (or `#/definitions/X`) references replaced by their
-    definitions: a tool's parameters move under the action schema, where its root refs would not resolve."""
-    if isinstance(node, list):
-        return [_inline_refs(v, defs, seen) for v in node]
-    if not isinstance(node, dict):
+    definitions: a tool's parameters move under the action schema, where its root refs would not resolve.
+    Refused past MAX_SCHEMA_NODES inlined nodes or MAX_SCHEMA_DEPTH levels."""
+    budget = [MAX_SCHEMA_NODES] if budget is None else budget
+    if not isinstance(node, (list, dict)):
         return node
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise ValueError(f"tool parameters: expand to more than {MAX_SCHEMA_NODES} schema nodes through $refs")
+    if depth > MAX_SCHEMA_DEPTH:
+        raise ValueError(f"tool parameters: nest deeper than {MAX_SCHEMA_DEPTH} levels")
+    if isinstance(node, list):
+        return [_inline_refs(v, defs, seen, budget, depth + 1) for v in node]
     ref = node.get("$ref")
     if isinstance(ref, str) and ref.startswith(("#/$defs/", "#/definitions/")):
         name = ref.rsplit("/", 1)[1]
@@ -46,8 +60,10 @@ def _inline_refs(node, defs: dict, seen: tuple = ()):
         if name in seen:
             raise ValueError(f"tool parameters: $ref {ref} is recursive, which the action grammar cannot inline")
         rest = {k: v for k, v in node.items() if k != "$ref"}
-        return {**_inline_refs(defs[name], defs, seen + (name,)), **_inline_refs(rest, defs, seen)}
-    return {k: _inline_refs(v, defs, seen) for k, v in node.items() if k not in ("$defs", "definitions")}
+        return {**_inline_refs(defs[name], defs, seen + (name,), budget, depth + 1),
+                **_inline_refs(rest, defs, seen, budget, depth + 1)}
+    return {k: _inline_refs(v, defs, seen, budget, depth + 1)
+            for k, v in node.items() if k not in ("$defs", "definitions")}
 
 
 def _parameters(tool: dict) -> dict:

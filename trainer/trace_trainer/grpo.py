@@ -28,11 +28,17 @@ from .storage import Store, join
 
 
 def group_advantages(rewards: list[float], eps: float) -> list[float] | None:
-    """(r − mean)/(std + ε) with the population std; None for a zero-variance (uninformative) group."""
+    """(r − mean)/(std + ε) with the population std; None for a zero-variance (uninformative) group.
+    Rewards must be finite; the ratio is taken on rewards scaled to at most 1 in size (it does not
+    depend on scale, and an env's 1e308 no longer overflows the mean into NaN advantages)."""
     r = np.asarray(rewards, dtype=np.float64)
+    if not np.isfinite(r).all():
+        raise ValueError(f"rewards must be finite numbers, got {rewards}")
     if r.max() - r.min() < 1e-12:
         return None
-    return list((r - r.mean()) / (r.std() + eps))
+    scale = max(1.0, float(np.abs(r).max()))
+    r = r / scale
+    return list((r - r.mean()) / (r.std() + eps / scale))
 
 
 def _module_names(v) -> list[str]:
