@@ -4,7 +4,8 @@ import { builtinModules } from 'node:module';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build, type Plugin } from 'esbuild';
+import * as acorn from 'acorn';
+import { build, transform, type Plugin } from 'esbuild';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repoRoot = path.resolve(here, '../..');
@@ -144,44 +145,56 @@ function confineImports(modulePath: string | undefined): Plugin {
 
 /**
  * The first import() or require() (or require.resolve) in `source` whose path is a template with
- * substitutions or a concatenation, which esbuild would expand at bundle time; parsed, so comments,
- * parentheses, type assertions and escaped names do not hide one.
+ * substitutions or a concatenation, which esbuild would expand at bundle time. Parsed (esbuild
+ * strips the types, acorn parses the JavaScript), so comments, parentheses, type assertions and
+ * escaped names do not hide one; TypeScript's own parser took ~1 s of the worker's event loop to load.
  */
 export async function computedImport(source: string, fileName = 'env.ts'): Promise<string | undefined> {
-  const ts = (await import('typescript')).default;
-  const sf = ts.createSourceFile(fileName, source, ts.ScriptTarget.Latest, true);
-  const isRequire = (e: import('typescript').Expression) => ts.isIdentifier(e) && e.text === 'require';
-  let found: string | undefined;
-  const visit = (node: import('typescript').Node): void => {
-    if (found) return;
-    if (ts.isCallExpression(node) && node.arguments.length) {
-      const callee = node.expression;
+  const loader = /\.[cm]?js$/.test(fileName) ? 'js' : /\.[jt]sx$/.test(fileName) ? 'tsx' : 'ts';
+  let code: string;
+  try {
+    code = (await transform(source, { loader, format: 'esm', sourcefile: fileName })).code;
+  } catch {
+    return undefined; // a syntax error: the bundle reports it
+  }
+  let ast: acorn.Node;
+  try {
+    ast = acorn.parse(code, { ecmaVersion: 'latest', sourceType: 'module', locations: true });
+  } catch {
+    return undefined; // what esbuild printed and acorn does not parse yet loads no host file either: the onLoad guard stands
+  }
+  type N = acorn.Node & Record<string, unknown>;
+  const isRequire = (e: N) => e.type === 'Identifier' && e.name === 'require';
+  const computed = (a: N | undefined) =>
+    !!a &&
+    ((a.type === 'TemplateLiteral' && (a.expressions as unknown[]).length > 0) ||
+      (a.type === 'BinaryExpression' && a.operator === '+'));
+  const found: N[] = [];
+  const visit = (node: unknown): void => {
+    if (found.length || !node || typeof node !== 'object') return;
+    if (Array.isArray(node)) return node.forEach(visit);
+    const n = node as N;
+    if (typeof n.type === 'string') {
+      const callee = n.callee as N | undefined;
       const loads =
-        callee.kind === ts.SyntaxKind.ImportKeyword ||
-        isRequire(callee) ||
-        (ts.isPropertyAccessExpression(callee) && isRequire(callee.expression) && callee.name.text === 'resolve');
-      let arg = node.arguments[0];
-      while (
-        ts.isParenthesizedExpression(arg) ||
-        ts.isAsExpression(arg) ||
-        ts.isTypeAssertionExpression(arg) ||
-        ts.isNonNullExpression(arg) ||
-        ts.isSatisfiesExpression(arg)
-      )
-        arg = arg.expression;
-      const computed =
-        ts.isTemplateExpression(arg) ||
-        (ts.isBinaryExpression(arg) && arg.operatorToken.kind === ts.SyntaxKind.PlusToken);
-      if (loads && computed) {
-        const { line } = sf.getLineAndCharacterOfPosition(node.getStart(sf));
-        found = `line ${line + 1}: ${callee.getText(sf)}() of a computed path (a template or a concatenation) is refused: the bundler would read every matching host file; name the module as a string literal`;
-        return;
-      }
+        n.type === 'ImportExpression'
+          ? computed(n.source as N)
+          : n.type === 'CallExpression' &&
+            !!callee &&
+            (isRequire(callee) ||
+              (callee.type === 'MemberExpression' &&
+                isRequire(callee.object as N) &&
+                (callee.property as N).type === 'Identifier' &&
+                (callee.property as N).name === 'resolve')) &&
+            computed((n.arguments as N[])[0]);
+      if (loads) return void found.push(n);
     }
-    ts.forEachChild(node, visit);
+    for (const [k, v] of Object.entries(n)) if (k !== 'loc') visit(v);
   };
-  visit(sf);
-  return found;
+  visit(ast);
+  if (!found.length) return undefined;
+  const what = found[0].type === 'ImportExpression' ? 'import()' : 'require()';
+  return `${what} of a computed path (a template or a concatenation) is refused: the bundler would read every matching host file; name the module as a string literal`;
 }
 
 /** The runner's own code: its builtin imports load first, before anything of the module runs. */
