@@ -326,6 +326,16 @@ test('hardening: an error the module leaves uncaught, or its exit from a callbac
       /code 70: .*uncaught: Error: x/,
     ],
     ['process.nextTick(() => process.exit(6))', /exited with code 6: the module exited with code 6/],
+    // A monitor listener that throws, or an emit of the module's that throws for the monitor event
+    // (Node emits it before the capture callback): hung until wallMs (rerun 14).
+    [
+      "process.on('uncaughtExceptionMonitor', () => { throw new Error('in the monitor'); }); setImmediate(() => { throw new Error('bye'); })",
+      /uncaught: Error: bye/,
+    ],
+    [
+      "try { (process as any).emit = () => { throw new Error('no'); }; } catch {} void Promise.reject(new Error('rejected'))",
+      /uncaught: Error: rejected/,
+    ],
     // The runner's report no longer hangs on a listener the module can remove (a known gap of rerun 13).
     [
       "process.removeAllListeners('uncaughtException'); for (const l of process.listeners('uncaughtException')) process.off('uncaughtException', l); setTimeout(() => { throw new Error('unheard'); }, 0)",
@@ -340,6 +350,20 @@ test('hardening: an error the module leaves uncaught, or its exit from a callbac
     } finally {
       await env.close();
     }
+  }
+});
+
+test('hardening: honest code that makes Node build its own vm context (web stream readers, a deprecated Buffer call) works (rerun 14: permission)', async () => {
+  const env = await startSandboxedEnv({
+    source: attackSource(
+      "const rs = new ReadableStream({ start(c) { c.enqueue('a'); c.close(); } }); let s = ''; for await (const c of rs as any) s += c; const r = new ReadableStream({ start(c) { c.enqueue('b'); c.close(); } }).getReader(); const v = await r.read(); r.releaseLock(); return [s, v.value, (Buffer as any)(2).length].join(' ')",
+    ),
+  });
+  try {
+    const ep = await env.reset({ taskId: 'attack' });
+    assert.equal((await ep.step(ATTACK)).observation.content, 'a b 2');
+  } finally {
+    await env.close();
   }
 });
 

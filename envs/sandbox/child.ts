@@ -96,6 +96,15 @@ function refused(what: string): () => never {
  * refuses some of these too; this does not rely on it.
  */
 function disableEscapeHatches(): void {
+  // Node makes a vm context of its own, once, the first time a web stream's reader is released (its
+  // side-effect-free regexps) or a deprecated Buffer() is called (a stack walk): made now, while vm
+  // still works, so honest code never meets vm's refusal (`for await` over a ReadableStream failed
+  // as permission: rerun 14).
+  new ReadableStream().getReader().releaseLock();
+  const quiet = process.noDeprecation;
+  process.noDeprecation = true;
+  (Buffer as unknown as (size: number) => Buffer)(0);
+  process.noDeprecation = quiet;
   // inspector/promises is a module of its own (loaded here, so it wraps the real Session first).
   for (const [name, mod] of [
     ['v8', v8],
@@ -657,6 +666,23 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
   // Uncaught errors go to Node's capture callback, not to a listener: a module could remove a
   // listener and hang until the wall clock (a known gap of rerun 13). Set before process.report is
   // refused (Node's setter reads it), then the setter is refused.
+  // Node emits 'uncaughtExceptionMonitor' before it calls the capture callback, looking process.emit
+  // up: a monitor listener, or an emit of the module's, that threw there sent Node down its own
+  // fatal exit, which hung until the wall clock (rerun 14). process.emit is the runner's and fixed,
+  // and an error thrown for that event is dropped.
+  const realEmit = process.emit;
+  Object.defineProperty(process, 'emit', {
+    value: function emit(this: unknown, type: unknown, ...args: unknown[]) {
+      if (type !== 'uncaughtExceptionMonitor') return Reflect.apply(realEmit, this, [type, ...args]);
+      try {
+        return Reflect.apply(realEmit, this, [type, ...args]);
+      } catch {
+        return false;
+      }
+    },
+    writable: false,
+    configurable: false,
+  });
   let onUncaught: (err: unknown) => void = () => {};
   process.setUncaughtExceptionCaptureCallback((err) => onUncaught(err));
   Object.defineProperty(process, 'setUncaughtExceptionCaptureCallback', {
