@@ -121,6 +121,25 @@ test('hardening: requests the module writes into a file it opens on fd 0 are not
 test('hardening: responses nested deeper than the parser allows are refused, not parsed', async () => {
   const details = '{ deep: Array.from({ length: 1000 }).reduce((acc) => [acc], 0) }';
   await assert.rejects(attack("return 'ok'", { details }), isSandboxError('protocol', /nest/));
+  // 250,000 small keys (4 MiB of them took ~0.9 s of parsing and copying on the worker's event loop: rerun 14).
+  const wide = '{ wide: Object.fromEntries(Array.from({ length: 250_000 }, (_, i) => [String(i), 0])) }';
+  await assert.rejects(attack("return 'ok'", { details: wide }), isSandboxError('protocol', /more than 100000 values/));
+  assert.equal(await attack("return 'ok'", { details: '{ list: Array.from({ length: 50_000 }, () => 0) }' }), 'ok');
+});
+
+test("hardening: a worker stalled past a request's wall clock reads the answer waiting in the pipe before it calls a timeout (rerun 14: an honest sandbox was killed during another's parse)", async () => {
+  const env = await startSandboxedEnv({ source: attackSource("return 'answered'"), limits: { wallMs: 2000 } });
+  try {
+    const ep = await env.reset({ taskId: 'attack' });
+    const step = ep.step(ATTACK);
+    // The worker's event loop is busy for longer than the wall clock, as another sandbox's huge
+    // answer kept it; the sandbox answers meanwhile.
+    const until = performance.now() + 5000;
+    while (performance.now() < until);
+    assert.equal((await step).observation.content, 'answered');
+  } finally {
+    await env.close();
+  }
 });
 
 test('hardening: the scratch dir caps the number of files, not only bytes (bwrap level)', async (t) => {

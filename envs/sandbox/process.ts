@@ -45,10 +45,17 @@ export type LimitNamer = (limit: keyof ResolvedLimits) => string;
 const STDERR_TAIL = 4096;
 /** Deepest nesting of arrays/objects a response may have; checked before JSON.parse sees it. */
 export const MAX_RESPONSE_DEPTH = 64;
+/**
+ * Most values (array elements, object members) a response may hold, counted before JSON.parse: 4 MiB
+ * of small keys in a tool list took ~0.9 s to parse and copy on the worker's event loop, time that
+ * other sandboxes' wall clocks ran through (rerun 14). A τ² observation holds a few hundred.
+ */
+export const MAX_RESPONSE_VALUES = 100_000;
 
-/** Whether a JSON text nests arrays/objects deeper than `max` (brackets outside strings). */
-export function nestsDeeperThan(text: string, max: number): boolean {
+/** Why a JSON text may not be parsed: nesting deeper than `maxDepth`, or more than `maxValues` values (brackets and separators outside strings). */
+export function tooComplex(text: string, maxDepth: number, maxValues: number): string | undefined {
   let depth = 0;
+  let values = 0;
   let inString = false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
@@ -58,10 +65,12 @@ export function nestsDeeperThan(text: string, max: number): boolean {
       else if (c === 34) inString = false;
     } else if (c === 34) inString = true;
     else if (c === 91 || c === 123) {
-      if (++depth > max) return true;
+      if (++depth > maxDepth) return `nests arrays/objects deeper than ${maxDepth} levels`;
+      if (++values > maxValues) return `holds more than ${maxValues} values`;
     } else if (c === 93 || c === 125) depth--;
+    else if (c === 44 && ++values > maxValues) return `holds more than ${maxValues} values`;
   }
-  return false;
+  return undefined;
 }
 /** Answers whose error type says the child is no longer trustworthy are fatal: we kill it. */
 const ERROR_REASONS: Record<string, { reason: SandboxReason; fatal: boolean }> = {
@@ -86,6 +95,8 @@ export class SandboxProcess implements ProtocolTransport {
   /** The bytes of the stdout line not yet ended, and how many. */
   private stdoutChunks: Buffer[] = [];
   private stdoutPending = 0;
+  /** Bytes read from stdout so far (a request's wall clock waits while more keep arriving). */
+  private stdoutBytes = 0;
   private stderrBytes = 0;
   private stderrTail = '';
   private failure?: SandboxError;
@@ -235,15 +246,23 @@ export class SandboxProcess implements ProtocolTransport {
       );
     }
     const answered = new Promise<ProtocolResponse>((resolve, reject) => {
-      const timer = setTimeout(
-        () =>
-          this.fail(
-            'timeout',
-            `${method} ${path} did not answer in time (${this.named(limit)} ms); process killed`,
-            limit,
-          ),
-        this.limits[limit],
-      );
+      // A late timer may be the worker's own stall (a long parse, a busy machine), with the answer
+      // already in the pipe: it is read first, and only a request still unanswered once stdout has
+      // gone quiet fails (an honest sandbox had been killed during another's parse: rerun 14).
+      let seen = -1;
+      const expire = () => {
+        if (!this.pending.has(id) || this.failure) return;
+        if (this.stdoutBytes !== seen) {
+          seen = this.stdoutBytes;
+          return void setImmediate(expire);
+        }
+        this.fail(
+          'timeout',
+          `${method} ${path} did not answer in time (${this.named(limit)} ms); process killed`,
+          limit,
+        );
+      };
+      const timer = setTimeout(expire, this.limits[limit]);
       if (!this.pending.size) this.startBusy();
       this.pending.set(id, { resolve, reject, timer });
       this.thaw();
@@ -283,6 +302,7 @@ export class SandboxProcess implements ProtocolTransport {
    * UTF-16 units, and 4 Mi euro signs, 12 MiB, had passed a 4 MiB limit: red-team rerun 11).
    */
   private onStdout(chunk: Buffer) {
+    this.stdoutBytes += chunk.length;
     const tooLong = () =>
       this.fail('output_limit', `a response exceeded ${this.named('outputBytes')} bytes`, 'outputBytes');
     let start = 0;
@@ -308,8 +328,8 @@ export class SandboxProcess implements ProtocolTransport {
     if (line[MAC_HEX] !== ' ' || mac.length !== expected.length || !timingSafeEqual(mac, expected)) {
       return this.fail('protocol', `a line on stdout that the sandbox runner did not write: ${line.slice(0, 120)}`);
     }
-    if (nestsDeeperThan(json, MAX_RESPONSE_DEPTH))
-      return this.fail('protocol', `a response nests arrays/objects deeper than ${MAX_RESPONSE_DEPTH} levels`);
+    const complex = tooComplex(json, MAX_RESPONSE_DEPTH, MAX_RESPONSE_VALUES);
+    if (complex) return this.fail('protocol', `a response ${complex}`);
     let msg: { id?: unknown; status?: unknown; body?: unknown; exit?: unknown; message?: unknown };
     try {
       msg = JSON.parse(json);
