@@ -142,6 +142,14 @@ test("hardening: a worker stalled past a request's wall clock reads the answer w
   }
 });
 
+test('hardening: at the bwrap level nothing outside the scratch dir is writable, socket files included (rerun 14)', async (t) => {
+  const iso = await sandboxIsolation();
+  if (iso.level !== 'bwrap') return t.skip('bwrap level only');
+  const body =
+    "const out: string[] = []; for (const p of ['/x.sock', '/usr/x.sock', 'here.sock']) out.push(await new Promise<string>((res) => { const s = net.createServer(); s.on('error', (e: any) => res(e.code)); s.listen(p, () => { s.close(); res('listening'); }); })); return out.join(' ')";
+  assert.equal(await attack(body), 'EROFS EROFS listening');
+});
+
 test('hardening: the scratch dir caps the number of files, not only bytes (bwrap level)', async (t) => {
   const iso = await sandboxIsolation();
   if (iso.level !== 'bwrap' || iso.fileCountLimit === false)
@@ -332,6 +340,17 @@ test('hardening: a module cannot fake a limit as its failure reason (self-sent s
   const oom = "console.error('FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory');";
   for (const exit of ['process.exit(152)', 'process.reallyExit(153)', 'process.exitCode = 134; process.exit()'])
     await assert.rejects(attack(`${oom} ${exit}; return 'alive'`), isSandboxError('crash', /exited with code 1\b/));
+  // A real SIGABRT through a native check (zlib's handle without its arguments) after a limit's text
+  // (rerun 14: read as memoryMb and as permission).
+  const abort = "(process as any).getBuiltinModule('zlib').createDeflate()._handle.writeSync();";
+  for (const text of [
+    oom,
+    'console.error("Error: Access to this API has been restricted { code: \'ERR_ACCESS_DENIED\' }");',
+  ])
+    await assert.rejects(
+      attack(`${text} ${abort} return 'alive'`),
+      isSandboxError('crash', /killed by SIGABRT: a native check failed: .*Assertion failed/),
+    );
 });
 
 test('hardening: an error the module leaves uncaught, or its exit from a callback, ends the sandbox at once as a crash with its text (rerun 13: the wall clock fired 10 s later)', async () => {

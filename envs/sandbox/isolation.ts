@@ -225,11 +225,15 @@ export function sandboxCommand(
     const scratch = scratchDirOf(o.runDir);
     if (o.fileCountLimit) bwrap.push('--bind', scratch, BWRAP_DIR);
     else bwrap.push('--perms', '0700', '--size', String(o.limits.diskMb * MiB), '--tmpfs', BWRAP_DIR);
-    // Only the bundle is bound into the writable dir, read-only.
+    // Only the bundle is bound into the writable dir, read-only. Last, bwrap's root tmpfs (holding
+    // the mount points) becomes read-only: socket files bound at / and /usr were writes outside the
+    // scratch dir's caps (rerun 14).
     bwrap.push(
       '--ro-bind',
       path.join(o.runDir, o.entry),
       path.posix.join(BWRAP_DIR, o.entry),
+      '--remount-ro',
+      '/',
       '--chdir',
       BWRAP_DIR,
       '--',

@@ -390,8 +390,18 @@ export class SandboxProcess implements ProtocolTransport {
       .slice(-3)
       .join(' | ');
     const how = signal ? `killed by ${signal}` : `exited with code ${code}`;
+    // A module can abort the process itself through a native check in Node or V8 (an internal handle
+    // called with wrong arguments), after printing a limit's text: the check's own report, which
+    // it cannot take back, names the death (rerun 14: out-of-memory text, then zlib's CHECK).
+    const check = /^.*(Assertion failed|# Fatal error in|Check failed:).*$/m.exec(tail);
+    if (signal && check) {
+      this.failWith(new SandboxError('crash', `${how}: a native check failed: ${check[0].trim().slice(0, 300)}`));
+    }
     // Node aborts on a fatal out-of-memory; a module can print the text but not die by a signal (the runner).
-    if (signal && /heap out of memory|Allocation failed|allocation failed|Fatal process out of memory/i.test(tail)) {
+    else if (
+      signal &&
+      /heap out of memory|Allocation failed|allocation failed|Fatal process out of memory/i.test(tail)
+    ) {
       this.failWith(
         new SandboxError('memory', `${how}: ran out of memory (${this.named('memoryMb')} MiB)`, 'memoryMb'),
       );
