@@ -37,7 +37,7 @@ def test_held_out_score_draws_heldout_rollouts_per_seed(tmp_path, monkeypatch):
     served = ServedEnv(SayWordEnv(words=("red", "blue"), partial=0.3))
     drawn = []
     real = grpo_mod.collect
-    monkeypatch.setattr(grpo_mod, "collect", lambda *a, **kw: drawn.append((len(a[4]), kw["rollouts_per_start"])) or real(*a, **kw))
+    monkeypatch.setattr(grpo_mod, "collect", lambda *a, **kw: drawn.append((len(a[4]), kw["rollouts_per_start"], a[4])) or real(*a, **kw))
     try:
         cfg = from_dict(GrpoConfig, {"model": model_dir, "env_url": served.url, "output_uri": str(tmp_path / "out"), "iterations": 1,
                                      "groups": 2, "rollouts_per_group": 4, "max_new_tokens": 1, "max_turns": 1, "checkpoint_every": 100,
@@ -47,5 +47,11 @@ def test_held_out_score_draws_heldout_rollouts_per_seed(tmp_path, monkeypatch):
     finally:
         served.close()
     # Before training, the iteration's 2 groups of 4, after the last iteration: 3 seeds × 2 samples.
-    assert drawn[0] == (3, 2) and drawn[-1] == (3, 2) and (2, 4) in drawn
+    assert [d[:2] for d in drawn] == [(3, 2), (2, 4), (3, 2)]
+    # The held-out seeds lie at random in the training seed space (fixed 2**31 + i stood apart: a
+    # generated env could be dishonest only there), the same before and after, never trained on.
+    heldout = [s["seed"] for s in drawn[0][2]]
+    assert heldout == [s["seed"] for s in drawn[-1][2]] == trainer.heldout_seeds() and len(set(heldout)) == 3
+    assert all(0 <= s < 2**31 for s in heldout)
+    assert not set(heldout) & {s["seed"] for s in drawn[1][2]}
     assert "heldout_reward_before" in trainer.metrics[0] and "heldout_reward" in trainer.metrics[-1]

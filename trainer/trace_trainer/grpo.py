@@ -236,10 +236,28 @@ class GrpoTrainer:
         if self.fmt.actions and self.grammar is None:
             self.grammar = ActionGrammar(self.tok, action_schema(info["tools"]), self.fmt.terminator_id, self.model.config.vocab_size)
 
+    def heldout_seeds(self) -> list[int]:
+        """The held-out seeds: drawn once from the run's seed, at random in the training seed space, so
+        a generated env cannot tell them apart (fixed 2**31 + i stood outside every seed validation
+        draws: an env could be dishonest only there, rerun 14); `_starts` never draws them."""
+        pick = random.Random(f"heldout-{self.cfg.seed}")
+        seeds: list[int] = []
+        while len(seeds) < self.cfg.heldout_seeds:
+            s = pick.randrange(2**31)
+            if s not in seeds:
+                seeds.append(s)
+        return seeds
+
     def _starts(self, tasks: list, n: int) -> list[dict]:
         if tasks:
             return [{"taskId": self.draw.choice(tasks)["id"]} for _ in range(n)]
-        return [{"seed": self.draw.randrange(2**31)} for _ in range(n)]
+        heldout = set(self.heldout_seeds())
+        seeds: list[int] = []
+        while len(seeds) < n:
+            s = self.draw.randrange(2**31)
+            if s not in heldout:
+                seeds.append(s)
+        return [{"seed": s} for s in seeds]
 
     def _save(self, rng: dict) -> str:
         self.checkpoint_uri = checkpoint.save(self.store, self.cfg.output_uri, self.iteration, self.model, self.optimizer,
@@ -269,13 +287,13 @@ class GrpoTrainer:
                 "checkpoint_uri": self.checkpoint_uri, "iterations": self.iteration, "metrics": self.metrics}
 
     def heldout_reward(self, info: dict) -> float:
-        """Mean reward on the held-out seeds (2**31 + i, never drawn for training: `_starts` draws
-        below 2**31), `heldout_rollouts` samples each, from a fixed torch seed so the curve
-        compares weights, not luck. The global RNG is restored, so training draws are unchanged."""
+        """Mean reward on the held-out seeds (`heldout_seeds`, never drawn for training),
+        `heldout_rollouts` samples each, from a fixed torch seed so the curve compares weights, not
+        luck. The global RNG is restored, so training draws are unchanged."""
         state = torch.get_rng_state()
         torch.manual_seed(self.cfg.seed + 7919)
         try:
-            rollouts = collect(self._generator(), self.fmt, self.env, info, [{"seed": 2**31 + i} for i in range(self.cfg.heldout_seeds)],
+            rollouts = collect(self._generator(), self.fmt, self.env, info, [{"seed": s} for s in self.heldout_seeds()],
                                rollouts_per_start=self.cfg.heldout_rollouts or self.cfg.rollouts_per_group, max_new_tokens=self.cfg.max_new_tokens,
                                max_turns=self.cfg.max_turns, max_errors=self.cfg.max_errors, max_seq_len=self.cfg.max_seq_len,
                                should_stop=lambda: self.stop_requested, grammar=self.grammar)
