@@ -99,6 +99,10 @@ test('schemas that expand past the grammar budget or nest too deep are refused a
     () => jsonSchemaToGrammarSchema(deep, 'p'),
     (e: Error) => e instanceof SchemaConversionError && /deeper than 32 schema levels/.test(e.reason),
   );
+  // 16,000 properties against 60,000 required names: charged before the (once quadratic) work (rerun 15).
+  const props = Object.fromEntries([...Array(16_000)].map((_, i) => [`p${i}`, {}]));
+  const required = [...Array(60_000)].map((_, i) => `r${i}`);
+  assert.throws(() => jsonSchemaToGrammarSchema({ type: 'object', properties: props, required }), /more than 20000/);
   // Many tools, each under the budget, that together pass it: the request names `tools`.
   const wide = {
     type: 'object',

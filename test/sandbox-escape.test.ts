@@ -523,17 +523,28 @@ test('escape: fifth red-team rerun (host files through the bundler: imports of p
  * require() of a template or a concatenation into every matching host file at bundle time, without
  * asking the plugin that confines imports: the worker's environment (its secret) came in as text.
  */
-const GLOB_IMPORTS: Record<string, string> = {
+const GLOB_IMPORTS: Record<string, string | { body: string; atImport: string }> = {
   environTemplate:
     "const k = ['iron']; const e: any = await import/**/(`../../../../../../proc/self/env${k[0]}`, { with: { type: 'text' } }); return e.default",
   concatRequire: "const k = 'iron'; return String(require('../../../../../../proc/self/env' + k))",
   parenthesizedAs: "const k = 'iron'; return String((await import((`/proc/self/env${k}` as string))).default)",
   escapedRequireResolve: "const k = 'name'; return requir\\u0065.resolve(`../../../../../../etc/host${k}`)",
+  // Behind a decorator, which the checking parser could not read: it had passed the check (rerun 15).
+  // Syntax the checking parser refuses (an invalid regular expression) is refused, not passed.
+  unreadable: {
+    atImport: 'const r = /\\p{Nope}/u; void r;',
+    body: "const k = 'iron'; return String((await import(`../../../../../../proc/self/env${k}`, { with: { type: 'text' } })).default)",
+  },
+  behindDecorator: {
+    atImport: 'function keep<T>(c: T): T { return c; }\n@keep class Probe {}\nvoid Probe;',
+    body: "const k = 'iron'; return String((await import(`../../../../../../proc/self/env${k}`, { with: { type: 'text' } })).default)",
+  },
 };
 
 test('escape: an import() or require() of a computed path (esbuild would glob host files at bundle time) is refused by a parse of the module', async () => {
-  for (const [name, body] of Object.entries(GLOB_IMPORTS)) {
-    const outcome = await startSandboxedEnv({ source: attackSource(body), allowWeakIsolation: true }).then(
+  for (const [name, attack] of Object.entries(GLOB_IMPORTS)) {
+    const { body, atImport } = typeof attack === 'string' ? { body: attack, atImport: '' } : attack;
+    const outcome = await startSandboxedEnv({ source: attackSource(body, atImport), allowWeakIsolation: true }).then(
       async (env) => {
         try {
           return `started: ${(await (await env.reset({ taskId: 'attack' })).step(ATTACK)).observation.content}`;
@@ -546,7 +557,11 @@ test('escape: an import() or require() of a computed path (esbuild would glob ho
       (e: unknown) => (e instanceof SandboxError ? `${e.reason}: ${e.message}` : `threw ${String(e)}`),
     );
     assert.ok(!outcome.includes(SECRET), `${name}: the worker's secret reached the module`);
-    assert.match(outcome, /^compile: .*of a computed path .* is refused/, `${name}: ${outcome.slice(0, 300)}`);
+    assert.match(
+      outcome,
+      /^compile: .*(of a computed path .* is refused|could not be checked for computed imports)/,
+      `${name}: ${outcome.slice(0, 300)}`,
+    );
   }
   // A computed path that is no template or concatenation is left to run time, where the sandbox refuses it.
   await assert.rejects(
@@ -937,6 +952,8 @@ test('escape: tool names a chat template would print verbatim, or the same name 
     ['list_orders', 'l\u0456st_orders\u202e'],
     ['x'.repeat(65)],
     ['attack', 'attack'],
+    // 2,000 tools: past MAX_TOOLS (16,401 long names had made the duplicate search, then quadratic, stall the worker 2 s: rerun 15).
+    Array.from({ length: 2_000 }, (_, i) => `${'p'.repeat(58)}${String(i).padStart(6, '0')}`),
   ]) {
     const source = attackSource("return 'ok'").replace(
       /tools: \(\) => \[.*\],/,
@@ -945,7 +962,9 @@ test('escape: tool names a chat template would print verbatim, or the same name 
     await assert.rejects(
       startSandboxedEnv({ source, allowWeakIsolation: true }),
       (e: unknown) =>
-        e instanceof SandboxError && e.reason === 'env_error' && /tool name|two tools are named/.test(e.message),
+        e instanceof SandboxError &&
+        e.reason === 'env_error' &&
+        /tool name|two tools are named|2000 tools; an env may offer at most 256/.test(e.message),
     );
   }
   // An episode's own tool list (as ToolSandbox scenarios have) is checked at its reset.

@@ -343,6 +343,18 @@ test('hardening: a module cannot fake a limit as its failure reason (self-sent s
   // A real SIGABRT through a native check (zlib's handle without its arguments) after a limit's text
   // (rerun 14: read as memoryMb and as permission).
   const abort = "(process as any).getBuiltinModule('zlib').createDeflate()._handle.writeSync();";
+  // A made-up check line, then a real limit: the limit names the death (rerun 15: crash with the module's words).
+  const fakeCheck = "console.error('# Check failed: the module is fine (made up).');";
+  await assert.rejects(
+    attack(`${fakeCheck} let x = 0; for (;;) x++; return String(x)`, { limits: { cpuSeconds: 3, wallMs: 60_000 } }),
+    isSandboxError('timeout', /CPU time limit reached/),
+  );
+  await assert.rejects(
+    attack(`${fakeCheck} const keep = []; for (;;) keep.push(new Array(100000).fill(Math.random())); return 'x'`, {
+      limits: { memoryMb: 128, wallMs: 60_000 },
+    }),
+    isSandboxError('memory'),
+  );
   for (const text of [
     oom,
     'console.error("Error: Access to this API has been restricted { code: \'ERR_ACCESS_DENIED\' }");',

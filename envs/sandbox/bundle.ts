@@ -153,15 +153,18 @@ export async function computedImport(source: string, fileName = 'env.ts'): Promi
   const loader = /\.[cm]?js$/.test(fileName) ? 'js' : /\.[jt]sx$/.test(fileName) ? 'tsx' : 'ts';
   let code: string;
   try {
-    code = (await transform(source, { loader, format: 'esm', sourcefile: fileName })).code;
+    // es2022: decorators and newer syntax lowered, so that acorn reads what esbuild will bundle.
+    code = (await transform(source, { loader, format: 'esm', target: 'es2022', sourcefile: fileName })).code;
   } catch {
     return undefined; // a syntax error: the bundle reports it
   }
   let ast: acorn.Node;
   try {
-    ast = acorn.parse(code, { ecmaVersion: 'latest', sourceType: 'module', locations: true });
-  } catch {
-    return undefined; // what esbuild printed and acorn does not parse yet loads no host file either: the onLoad guard stands
+    ast = acorn.parse(code, { ecmaVersion: 'latest', sourceType: 'module' });
+  } catch (e) {
+    // Refused, not passed: code left unchecked is code esbuild may glob (a decorator acorn could
+    // not read let a computed import through to probe host paths and walk the disk: rerun 15).
+    return `the module could not be checked for computed imports (${(e as Error).message}); write plain ES2022`;
   }
   type N = acorn.Node & Record<string, unknown>;
   const isRequire = (e: N) => e.type === 'Identifier' && e.name === 'require';

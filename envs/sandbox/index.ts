@@ -222,20 +222,25 @@ async function startGeneration(
 
 /** Tool names as OpenAI-compatible servers accept them (and as chat templates print them verbatim). */
 const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+/** Tools one env may offer (τ²'s domains have 4–16, ToolSandbox 24): a list of 16,000 stalled the worker (rerun 15). */
+export const MAX_TOOLS = 256;
 
 /**
  * Why a generated env's tool list is refused, if it is: a name a chat template would print
  * verbatim (a newline and template tokens, a right-to-left override, a homoglyph of another
  * tool's name, 5000 characters: red-team rerun 3) or the same name twice, which the policy could
- * not tell apart.
+ * not tell apart, or more than MAX_TOOLS tools. Linear: a quadratic duplicate search over 16,000
+ * names stalled the worker's event loop for 2 s (rerun 15).
  */
 export function toolNameFault(tools: readonly ToolSchema[]): string | undefined {
-  const names = tools.map((t) => t.function.name);
-  const bad = names.find((n) => !TOOL_NAME.test(n));
-  if (bad !== undefined)
-    return `tool name ${JSON.stringify(bad.slice(0, 80))} is not 1–64 characters of A-Z, a-z, 0-9, _ and -`;
-  const dup = names.find((n, i) => names.indexOf(n) !== i);
-  if (dup !== undefined) return `two tools are named '${dup}'`;
+  if (tools.length > MAX_TOOLS) return `${tools.length} tools; an env may offer at most ${MAX_TOOLS}`;
+  const seen = new Set<string>();
+  for (const { function: f } of tools) {
+    if (!TOOL_NAME.test(f.name))
+      return `tool name ${JSON.stringify(f.name.slice(0, 80))} is not 1–64 characters of A-Z, a-z, 0-9, _ and -`;
+    if (seen.has(f.name)) return `two tools are named '${f.name}'`;
+    seen.add(f.name);
+  }
   return undefined;
 }
 

@@ -83,6 +83,25 @@ const ERROR_REASONS: Record<string, { reason: SandboxReason; fatal: boolean }> =
 
 const signalName = (n: number) => Object.entries(os.constants.signals).find(([, v]) => v === n)?.[0];
 
+const OUT_OF_MEMORY = /heap out of memory|Allocation failed|allocation failed|Fatal process out of memory/gi;
+const NATIVE_CHECK = /Assertion failed|# Fatal error in|Check failed:/g;
+
+/**
+ * What a process that died by a signal last reported on stderr: V8's out-of-memory, or a native
+ * check (Node's CHECK or V8's) failing. The last report is the one its death printed: a module may
+ * print either text before (rerun 14: out-of-memory text, then a real CHECK in zlib; rerun 15: a
+ * made-up "Check failed" line, then a real out-of-memory), never after.
+ */
+function lastFatalReport(tail: string): { kind: 'memory' | 'check'; line: string } | undefined {
+  const last = (re: RegExp) => [...tail.matchAll(re)].at(-1)?.index ?? -1;
+  const memory = last(OUT_OF_MEMORY);
+  const check = last(NATIVE_CHECK);
+  if (memory < 0 && check < 0) return undefined;
+  const at = Math.max(memory, check);
+  const line = tail.slice(tail.lastIndexOf('\n', at) + 1, (tail.indexOf('\n', at) + 1 || tail.length + 1) - 1).trim();
+  return { kind: memory > check ? 'memory' : 'check', line };
+}
+
 type Pending = { resolve: (r: ProtocolResponse) => void; reject: (e: Error) => void; timer: NodeJS.Timeout };
 
 /**
@@ -390,22 +409,8 @@ export class SandboxProcess implements ProtocolTransport {
       .slice(-3)
       .join(' | ');
     const how = signal ? `killed by ${signal}` : `exited with code ${code}`;
-    // A module can abort the process itself through a native check in Node or V8 (an internal handle
-    // called with wrong arguments), after printing a limit's text: the check's own report, which
-    // it cannot take back, names the death (rerun 14: out-of-memory text, then zlib's CHECK).
-    const check = /^.*(Assertion failed|# Fatal error in|Check failed:).*$/m.exec(tail);
-    if (signal && check) {
-      this.failWith(new SandboxError('crash', `${how}: a native check failed: ${check[0].trim().slice(0, 300)}`));
-    }
-    // Node aborts on a fatal out-of-memory; a module can print the text but not die by a signal (the runner).
-    else if (
-      signal &&
-      /heap out of memory|Allocation failed|allocation failed|Fatal process out of memory/i.test(tail)
-    ) {
-      this.failWith(
-        new SandboxError('memory', `${how}: ran out of memory (${this.named('memoryMb')} MiB)`, 'memoryMb'),
-      );
-    } else if (signal === 'SIGXCPU') {
+    const fatal = signal ? lastFatalReport(tail) : undefined;
+    if (signal === 'SIGXCPU') {
       this.failWith(
         new SandboxError('timeout', `${how}: CPU time limit reached (${this.named('cpuSeconds')} s)`, 'cpuSeconds'),
       );
@@ -421,6 +426,12 @@ export class SandboxProcess implements ProtocolTransport {
           `${how}, not by a sandbox wall clock: by the CPU hard limit (${this.named('cpuSeconds')} s + 1 s) or from outside the sandbox (e.g. the kernel's OOM killer when the machine runs short of memory)${last ? `; last output: ${last}` : ''}`,
         ),
       );
+    } else if (fatal?.kind === 'memory') {
+      this.failWith(
+        new SandboxError('memory', `${how}: ran out of memory (${this.named('memoryMb')} MiB)`, 'memoryMb'),
+      );
+    } else if (fatal?.kind === 'check') {
+      this.failWith(new SandboxError('crash', `${how}: a native check failed: ${fatal.line.slice(0, 300)}`));
     } else if (/ERR_ACCESS_DENIED/.test(tail)) {
       this.failWith(new SandboxError('permission', `${how}: ${last}`));
     } else {

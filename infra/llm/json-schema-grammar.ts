@@ -166,6 +166,10 @@ function convertString(s: Json): GbnfJsonSchema {
 function convertObject(s: Json, ctx: Ctx): GbnfJsonSchema {
   const props = isObject(s.properties) ? s.properties : {};
   const names = Object.keys(props);
+  const requiredList = Array.isArray(s.required) ? s.required : [];
+  // Charged before any work: 16,000 properties against 60,000 required names took 3.2 s (rerun 15).
+  ctx.budget.left -= names.length + requiredList.length;
+  if (ctx.budget.left < 0) throw ctx.budget.tooLarge;
   const converted: Record<string, GbnfJsonSchema> = {};
   for (const name of names)
     converted[name] = convert(props[name], { ...ctx, field: `${ctx.field}.properties.${name}` });
@@ -186,7 +190,8 @@ function convertObject(s: Json, ctx: Ctx): GbnfJsonSchema {
       },
       s,
     );
-  const required = Array.isArray(s.required) ? names.filter((n) => (s.required as unknown[]).includes(n)) : [];
+  const requiredSet = new Set(requiredList);
+  const required = names.filter((n) => requiredSet.has(n));
   if (required.length === names.length) return object(names);
   return oneOf([object(required), object(names)]);
 }
