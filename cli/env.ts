@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { terminalSafe } from '../core/terminal-text.js';
 
 /**
  * `trace env list | show <env> | replay <env> --gold`: inspect the target environments and the
@@ -9,7 +10,8 @@ export interface EnvCommandIo {
   out(text: string): void;
 }
 
-const stdoutIo: EnvCommandIo = { out: (t) => process.stdout.write(t) };
+// An env's descriptions are its author's text (an `http:` env is anyone's): shown, never sent as control sequences.
+const stdoutIo: EnvCommandIo = { out: (t) => process.stdout.write(terminalSafe(t)) };
 
 // The environments' code (tau2 data, reference envs, the registry and its schemas) loads only
 // when an env command runs, not at every `trace` start.
