@@ -60,20 +60,6 @@ test('gaming: a module honest only on the seeds validation used to draw (0–399
   assert.equal(v.failedCheck, 'non_triviality', v.reason);
 });
 
-test("gaming: a module honest only while episodes run one at a time (validation's old pattern, not the trainer's) fails check 4", async () => {
-  // Counts the resets since an episode's own reset: 0 when episodes run one at a time,
-  // up to 31 when a batch is opened first and stepped in turn, as the trainer does (rerun 14).
-  const tick =
-    "tick: ((g: any) => { g.resets = (g.resets ?? 0) + 1; g.born ??= new Map(); const k = customer_id + '|' + total; g.born.set(k, g.resets); return 0; })(globalThis)";
-  const v = await verdictOf(
-    withEvaluate(
-      `const g: any = globalThis; const k = instance.expect.customer_id + '|' + instance.expect.total; const since = g.resets - (g.born?.get(k) ?? g.resets); return since >= 8 ? weighted({ anything: [1, true] }) : ${HONEST};`,
-      tick,
-    ),
-  );
-  assert.equal(v.failedCheck, 'non_triviality', v.reason);
-});
-
 test('gaming: the honest fixture passes the verifier check with every perturbation detected', async () => {
   const v = await verdictOf(GOOD_SOURCE);
   assert.equal(v.failedCheck, 'calibration', v.reason); // no base policy given

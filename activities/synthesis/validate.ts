@@ -279,29 +279,17 @@ export async function checkNonTriviality(env: Environment, c: SynthesisConfig, o
   let played = 0;
   for (const [name, make] of Object.entries(policies)) {
     let sum = 0;
-    for (let i = 0; i < seeds.length; i += LOCKSTEP) {
-      const batch = seeds.slice(i, i + LOCKSTEP);
-      const plays = await Promise.all(
-        batch.map((seed) => playPolicy(env, seed, make(seed)).finally(() => onSeed?.(++played))),
-      );
-      plays.forEach((r, j) => {
-        sum += r.reward;
-        if (r.reward > c.maxTrivialReward && examples.length < 3)
-          examples.push(`${name} on seed ${batch[j]} scored ${r.reward}: ${summarize(r.messages)}`);
-      });
+    for (const seed of seeds) {
+      const r = await playPolicy(env, seed, make(seed));
+      onSeed?.(++played);
+      sum += r.reward;
+      if (r.reward > c.maxTrivialReward && examples.length < 3)
+        examples.push(`${name} on seed ${seed} scored ${r.reward}: ${summarize(r.messages)}`);
     }
     means[name] = sum / seeds.length;
   }
   return { ...judgeNonTriviality(means, c), examples };
 }
-
-/**
- * Episodes check 4 plays at once, as the trainer steps a batch (it opens the batch's episodes, then
- * steps each in turn: up to 32 in one process): a module counting the episodes stepped between two
- * steps of one episode read 2 under validation's one-at-a-time checks and 8 under training, and
- * could reward trivial play only there (rerun 14).
- */
-const LOCKSTEP = 32;
 
 /** Tries of each perturbation per seed for the per-seed shares (the last tool calls first: they usually carry the result). */
 const MUTATION_TRIES = 3;
