@@ -103,6 +103,10 @@ test('schemas that expand past the grammar budget or nest too deep are refused a
   const props = Object.fromEntries([...Array(16_000)].map((_, i) => [`p${i}`, {}]));
   const required = [...Array(60_000)].map((_, i) => `r${i}`);
   assert.throws(() => jsonSchemaToGrammarSchema({ type: 'object', properties: props, required }), /more than 20000/);
+  // allOf naming one big definition 2,000 times: charged before each copy (rerun 16: 2.8 s).
+  const big = { type: 'object', properties: Object.fromEntries([...Array(5000)].map((_, i) => [`p${i}`, {}])) };
+  const allOf = Array(2000).fill({ $ref: '#/$defs/big' });
+  assert.throws(() => jsonSchemaToGrammarSchema({ type: 'object', $defs: { big }, allOf }), /more than 20000/);
   // Many tools, each under the budget, that together pass it: the request names `tools`.
   const wide = {
     type: 'object',
