@@ -172,31 +172,29 @@ export async function computedImport(source: string, fileName = 'env.ts'): Promi
     !!a &&
     ((a.type === 'TemplateLiteral' && (a.expressions as unknown[]).length > 0) ||
       (a.type === 'BinaryExpression' && a.operator === '+'));
-  const found: N[] = [];
+  let found: N | undefined;
   const visit = (node: unknown): void => {
-    if (found.length || !node || typeof node !== 'object') return;
+    if (found || !node || typeof node !== 'object') return;
     if (Array.isArray(node)) return node.forEach(visit);
     const n = node as N;
-    if (typeof n.type === 'string') {
-      const callee = n.callee as N | undefined;
-      const loads =
-        n.type === 'ImportExpression'
-          ? computed(n.source as N)
-          : n.type === 'CallExpression' &&
-            !!callee &&
-            (isRequire(callee) ||
-              (callee.type === 'MemberExpression' &&
-                isRequire(callee.object as N) &&
-                (callee.property as N).type === 'Identifier' &&
-                (callee.property as N).name === 'resolve')) &&
-            computed((n.arguments as N[])[0]);
-      if (loads) return void found.push(n);
-    }
-    for (const [k, v] of Object.entries(n)) if (k !== 'loc') visit(v);
+    const callee = n.callee as N | undefined;
+    const loads =
+      n.type === 'ImportExpression'
+        ? computed(n.source as N)
+        : n.type === 'CallExpression' &&
+          !!callee &&
+          (isRequire(callee) ||
+            (callee.type === 'MemberExpression' &&
+              isRequire(callee.object as N) &&
+              (callee.property as N).type === 'Identifier' &&
+              (callee.property as N).name === 'resolve')) &&
+          computed((n.arguments as N[])[0]);
+    if (loads) found = n;
+    else Object.values(n).forEach(visit);
   };
   visit(ast);
-  if (!found.length) return undefined;
-  const what = found[0].type === 'ImportExpression' ? 'import()' : 'require()';
+  if (!found) return undefined;
+  const what = found.type === 'ImportExpression' ? 'import()' : 'require()';
   return `${what} of a computed path (a template or a concatenation) is refused: the bundler would read every matching host file; name the module as a string literal`;
 }
 
