@@ -45,7 +45,14 @@ export const SynthesisConfigSchema = z
       .object({
         determinism: z.number().int().positive().default(100),
         solvability: z.number().int().positive().default(50),
-        triviality: z.number().int().positive().default(30),
+        triviality: z
+          .number()
+          .int()
+          .positive()
+          .default(16)
+          .describe(
+            "seeds the trivial policies play, in the trainer's batches (training.groupsPerIteration seeds × rolloutsPerGroup copies)",
+          ),
         verifier: z
           .number()
           .int()

@@ -16,6 +16,7 @@ import {
   checkCompile,
   checkDeterminism,
   checkNonTriviality,
+  batchShapeOf,
   checkSolvability,
   goldPolicy,
   playPolicy,
@@ -32,7 +33,7 @@ for (const cap of caps) {
     const checks = [
       await checkDeterminism(env, config),
       await checkSolvability(env, config),
-      await checkNonTriviality(env, config),
+      await checkNonTriviality(env, config, batchShapeOf(parseConfig({ env: { name: 'toy-orders' } }))),
     ];
     for (const r of checks) assert.equal(r.passed, true, `${r.check}: ${r.reason} ${r.examples.join(' | ')}`);
     assert.equal(checks[1].metrics.failingSeeds, 0, 'the gold solver scores 1.0 on every seed');

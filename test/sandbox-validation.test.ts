@@ -4,7 +4,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { parseConfig } from '../core/config.js';
 import type { ValidationVerdict } from '../core/synthesis.js';
-import { validateCandidate } from '../activities/synthesis/validate.js';
+import { batchShapeOf, checkCompile, checkNonTriviality, validateCandidate } from '../activities/synthesis/validate.js';
 import { isolationIfAvailable } from '../envs/sandbox/isolation.js';
 import { GOOD_MANIFEST, GOOD_SOURCE } from './fixtures/synthesis/scripts.js';
 
@@ -22,16 +22,17 @@ test('validation reports progress after every seed a check tries, not only betwe
     onProgress: (d) => events.push(d),
   });
   assert.equal(verdict.failedCheck, 'calibration', verdict.reason); // no policy given: checks 1–4 pass
-  for (const [check, seeds] of [
-    ['determinism', 100],
-    ['solvability', 50],
-    ['non_triviality', 90],
-    ['verifier', 20],
+  // Check 4 plays in the trainer's batches (4 seeds × 16 copies by default) and reports after each.
+  for (const [check, seeds, every] of [
+    ['determinism', 100, 1],
+    ['solvability', 50, 1],
+    ['non_triviality', 16, 4],
+    ['verifier', 20, 1],
   ] as const) {
     const within = events.filter((e) => e.check === check && typeof e.seeds === 'number').map((e) => e.seeds);
     assert.deepEqual(
       within,
-      Array.from({ length: seeds }, (_, i) => i + 1),
+      Array.from({ length: seeds / every }, (_, i) => (i + 1) * every),
       check,
     );
   }

@@ -14,13 +14,73 @@ import {
 } from '../core/synthesis.js';
 import { createLlm } from '../llm/client.js';
 import { loadCandidate } from '../activities/synthesis/candidate.js';
-import { checkCalibration, checkCompile } from '../activities/synthesis/validate.js';
+import { checkCalibration, checkCompile, playBatch, type Policy } from '../activities/synthesis/validate.js';
+import type { Environment, Episode } from '../envs/environment.js';
 import { synthesizeEnvironment, validateEnvironment } from '../activities/synthesis/index.js';
 import { openStore } from '../store/index.js';
 import { startScriptedLlm } from './helpers/scripted-llm.js';
 import { alternatingPolicy, BROKEN, generatorReply, GOOD_MANIFEST, GOOD_SOURCE } from './fixtures/synthesis/scripts.js';
 
 const sc = SynthesisConfigSchema.parse({});
+
+test("check 4's batches send requests in the order of the trainer's collect (trace_trainer/rollout.py), one at a time", async () => {
+  const log: string[] = [];
+  let inFlight = 0;
+  const request = async <T>(entry: string, answer: T): Promise<T> => {
+    log.push(entry);
+    assert.equal(++inFlight, 1, `${entry} sent while another request was in flight`);
+    await new Promise((r) => setImmediate(r));
+    inFlight--;
+    return answer;
+  };
+  let opened = 0;
+  const env: Environment = {
+    info: { name: 'recorder', kind: 'synthetic', description: '' },
+    tools: () => [],
+    systemPrompt: () => '',
+    listTasks: async () => [],
+    reset: async (req) => {
+      const id = `${'seed' in req ? req.seed : '?'}.${opened++}`;
+      const episode: Episode = {
+        id,
+        taskId: id,
+        initialMessages: () => [{ role: 'user', content: 'hi' }],
+        step: (action) =>
+          request(`step ${id}${action.type === 'message' ? ` ${action.content}` : ''}`, {
+            observation: { role: 'user', content: 'ok' },
+            error: false,
+            done: false,
+          }),
+        evaluate: (_m, termination) =>
+          request(`evaluate ${id} ${termination}`, { reward: 0, components: {}, success: false }),
+        fork: () => Promise.reject(new Error('not used')),
+        close: () => request(`close ${id}`, undefined),
+      };
+      return request(`reset ${id}`, episode);
+    },
+  };
+  // Copy c of a seed says c + 1 things, then stops; with 3 turns the third copy is cut off (max_steps).
+  const speaks =
+    (copy: number): Policy =>
+    (_m, i) =>
+      i <= copy ? { type: 'message', content: `t${i}` } : null;
+  const plays = [7, 9].flatMap((seed) => [0, 1, 2].map((copy) => ({ seed, policy: speaks(copy) })));
+  const played = await playBatch(env, plays, { maxTurns: 3, maxErrors: 4 });
+  const ids = ['7.0', '7.1', '7.2', '9.3', '9.4', '9.5'];
+  const ends = ['agent_stop', 'agent_stop', 'max_steps'];
+  assert.deepEqual(log, [
+    ...ids.map((id) => `reset ${id}`),
+    ...ids.map((id) => `step ${id} t0`),
+    ...ids.filter((_, i) => i % 3 >= 1).map((id) => `step ${id} t1`),
+    ...ids.filter((_, i) => i % 3 === 2).map((id) => `step ${id} t2`),
+    ...ids.map((id, i) => `evaluate ${id} ${ends[i % 3]}`),
+    ...ids.map((id) => `close ${id}`),
+  ]);
+  assert.deepEqual(
+    played.map((p) => p.termination),
+    [...ends, ...ends],
+  );
+});
 
 test('check thresholds: determinism, solvability, non-triviality, calibration', () => {
   assert.equal(judgeDeterminism({ seeds: 100, mismatched: [], distinct: 95 }, sc).passed, true);

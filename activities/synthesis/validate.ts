@@ -21,7 +21,7 @@ import {
   requiredClasses,
 } from '../../core/synthesis.js';
 import type { Termination, Trajectory } from '../../core/trajectory.js';
-import { actionMessage, type AgentAction, type Environment } from '../../envs/environment.js';
+import { actionMessage, type AgentAction, type Environment, type Episode } from '../../envs/environment.js';
 import { inspectInstance, Rng, type InstanceView, type JsonSchema } from '../../envs/sdk/index.js';
 import { activityContext } from '../../infra/activity-context.js';
 import { jsonSchemaToGrammarSchema } from '../../infra/llm/json-schema-grammar.js';
@@ -78,10 +78,7 @@ export async function playPolicy(env: Environment, seed: number, policy: Policy,
       messages.push(actionMessage(action));
       const r = await ep.step(action);
       messages.push(r.observation);
-      if (r.error)
-        errors.push(
-          `${action.type === 'tool_call' ? action.call.function.name : 'message'} → ${String(r.observation.content).slice(0, 200)}`,
-        );
+      if (r.error) errors.push(errorText(action, r.observation));
       if (r.done) {
         termination = r.termination ?? 'agent_stop';
         break;
@@ -93,6 +90,10 @@ export async function playPolicy(env: Environment, seed: number, policy: Policy,
     await ep.close();
   }
 }
+
+/** A tool error as a check's example: the tool (or 'message') and what the env answered. */
+const errorText = (action: AgentAction, observation: Message) =>
+  `${action.type === 'tool_call' ? action.call.function.name : 'message'} → ${String(observation.content).slice(0, 200)}`;
 
 export const goldPolicy =
   (gold: readonly AgentAction[]): Policy =>
@@ -108,9 +109,10 @@ export const answerWithoutToolsPolicy: Policy = (_m, i) =>
       }
     : null;
 
-/** Calls random tools with random schema-shaped arguments, then claims success. */
-export function randomToolPolicy(env: Environment, seed: number, calls = 6): Policy {
-  const rng = new Rng(`random-tool:${seed}`);
+/** Calls random tools with random schema-shaped arguments, then claims success; each copy of a seed differently. */
+export function randomToolPolicy(env: Environment, seed: number, copy = 0): Policy {
+  const calls = 6;
+  const rng = new Rng(`random-tool:${seed}:${copy}`);
   const tools = env.tools();
   return (_m, i) => {
     if (i > calls || !tools.length) return null;
@@ -266,28 +268,145 @@ export async function checkSolvability(env: Environment, c: SynthesisConfig, onS
   return judgeSolvability(rewards, c);
 }
 
-/** Check 4: stop-at-once, answer-without-tools and random-tool policies score ≤ maxTrivialReward. */
-export async function checkNonTriviality(env: Environment, c: SynthesisConfig, onSeed?: OnSeed): Promise<CheckResult> {
+/** The shape of the trainer's batches (trace_trainer/rollout.py `collect`), which check 4 plays in. */
+export interface BatchShape {
+  /** G seeds per batch. */
+  groups: number;
+  /** K episodes per seed, reset back to back. */
+  rolloutsPerGroup: number;
+  /** Steps per episode before it ends as max_steps. */
+  maxTurns: number;
+  /** Tool errors that end an episode. */
+  maxErrors: number;
+}
+
+/** The trainer's max_errors: the run config does not set it (core/trainer-config.ts TRAINER_DEFAULTS). */
+const TRAINER_MAX_ERRORS = 4;
+
+export const batchShapeOf = (config: Config): BatchShape => ({
+  groups: config.training.groupsPerIteration,
+  rolloutsPerGroup: config.training.rolloutsPerGroup,
+  maxTurns: config.training.maxTurns,
+  maxErrors: TRAINER_MAX_ERRORS,
+});
+
+interface BatchEpisode {
+  episode: Episode;
+  policy: Policy;
+  messages: Message[];
+  errors: string[];
+  done: boolean;
+  termination: Termination;
+}
+
+/**
+ * Plays episodes in the order the trainer's `collect` sends its requests, one at a time as its env
+ * client does: every episode reset first (the copies of a seed back to back), then turn by turn each
+ * live episode steps once, in order, then every episode evaluated, then every one closed. A module
+ * cannot tell these episodes from a training batch by their requests' order (reruns 14 and 16: one
+ * episode at a time, validation could be told apart). A policy's null ends its episode without a
+ * request (agent_stop), as the trainer's model ends one with its last message.
+ */
+export async function playBatch(
+  env: Environment,
+  plays: readonly { seed: number; policy: Policy }[],
+  shape: Pick<BatchShape, 'maxTurns' | 'maxErrors'>,
+): Promise<Played[]> {
+  const live: BatchEpisode[] = [];
+  try {
+    for (const { seed, policy } of plays) {
+      const episode = await env.reset({ seed });
+      live.push({
+        episode,
+        policy,
+        messages: episode.initialMessages(),
+        errors: [],
+        done: false,
+        termination: 'max_steps',
+      });
+    }
+    for (let turn = 0; turn < shape.maxTurns; turn++) {
+      for (const x of live) {
+        if (x.done) continue;
+        const action = x.policy(x.messages, turn);
+        if (!action) {
+          x.done = true;
+          x.termination = 'agent_stop';
+          continue;
+        }
+        x.messages.push(actionMessage(action));
+        const r = await x.episode.step(action);
+        x.messages.push(r.observation);
+        if (r.error) x.errors.push(errorText(action, r.observation));
+        if (r.done) {
+          x.done = true;
+          x.termination = r.termination ?? 'agent_stop';
+        } else if (x.errors.length >= shape.maxErrors) {
+          x.done = true;
+          x.termination = 'max_errors';
+        }
+      }
+      if (live.every((x) => x.done)) break;
+    }
+    const played: Played[] = [];
+    for (const x of live) {
+      const info = await x.episode.evaluate(x.messages, x.termination);
+      played.push({
+        reward: info.reward,
+        success: info.success,
+        termination: x.termination,
+        messages: x.messages,
+        errors: x.errors,
+      });
+    }
+    return played;
+  } finally {
+    // As the trainer: every episode is closed, and a failed close does not hide the error that ended the batch.
+    for (const x of live) await x.episode.close().catch(() => {});
+  }
+}
+
+/**
+ * Check 4: stop-at-once, answer-without-tools and random-tool policies score ≤ maxTrivialReward.
+ * They play in the trainer's batches (G seeds × K copies, `playBatch`), copy by copy in turn, so
+ * the module sees what a training batch of a policy that learnt nothing would send it.
+ */
+export async function checkNonTriviality(
+  env: Environment,
+  c: SynthesisConfig,
+  shape: BatchShape,
+  onSeed?: OnSeed,
+): Promise<CheckResult> {
   const seeds = drawSeeds(c.seeds.triviality);
-  const policies: Record<string, (seed: number) => Policy> = {
-    stopAtOnce: () => stopPolicy,
-    answerWithoutTools: () => answerWithoutToolsPolicy,
-    randomTools: (seed) => randomToolPolicy(env, seed),
-  };
-  const means: Record<string, number> = {};
+  const policies: [string, (seed: number, copy: number) => Policy][] = [
+    ['stopAtOnce', () => stopPolicy],
+    ['answerWithoutTools', () => answerWithoutToolsPolicy],
+    ['randomTools', (seed, copy) => randomToolPolicy(env, seed, copy)],
+  ];
+  const totals = new Map(policies.map(([name]) => [name, { sum: 0, n: 0 }]));
   const examples: string[] = [];
-  let played = 0;
-  for (const [name, make] of Object.entries(policies)) {
-    let sum = 0;
-    for (const seed of seeds) {
-      const r = await playPolicy(env, seed, make(seed));
-      onSeed?.(++played);
-      sum += r.reward;
+  let n = 0;
+  for (let b = 0; b < seeds.length; b += shape.groups) {
+    const batch = seeds.slice(b, b + shape.groups);
+    // The policies take turns over the copies (K may be below 3), so every one plays on most seeds.
+    const plays = batch.flatMap((seed) =>
+      Array.from({ length: shape.rolloutsPerGroup }, (_, copy) => {
+        const [name, make] = policies[n++ % policies.length];
+        return { seed, name, policy: make(seed, copy) };
+      }),
+    );
+    const results = await playBatch(env, plays, shape);
+    for (const [i, r] of results.entries()) {
+      const { seed, name } = plays[i];
+      const t = totals.get(name)!;
+      t.sum += r.reward;
+      t.n++;
       if (r.reward > c.maxTrivialReward && examples.length < 3)
         examples.push(`${name} on seed ${seed} scored ${r.reward}: ${summarize(r.messages)}`);
     }
-    means[name] = sum / seeds.length;
+    onSeed?.(b + batch.length);
   }
+  const means = Object.fromEntries([...totals].map(([name, t]) => [name, t.n ? t.sum / t.n : 0]));
   return { ...judgeNonTriviality(means, c), examples };
 }
 
@@ -535,7 +654,7 @@ export async function validateCandidate(
     const steps: [CheckResult['check'], () => Promise<CheckResult>][] = [
       ['determinism', () => checkDeterminism(env, c, seedDone('determinism'))],
       ['solvability', () => checkSolvability(env, c, seedDone('solvability'))],
-      ['non_triviality', () => checkNonTriviality(env, c, seedDone('non_triviality'))],
+      ['non_triviality', () => checkNonTriviality(env, c, batchShapeOf(input.config), seedDone('non_triviality'))],
       ['verifier', () => checkVerifier(env, c, seedDone('verifier'))],
     ];
     if (input.policy) {
