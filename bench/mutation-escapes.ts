@@ -10,7 +10,8 @@
  * Run: node --import tsx bench/mutation-escapes.ts [--runs N]
  */
 import { createHash } from 'node:crypto';
-import { checkVerifier } from '../activities/synthesis/validate.js';
+import { batchShapeOf, checkVerifier } from '../activities/synthesis/validate.js';
+import { parseConfig } from '../core/config.js';
 import { SynthesisConfigSchema, type CheckResult } from '../core/synthesis.js';
 import type { Environment, Episode } from '../envs/environment.js';
 import { REFERENCE_ENVS, loadReferenceEnv, type ReferenceCapability } from '../envs/reference/index.js';
@@ -19,6 +20,8 @@ import fixture from '../test/fixtures/synthesis/good-env.js';
 const runsArg = process.argv.indexOf('--runs');
 const RUNS = runsArg > 0 ? Number(process.argv[runsArg + 1]) : 5;
 const config = SynthesisConfigSchema.parse({});
+// The trainer's default batches (4 seeds × 16 copies), which check 5 plays in.
+const shape = batchShapeOf(parseConfig({ env: { name: 'toy-orders' } }));
 
 /** The env with a reward of 1 for a hash-chosen share `p` of the trajectories it scores below 1. */
 function noisy(env: Environment, p: number): Environment {
@@ -64,7 +67,7 @@ console.log('|---|---|---|---|---|');
 const plays = new Map<string, number[]>();
 for (const [name, env] of envs) {
   const rows: CheckResult[] = [];
-  for (let i = 0; i < RUNS; i++) rows.push(await checkVerifier(env, config));
+  for (let i = 0; i < RUNS; i++) rows.push(await checkVerifier(env, config, shape));
   plays.set(
     name,
     rows.map((r) => r.metrics.requiredMutationPlays),
@@ -85,7 +88,7 @@ for (const p of [0.1, 0.05]) {
   console.log('|---|---|---|---|');
   for (const [name, env] of envs) {
     let passed = 0;
-    for (let i = 0; i < RUNS; i++) if ((await checkVerifier(noisy(env, p), config)).passed) passed++;
+    for (let i = 0; i < RUNS; i++) if ((await checkVerifier(noisy(env, p), config, shape)).passed) passed++;
     const ps = [...plays.get(name)!].sort((a, b) => a - b);
     const n = ps[Math.floor(ps.length / 2)];
     console.log(

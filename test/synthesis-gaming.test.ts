@@ -139,34 +139,49 @@ test('gaming: the honest fixture has no mutation escapes with every perturbation
 /**
  * Training told from validation by the request pattern (reruns 14 and 16): the trainer resets the
  * K copies of a seed back to back, steps every live episode in turn and evaluates them all at the
- * end, while validation played one episode at a time. Each module below rewards trivial play only
- * when it sees the trainer's pattern; both passed checks 1–5 (failing only at calibration, with no
- * policy given) until check 4 played in the trainer's batches.
+ * end, while validation played one episode at a time. Each module below is honest unless it sees
+ * the trainer's pattern; then it pays trivial play, or any wrong trajectory that calls a tool. Each
+ * passed checks 1–5 (failing only at calibration, with no policy given) until checks 4 and 5 played
+ * in the trainer's batches.
  */
 const WATCH = `const g = globalThis as any;
 const base = defineEnvironment<State, Inst>({`;
-for (const [name, watch] of [
+const SEES = {
+  // The sandbox's instance check resets `inspect:<seed>` after each: those do not break the run.
+  'a seed reset 5 times in a row': `if (req.seed !== undefined) { g.run = req.seed === g.last ? g.run + 1 : 1; g.last = req.seed; } if (g.run >= 5) g.training = true;`,
+  'other episodes stepped between its own steps': `const own = ep.step.bind(ep); let mine = -1;
+    ep.step = async (a: any) => { g.steps = (g.steps ?? 0) + 1; if (mine >= 0 && g.steps - mine > 4) g.training = true; mine = g.steps; return own(a); };`,
+};
+for (const [sees, pays, body, check, reason] of [
   [
     'a seed reset 5 times in a row',
-    // The sandbox's instance check resets `inspect:<seed>` after each: those do not break the run.
-    `if (req.seed !== undefined) { g.run = req.seed === g.last ? g.run + 1 : 1; g.last = req.seed; } if (g.run >= 5) g.training = true;`,
+    'trivial play',
+    `${TRIVIAL} return g.training && trivial ? weighted({ anything: [1, true] }) : ${HONEST};`,
+    'non_triviality',
+    /trivial policies score too high/,
   ],
   [
     'other episodes stepped between its own steps',
-    `const own = ep.step.bind(ep); let mine = -1;
-    ep.step = async (a: any) => { g.steps = (g.steps ?? 0) + 1; if (mine >= 0 && g.steps - mine > 4) g.training = true; mine = g.steps; return own(a); };`,
+    'trivial play',
+    `${TRIVIAL} return g.training && trivial ? weighted({ anything: [1, true] }) : ${HONEST};`,
+    'non_triviality',
+    /trivial policies score too high/,
+  ],
+  [
+    'other episodes stepped between its own steps',
+    'any call',
+    `${TRIVIAL} return g.training && !trivial ? weighted({ anything: [1, true] }) : ${HONEST};`,
+    'verifier',
+    /scored lower than gold on only/,
   ],
 ] as const) {
-  test(`gaming: a module honest unless it sees the trainer's batches (${name}) fails non-triviality`, async () => {
-    const evaluate = withEvaluate(
-      `${TRIVIAL} return g.training && trivial ? weighted({ anything: [1, true] }) : ${HONEST};`,
-    );
+  test(`gaming: a module honest unless it sees the trainer's batches (${sees}; pays ${pays}) fails ${check}`, async () => {
     const source =
-      evaluate.replace('export default defineEnvironment<State, Inst>({', WATCH) +
-      `\nexport default { ...base, reset: async (req: any) => { const ep = await base.reset(req); ${watch} return ep; } };\n`;
+      withEvaluate(body).replace('export default defineEnvironment<State, Inst>({', WATCH) +
+      `\nexport default { ...base, reset: async (req: any) => { const ep = await base.reset(req); ${SEES[sees]} return ep; } };\n`;
     assert.ok(source.includes(WATCH), 'good-env.ts changed: update this test');
     const v = await verdictOf(source);
-    assert.equal(v.failedCheck, 'non_triviality', v.reason);
-    assert.match(v.reason!, /trivial policies score too high/);
+    assert.equal(v.failedCheck, check, v.reason);
+    assert.match(v.reason!, reason);
   });
 }

@@ -367,6 +367,44 @@ export async function playBatch(
 }
 
 /**
+ * Plays each seed's policies in the trainer's batches: a seed's list is cut into groups of K
+ * copies (the last one filled with `pad`), and G groups of distinct seeds form a batch
+ * (`playBatch`). A seed's second group plays only after every seed's first, so it lands in a later
+ * sandbox process, as a seed drawn again in training would. Returns each seed's results in the
+ * order of its policies (padding left out); `onBatch` gets the seeds finished so far.
+ */
+export async function playInBatches(
+  env: Environment,
+  perSeed: readonly { seed: number; policies: readonly Policy[] }[],
+  shape: BatchShape,
+  pad: (seed: number) => Policy,
+  onBatch?: (seedsDone: number) => void,
+): Promise<Played[][]> {
+  const K = shape.rolloutsPerGroup;
+  const results = perSeed.map((): Played[] => []);
+  const rounds = Math.max(0, ...perSeed.map((x) => Math.ceil(x.policies.length / K)));
+  let done = 0;
+  for (let round = 0; round < rounds; round++) {
+    const groups = perSeed.flatMap((x, i) => (round * K < x.policies.length ? [i] : []));
+    for (let b = 0; b < groups.length; b += shape.groups) {
+      const batch = groups.slice(b, b + shape.groups);
+      const plays = batch.flatMap((i) => {
+        const { seed, policies } = perSeed[i];
+        return Array.from({ length: K }, (_, k) => ({ seed, policy: policies[round * K + k] ?? pad(seed) }));
+      });
+      const played = await playBatch(env, plays, shape);
+      for (const [j, i] of batch.entries()) {
+        const own = perSeed[i].policies.length - round * K;
+        results[i].push(...played.slice(j * K, j * K + Math.min(K, own)));
+        if (own <= K) done++;
+      }
+      onBatch?.(done);
+    }
+  }
+  return results;
+}
+
+/**
  * Check 4: stop-at-once, answer-without-tools and random-tool policies score ≤ maxTrivialReward.
  * They play in the trainer's batches (G seeds × K copies, `playBatch`), copy by copy in turn, so
  * the module sees what a training batch of a policy that learnt nothing would send it.
@@ -383,28 +421,32 @@ export async function checkNonTriviality(
     ['answerWithoutTools', () => answerWithoutToolsPolicy],
     ['randomTools', (seed, copy) => randomToolPolicy(env, seed, copy)],
   ];
+  // The policies take turns over the copies (K may be below 3), so every one plays on most seeds.
+  let n = 0;
+  const perSeed = seeds.map((seed) => ({
+    seed,
+    plays: Array.from({ length: shape.rolloutsPerGroup }, (_, copy) => {
+      const [name, make] = policies[n++ % policies.length];
+      return { name, policy: make(seed, copy) };
+    }),
+  }));
+  const results = await playInBatches(
+    env,
+    perSeed.map((x) => ({ seed: x.seed, policies: x.plays.map((p) => p.policy) })),
+    shape,
+    () => stopPolicy,
+    onSeed,
+  );
   const totals = new Map(policies.map(([name]) => [name, { sum: 0, n: 0 }]));
   const examples: string[] = [];
-  let n = 0;
-  for (let b = 0; b < seeds.length; b += shape.groups) {
-    const batch = seeds.slice(b, b + shape.groups);
-    // The policies take turns over the copies (K may be below 3), so every one plays on most seeds.
-    const plays = batch.flatMap((seed) =>
-      Array.from({ length: shape.rolloutsPerGroup }, (_, copy) => {
-        const [name, make] = policies[n++ % policies.length];
-        return { seed, name, policy: make(seed, copy) };
-      }),
-    );
-    const results = await playBatch(env, plays, shape);
-    for (const [i, r] of results.entries()) {
-      const { seed, name } = plays[i];
-      const t = totals.get(name)!;
+  for (const [i, { seed, plays }] of perSeed.entries()) {
+    for (const [j, r] of results[i].entries()) {
+      const t = totals.get(plays[j].name)!;
       t.sum += r.reward;
       t.n++;
       if (r.reward > c.maxTrivialReward && examples.length < 3)
-        examples.push(`${name} on seed ${seed} scored ${r.reward}: ${summarize(r.messages)}`);
+        examples.push(`${plays[j].name} on seed ${seed} scored ${r.reward}: ${summarize(r.messages)}`);
     }
-    onSeed?.(b + batch.length);
   }
   const means = Object.fromEntries([...totals].map(([name, t]) => [name, t.n ? t.sum / t.n : 0]));
   return { ...judgeNonTriviality(means, c), examples };
@@ -427,6 +469,14 @@ interface Variant {
   actions: AgentAction[];
   /** e.g. `drop list_orders#0`, `arg list_orders#0.customer_id` (#n: the n-th call to that tool). */
   key: string;
+}
+
+/** One play of check 5: gold, a perturbation (`m`, its `i`-th variant) or a replay of an earlier play. */
+interface Planned {
+  actions: readonly AgentAction[];
+  mutation?: { m: Mutation; i: number; key: string };
+  /** The index of the play this one repeats, whose reward it must equal. */
+  replayOf?: number;
 }
 
 /** Each tool call's name with its occurrence (`list_orders#1` is the second call to it). */
@@ -483,9 +533,16 @@ function argumentVariants(gold: readonly AgentAction[]): Variant[] {
  * the same argument changed) that scores lower on most seeds must do so on all but
  * maxMutationEscapes of its plays in total: an honest verifier is a function of the trajectory, so
  * a step it requires is required on every seed, while reward noise (or a count-based cheat, which
- * is noise to this check) lets some of them through.
+ * is noise to this check) lets some of them through. Every play goes through the trainer's batches
+ * (`playInBatches`, a seed's plays as its copies), so a module keyed on the order of requests
+ * rewards there what it would reward in training.
  */
-export async function checkVerifier(env: Environment, c: SynthesisConfig, onSeed?: OnSeed): Promise<CheckResult> {
+export async function checkVerifier(
+  env: Environment,
+  c: SynthesisConfig,
+  shape: BatchShape,
+  onSeed?: OnSeed,
+): Promise<CheckResult> {
   const seeds = drawSeeds(c.seeds.verifier);
   const stats: VerifierStats = {
     seeds: seeds.length,
@@ -497,22 +554,12 @@ export async function checkVerifier(env: Environment, c: SynthesisConfig, onSeed
     },
     classes: {},
   };
-  const examples: string[] = [];
-  const escapes: { key: string; text: string }[] = [];
-  for (const [n, seed] of seeds.entries()) {
+  // Each seed's plays, gold first. The first trajectory of each kind (gold, then each perturbation)
+  // is played twice: a verifier that is honest on gold but random elsewhere shows up only on the others.
+  const plans: { seed: number; gold: AgentAction[]; plays: Planned[]; applicable: Mutation[] }[] = [];
+  for (const seed of seeds) {
     const { gold } = await inspectInstance(env, seed);
-    let replayed = false;
-    // The first trajectory of each kind (gold, then each perturbation) is played twice: a verifier
-    // that is honest on gold but random elsewhere shows up only on the others.
-    const score = async (actions: readonly AgentAction[], replay: boolean) => {
-      const r = (await playPolicy(env, seed, goldPolicy(actions))).reward;
-      if (replay && !replayed && (await playPolicy(env, seed, goldPolicy(actions))).reward !== r) {
-        replayed = true;
-        stats.replayMismatched.push(seed);
-      }
-      return r;
-    };
-    const reward = await score(gold, true);
+    const plays: Planned[] = [{ actions: gold }, { actions: gold, replayOf: 0 }];
     const hasCalls = gold.some((a) => a.type === 'tool_call');
     const variants: Record<Mutation, Variant[]> = {
       dropStep: dropVariants(gold),
@@ -524,26 +571,48 @@ export async function checkVerifier(env: Environment, c: SynthesisConfig, onSeed
     };
     let budget = c.maxMutationsPerSeed;
     for (const m of MUTATIONS) {
-      if (!variants[m].length) continue;
-      stats.mutations[m].applicable++;
-      let lower = false;
       for (const [i, v] of variants[m].entries()) {
         // The per-seed share looks at the first MUTATION_TRIES; the classes, at every one played.
         if (i >= MUTATION_TRIES && (m === 'skipMessages' || budget <= 0)) break;
         if (m !== 'skipMessages') budget--;
-        const isLower = (await score(v.actions, i === 0)) < reward;
-        if (i < MUTATION_TRIES) lower ||= isLower;
-        if (m === 'skipMessages') continue;
-        const cls = (stats.classes[v.key] ??= { played: 0, lower: 0 });
-        cls.played++;
-        if (isLower) cls.lower++;
-        else escapes.push({ key: v.key, text: `seed ${seed}: ${v.key} scored ${reward}, as high as gold` });
+        plays.push({ actions: v.actions, mutation: { m, i, key: v.key } });
+        if (i === 0) plays.push({ actions: v.actions, replayOf: plays.length - 1 });
       }
-      if (lower) stats.mutations[m].lower++;
+    }
+    plans.push({ seed, gold, plays, applicable: MUTATIONS.filter((m) => variants[m].length) });
+  }
+  const results = await playInBatches(
+    env,
+    plans.map((p) => ({ seed: p.seed, policies: p.plays.map((x) => goldPolicy(x.actions)) })),
+    // Gold is played whole even where it is longer than the trainer's turns (then no policy can learn it whole).
+    { ...shape, maxTurns: Math.max(shape.maxTurns, ...plans.map((p) => p.gold.length)) },
+    (seed) => goldPolicy(plans.find((p) => p.seed === seed)!.gold),
+    onSeed,
+  );
+  const examples: string[] = [];
+  const escapes: { key: string; text: string }[] = [];
+  for (const [n, { seed, plays, applicable }] of plans.entries()) {
+    const rewards = results[n].map((r) => r.reward);
+    const reward = rewards[0];
+    if (plays.some((x, j) => x.replayOf !== undefined && rewards[j] !== rewards[x.replayOf]))
+      stats.replayMismatched.push(seed);
+    const lower = new Set<Mutation>();
+    for (const [j, { mutation }] of plays.entries()) {
+      if (!mutation) continue;
+      const isLower = rewards[j] < reward;
+      if (isLower && mutation.i < MUTATION_TRIES) lower.add(mutation.m);
+      if (mutation.m === 'skipMessages') continue;
+      const cls = (stats.classes[mutation.key] ??= { played: 0, lower: 0 });
+      cls.played++;
+      if (isLower) cls.lower++;
+      else escapes.push({ key: mutation.key, text: `seed ${seed}: ${mutation.key} scored ${reward}, as high as gold` });
+    }
+    for (const m of applicable) {
+      stats.mutations[m].applicable++;
+      if (lower.has(m)) stats.mutations[m].lower++;
       else if (GATING_MUTATIONS.includes(m) && examples.length < 3)
         examples.push(`seed ${seed}: ${m} scored as high as the gold solution (${reward})`);
     }
-    onSeed?.(n + 1);
   }
   const result = judgeVerifier(stats, c);
   if (!result.passed && examples.length < 3) {
@@ -655,7 +724,7 @@ export async function validateCandidate(
       ['determinism', () => checkDeterminism(env, c, seedDone('determinism'))],
       ['solvability', () => checkSolvability(env, c, seedDone('solvability'))],
       ['non_triviality', () => checkNonTriviality(env, c, batchShapeOf(input.config), seedDone('non_triviality'))],
-      ['verifier', () => checkVerifier(env, c, seedDone('verifier'))],
+      ['verifier', () => checkVerifier(env, c, batchShapeOf(input.config), seedDone('verifier'))],
     ];
     if (input.policy) {
       const policy = input.policy;
