@@ -1,5 +1,5 @@
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
-import type { Message, ToolCall } from '../core/messages.js';
+import type { Message, ToolCall, ToolSchema } from '../core/messages.js';
 import type { RewardInfo, Termination, Trajectory, Usage } from '../core/trajectory.js';
 import type { Environment, Episode } from '../envs/environment.js';
 import { mapLimit } from '../core/concurrency.js';
@@ -50,6 +50,49 @@ function toParam(m: Message): ChatCompletionMessageParam {
       : { role: 'assistant', content: m.content ?? '' };
   }
   return m as ChatCompletionMessageParam;
+}
+
+/** The policy's reply to a conversation: text for the user and/or tool calls, with what it cost. */
+export interface PolicyReply {
+  content: string | null;
+  calls: ToolCall[];
+  usage: Omit<Usage, 'calls'>;
+  model: string;
+}
+
+/** One chat request to the policy (tools offered when there are any), its reply parsed. */
+export async function askPolicy(
+  llm: Llm,
+  messages: readonly Message[],
+  tools: readonly ToolSchema[],
+  temperature: number | undefined,
+  signal?: AbortSignal,
+): Promise<PolicyReply> {
+  const res = await llm.chat(
+    {
+      messages: messages.map(toParam),
+      ...(tools.length ? { tools: [...tools] } : {}),
+      ...(temperature !== undefined ? { temperature } : {}),
+    },
+    { signal },
+  );
+  const reply = res.choices[0]?.message;
+  return {
+    content: reply?.content ?? null,
+    calls: (reply?.tool_calls ?? []).flatMap((c) =>
+      c.type === 'function'
+        ? [
+            {
+              id: c.id,
+              type: 'function' as const,
+              function: { name: c.function.name, arguments: c.function.arguments },
+            },
+          ]
+        : [],
+    ),
+    usage: { promptTokens: res.usage?.prompt_tokens ?? 0, completionTokens: res.usage?.completion_tokens ?? 0 },
+    model: res.model,
+  };
 }
 
 export function trajectoryId(env: string, taskRef: { taskId?: string; seed?: number }, trial: number): string {
@@ -113,33 +156,12 @@ async function episodeLoop(p: EpisodeParams, cancel: AbortSignal | undefined): P
         termination = 'max_steps';
         break;
       }
-      const res = await bounded(
-        p.llm.chat(
-          {
-            messages: messages.map(toParam),
-            ...(tools.length ? { tools } : {}),
-            ...(p.temperature !== undefined ? { temperature: p.temperature } : {}),
-          },
-          { signal },
-        ),
-      );
+      const reply = await bounded(askPolicy(p.llm, messages, tools, p.temperature, signal));
       usage.calls++;
-      usage.promptTokens += res.usage?.prompt_tokens ?? 0;
-      usage.completionTokens += res.usage?.completion_tokens ?? 0;
-      model = res.model || model;
-      const reply = res.choices[0]?.message;
-      const calls: ToolCall[] = (reply?.tool_calls ?? []).flatMap((c) =>
-        c.type === 'function'
-          ? [
-              {
-                id: c.id,
-                type: 'function' as const,
-                function: { name: c.function.name, arguments: c.function.arguments },
-              },
-            ]
-          : [],
-      );
-      const content = reply?.content ?? null;
+      usage.promptTokens += reply.usage.promptTokens;
+      usage.completionTokens += reply.usage.completionTokens;
+      model = reply.model || model;
+      const { calls, content } = reply;
       if (calls.length) {
         const assistant: Message = { role: 'assistant', content, tool_calls: [] };
         messages.push(assistant);

@@ -97,10 +97,29 @@ export const SynthesisConfigSchema = z
           .max(1)
           .default(0.5)
           .describe('share of K-rollout groups with non-constant reward'),
-        groups: z.number().int().positive().default(8),
-        rolloutsPerGroup: z.number().int().min(2).default(4),
-        concurrency: z.number().int().positive().default(4),
-        maxSteps: z.number().int().positive().default(30),
+        groups: z
+          .number()
+          .int()
+          .positive()
+          .default(4)
+          .describe(
+            "seeds the base policy plays, in the trainer's batches (4: one batch at the default training.groupsPerIteration)",
+          ),
+        rolloutsPerGroup: z
+          .number()
+          .int()
+          .min(2)
+          .optional()
+          .describe(
+            'K episodes per seed; default training.rolloutsPerGroup (another K lets a module tell calibration from training)',
+          ),
+        concurrency: z.number().int().positive().default(4).describe('policy requests in flight within a turn'),
+        maxSteps: z
+          .number()
+          .int()
+          .positive()
+          .optional()
+          .describe("turns per episode; default training.maxTurns, the trainer's"),
       })
       .strict()
       .prefault({}),

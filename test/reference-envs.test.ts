@@ -10,7 +10,7 @@ import {
 import { call, say, type AgentAction, type SyntheticEnvironment } from '../envs/sdk/index.js';
 import { parseConfig } from '../core/config.js';
 import { createLlm } from '../llm/client.js';
-import { startScriptedLlm, type ChatRequest, type ScriptedReply } from './helpers/scripted-llm.js';
+import { episodeNumbers, startScriptedLlm, type ChatRequest, type ScriptedReply } from './helpers/scripted-llm.js';
 import {
   checkCalibration,
   checkCompile,
@@ -265,13 +265,14 @@ test("showcase-desk capability envs keep the target's tools and prompt; their fa
 /**
  * A base policy for permission_error_recovery over the scripted OpenAI server: it reads each
  * PermissionError and fixes the blocking setting on even-numbered episodes, and gives up at the
- * first error on odd ones.
+ * first error on odd ones (numbered by `episodeNumbers`: calibration plays them in lockstep).
  */
 function settingsPolicy(): (req: ChatRequest) => ScriptedReply {
-  let episode = -1;
+  const episodes = episodeNumbers();
   return (req) => {
     const msgs = req.messages;
-    if (msgs.length === 2) episode++;
+    const episode = episodes.of(req);
+    const id = episodes.callId(episode, req);
     const goal = /^Text (\w+): "(.*)"$/.exec(String(msgs[1].content));
     const last = String(msgs.at(-1)!.content ?? '');
     const contacts = msgs.find((m) => m.role === 'tool' && String(m.content).startsWith('['));
@@ -282,13 +283,14 @@ function settingsPolicy(): (req: ChatRequest) => ScriptedReply {
           {
             name: 'send_message_with_phone_number',
             arguments: JSON.stringify({ phone_number: to.phone_number, content: goal![2] }),
+            id,
           },
         ],
       };
     };
-    const set = (name: string, on: boolean) => ({ toolCalls: [{ name, arguments: JSON.stringify({ on }) }] });
+    const set = (name: string, on: boolean) => ({ toolCalls: [{ name, arguments: JSON.stringify({ on }), id }] });
     if (msgs.at(-1)!.role === 'user')
-      return { toolCalls: [{ name: 'search_contacts', arguments: JSON.stringify({ name: goal![1] }) }] };
+      return { toolCalls: [{ name: 'search_contacts', arguments: JSON.stringify({ name: goal![1] }), id }] };
     if (last.startsWith('[')) return send();
     if (last.includes('PermissionError') && episode % 2 === 1)
       return { content: 'Sorry, I could not send it: permission denied.' };

@@ -1,8 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseConfig } from '../core/config.js';
-import { validateCandidate } from '../activities/synthesis/validate.js';
-import { GOOD_MANIFEST, GOOD_SOURCE } from './fixtures/synthesis/scripts.js';
+import { checkCalibration, checkCompile, validateCandidate } from '../activities/synthesis/validate.js';
+import { createLlm } from '../llm/client.js';
+import { startScriptedLlm } from './helpers/scripted-llm.js';
+import { alternatingPolicy, GOOD_MANIFEST, GOOD_SOURCE } from './fixtures/synthesis/scripts.js';
 
 /**
  * Generated environments that game validation (issue 13, item 9): each passed checks 2–4 when
@@ -185,3 +187,41 @@ for (const [sees, pays, body, check, reason] of [
     assert.match(v.reason!, reason);
   });
 }
+
+test("gaming: a module that fakes the calibration band unless it sees the trainer's batches fails calibration", async () => {
+  // Honest, the alternating base policy scores 0.5; the band here is 0.6–0.9. Until check 6 played
+  // in the trainer's batches, a module paying every other failed episode 1 where it saw no other
+  // episode stepped between its own (calibration then) landed at 0.75, while training got 0.5.
+  const body = `${TRIVIAL} const honest = ${HONEST}; if (g.training || honest.reward === 1) return honest;
+    g.k = (g.k ?? 0) + 1; return g.k % 2 ? weighted({ lucky: [1, true] }) : honest;`;
+  const source =
+    withEvaluate(body).replace('export default defineEnvironment<State, Inst>({', WATCH) +
+    `\nexport default { ...base, reset: async (req: any) => { const ep = await base.reset(req); ${SEES['other episodes stepped between its own steps']} return ep; } };\n`;
+  const policy = alternatingPolicy();
+  const llm = await startScriptedLlm((req) => policy(req));
+  try {
+    const cfg = parseConfig({
+      env: { name: 'toy-orders' },
+      llm: { policy: { baseURL: llm.baseURL, model: 'scripted-model' } },
+      synthesis: {
+        typecheck: false,
+        calibration: { groups: 4, rolloutsPerGroup: 4, concurrency: 1, low: 0.6, high: 0.9 },
+      },
+    });
+    const { result, loaded } = await checkCompile(source, GOOD_MANIFEST, {
+      runner: 'sandbox',
+      typecheck: false,
+      sandbox: cfg.synthesis.sandbox,
+    });
+    assert.equal(result.passed, true, result.reason);
+    try {
+      const r = await checkCalibration(loaded!.env, cfg, createLlm(cfg, 'policy'));
+      assert.equal(r.result.passed, false, JSON.stringify(r.result.metrics));
+      assert.equal(r.result.metrics.meanReward, 0.5);
+    } finally {
+      await loaded!.close();
+    }
+  } finally {
+    await llm.close();
+  }
+});

@@ -14,7 +14,7 @@ import {
 } from '../core/synthesis.js';
 import { createLlm } from '../llm/client.js';
 import { loadCandidate } from '../activities/synthesis/candidate.js';
-import { checkCalibration, checkCompile, playBatch, type Policy } from '../activities/synthesis/validate.js';
+import { checkCalibration, checkCompile, playBatch, scripted, type Policy } from '../activities/synthesis/validate.js';
 import type { Environment, Episode } from '../envs/environment.js';
 import { synthesizeEnvironment, validateEnvironment } from '../activities/synthesis/index.js';
 import { openStore } from '../store/index.js';
@@ -64,7 +64,7 @@ test("check 4's batches send requests in the order of the trainer's collect (tra
     (copy: number): Policy =>
     (_m, i) =>
       i <= copy ? { type: 'message', content: `t${i}` } : null;
-  const plays = [7, 9].flatMap((seed) => [0, 1, 2].map((copy) => ({ seed, policy: speaks(copy) })));
+  const plays = [7, 9].flatMap((seed) => [0, 1, 2].map((copy) => ({ seed, policy: scripted(speaks(copy)) })));
   const played = await playBatch(env, plays, { maxTurns: 3, maxErrors: 4 });
   const ids = ['7.0', '7.1', '7.2', '9.3', '9.4', '9.5'];
   const ends = ['agent_stop', 'agent_stop', 'max_steps'];

@@ -20,13 +20,14 @@ import {
   type VerifierStats,
   requiredClasses,
 } from '../../core/synthesis.js';
-import type { Termination, Trajectory } from '../../core/trajectory.js';
+import type { RewardInfo, Termination, Trajectory, Usage } from '../../core/trajectory.js';
+import { mapLimit } from '../../core/concurrency.js';
 import { actionMessage, type AgentAction, type Environment, type Episode } from '../../envs/environment.js';
 import { inspectInstance, Rng, type InstanceView, type JsonSchema } from '../../envs/sdk/index.js';
-import { activityContext } from '../../infra/activity-context.js';
+import { activityContext, keepAliveDuring } from '../../infra/activity-context.js';
 import { jsonSchemaToGrammarSchema } from '../../infra/llm/json-schema-grammar.js';
 import type { Llm } from '../../llm/client.js';
-import { runEpisodes } from '../../agent/rollout.js';
+import { askPolicy, trajectoryId } from '../../agent/rollout.js';
 import {
   loadCandidate,
   staticProblem,
@@ -51,6 +52,17 @@ export interface Played {
   termination: Termination;
   messages: Message[];
   errors: string[];
+}
+
+/** A batch episode's result: what `Played` holds, with the env's full answer and the episode's task. */
+export interface BatchPlayed extends Played {
+  taskId: string;
+  rewardInfo: RewardInfo;
+  steps: number;
+  /** From the batch's first reset to this episode's evaluation. */
+  durationMs: number;
+  /** Why the policy ended the episode, when it failed (an LLM error or timeout). */
+  note?: string;
 }
 
 /** Plays a scripted policy for one seed and scores it with the environment's verifier. */
@@ -161,8 +173,6 @@ function randomValue(s: JsonSchema, rng: Rng, depth: number): unknown {
     }
   }
 }
-
-const seedsFrom = (n: number) => Array.from({ length: n }, (_, i) => i);
 
 /**
  * Distinct seeds drawn at random from the whole seed space, fresh for every validation, so a
@@ -290,28 +300,58 @@ export const batchShapeOf = (config: Config): BatchShape => ({
   maxErrors: TRAINER_MAX_ERRORS,
 });
 
+/** A turn of a batch episode: the action stepped and the assistant message the transcript records for it. */
+export interface Turn {
+  action: AgentAction;
+  message: Message;
+}
+
+/**
+ * What plays one episode of a batch: a scripted policy (`scripted`) or the base policy's LLM
+ * (`llmTurns`); null ends the episode. A throw ends that episode alone, as `error` (`timeout` for
+ * a PolicyTimeout).
+ */
+export type TurnPolicy = (messages: readonly Message[], step: number) => Turn | null | Promise<Turn | null>;
+
+export const scripted =
+  (policy: Policy): TurnPolicy =>
+  (m, i) => {
+    const action = policy(m, i);
+    return action && { action, message: actionMessage(action) };
+  };
+
+export class PolicyTimeout extends Error {
+  override name = 'PolicyTimeout';
+}
+
 interface BatchEpisode {
   episode: Episode;
-  policy: Policy;
+  policy: TurnPolicy;
   messages: Message[];
   errors: string[];
+  steps: number;
   done: boolean;
   termination: Termination;
+  note?: string;
 }
 
 /**
  * Plays episodes in the order the trainer's `collect` sends its requests, one at a time as its env
- * client does: every episode reset first (the copies of a seed back to back), then turn by turn each
- * live episode steps once, in order, then every episode evaluated, then every one closed. A module
- * cannot tell these episodes from a training batch by their requests' order (reruns 14 and 16: one
- * episode at a time, validation could be told apart). A policy's null ends its episode without a
- * request (agent_stop), as the trainer's model ends one with its last message.
+ * client does: every episode reset first (the copies of a seed back to back), then turn by turn
+ * every live episode's next action (policies asked `concurrency` at a time, as the trainer
+ * generates a turn for the whole batch) and each one stepped, in order, then every episode
+ * evaluated, then every one closed. A module cannot tell these episodes from a training batch by
+ * their requests' order (reruns 14 and 16: one episode at a time, validation could be told apart).
+ * A policy's null ends its episode without a request (agent_stop), as the trainer's model ends one
+ * with its last message.
  */
 export async function playBatch(
   env: Environment,
-  plays: readonly { seed: number; policy: Policy }[],
+  plays: readonly { seed: number; policy: TurnPolicy }[],
   shape: Pick<BatchShape, 'maxTurns' | 'maxErrors'>,
-): Promise<Played[]> {
+  concurrency = 1,
+): Promise<BatchPlayed[]> {
+  const started = Date.now();
   const live: BatchEpisode[] = [];
   try {
     for (const { seed, policy } of plays) {
@@ -321,23 +361,34 @@ export async function playBatch(
         policy,
         messages: episode.initialMessages(),
         errors: [],
+        steps: 0,
         done: false,
         termination: 'max_steps',
       });
     }
     for (let turn = 0; turn < shape.maxTurns; turn++) {
-      for (const x of live) {
-        if (x.done) continue;
-        const action = x.policy(x.messages, turn);
-        if (!action) {
+      const active = live.filter((x) => !x.done);
+      if (!active.length) break;
+      const turns = await mapLimit(active, concurrency, async (x) => {
+        try {
+          return await x.policy(x.messages, turn);
+        } catch (e) {
+          return e instanceof Error ? e : new Error(String(e));
+        }
+      });
+      for (const [i, x] of active.entries()) {
+        const t = turns[i];
+        if (t instanceof Error || !t) {
           x.done = true;
-          x.termination = 'agent_stop';
+          x.termination = !t ? 'agent_stop' : t instanceof PolicyTimeout ? 'timeout' : 'error';
+          if (t) x.note = `${t.name}: ${t.message}`;
           continue;
         }
-        x.messages.push(actionMessage(action));
-        const r = await x.episode.step(action);
+        x.messages.push(t.message);
+        const r = await x.episode.step(t.action);
+        x.steps++;
         x.messages.push(r.observation);
-        if (r.error) x.errors.push(errorText(action, r.observation));
+        if (r.error) x.errors.push(errorText(t.action, r.observation));
         if (r.done) {
           x.done = true;
           x.termination = r.termination ?? 'agent_stop';
@@ -346,9 +397,8 @@ export async function playBatch(
           x.termination = 'max_errors';
         }
       }
-      if (live.every((x) => x.done)) break;
     }
-    const played: Played[] = [];
+    const played: BatchPlayed[] = [];
     for (const x of live) {
       const info = await x.episode.evaluate(x.messages, x.termination);
       played.push({
@@ -357,6 +407,11 @@ export async function playBatch(
         termination: x.termination,
         messages: x.messages,
         errors: x.errors,
+        taskId: x.episode.taskId,
+        rewardInfo: info,
+        steps: x.steps,
+        durationMs: Date.now() - started,
+        ...(x.note ? { note: x.note } : {}),
       });
     }
     return played;
@@ -375,13 +430,14 @@ export async function playBatch(
  */
 export async function playInBatches(
   env: Environment,
-  perSeed: readonly { seed: number; policies: readonly Policy[] }[],
+  perSeed: readonly { seed: number; policies: readonly TurnPolicy[] }[],
   shape: BatchShape,
-  pad: (seed: number) => Policy,
+  pad: (seed: number) => TurnPolicy,
   onBatch?: (seedsDone: number) => void,
-): Promise<Played[][]> {
+  concurrency = 1,
+): Promise<BatchPlayed[][]> {
   const K = shape.rolloutsPerGroup;
-  const results = perSeed.map((): Played[] => []);
+  const results = perSeed.map((): BatchPlayed[] => []);
   const rounds = Math.max(0, ...perSeed.map((x) => Math.ceil(x.policies.length / K)));
   let done = 0;
   for (let round = 0; round < rounds; round++) {
@@ -392,7 +448,7 @@ export async function playInBatches(
         const { seed, policies } = perSeed[i];
         return Array.from({ length: K }, (_, k) => ({ seed, policy: policies[round * K + k] ?? pad(seed) }));
       });
-      const played = await playBatch(env, plays, shape);
+      const played = await playBatch(env, plays, shape, concurrency);
       for (const [j, i] of batch.entries()) {
         const own = perSeed[i].policies.length - round * K;
         results[i].push(...played.slice(j * K, j * K + Math.min(K, own)));
@@ -427,14 +483,14 @@ export async function checkNonTriviality(
     seed,
     plays: Array.from({ length: shape.rolloutsPerGroup }, (_, copy) => {
       const [name, make] = policies[n++ % policies.length];
-      return { name, policy: make(seed, copy) };
+      return { name, policy: scripted(make(seed, copy)) };
     }),
   }));
   const results = await playInBatches(
     env,
     perSeed.map((x) => ({ seed: x.seed, policies: x.plays.map((p) => p.policy) })),
     shape,
-    () => stopPolicy,
+    () => scripted(stopPolicy),
     onSeed,
   );
   const totals = new Map(policies.map(([name]) => [name, { sum: 0, n: 0 }]));
@@ -583,10 +639,10 @@ export async function checkVerifier(
   }
   const results = await playInBatches(
     env,
-    plans.map((p) => ({ seed: p.seed, policies: p.plays.map((x) => goldPolicy(x.actions)) })),
+    plans.map((p) => ({ seed: p.seed, policies: p.plays.map((x) => scripted(goldPolicy(x.actions))) })),
     // Gold is played whole even where it is longer than the trainer's turns (then no policy can learn it whole).
     { ...shape, maxTurns: Math.max(shape.maxTurns, ...plans.map((p) => p.gold.length)) },
-    (seed) => goldPolicy(plans.find((p) => p.seed === seed)!.gold),
+    (seed) => scripted(goldPolicy(plans.find((p) => p.seed === seed)!.gold)),
     onSeed,
   );
   const examples: string[] = [];
@@ -637,7 +693,57 @@ function summarize(messages: readonly Message[]): string {
     .slice(0, 600);
 }
 
-/** Check 6: base-policy rollouts (G groups × K) land in the calibration band with informative groups. */
+/**
+ * The base policy as the trainer samples it: one action per turn, the first tool call of a reply
+ * (with its text) or else its text; an empty reply ends the episode. Each request may take
+ * `timeoutMs` (then the episode ends as `timeout`); `usage` adds up what the episode's requests cost.
+ */
+function llmTurns(
+  llm: Llm,
+  env: Environment,
+  opts: { temperature: number; timeoutMs: number; signal?: AbortSignal },
+  usage: Usage & { model: string },
+): TurnPolicy {
+  return async (messages) => {
+    const timeout = AbortSignal.timeout(opts.timeoutMs);
+    let reply;
+    try {
+      reply = await askPolicy(
+        llm,
+        [{ role: 'system', content: env.systemPrompt() }, ...messages],
+        env.tools(),
+        opts.temperature,
+        opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout,
+      );
+    } catch (e) {
+      if (timeout.aborted && !opts.signal?.aborted)
+        throw new PolicyTimeout(`no reply within rollouts.episodeTimeoutMs = ${opts.timeoutMs} ms`);
+      throw e;
+    }
+    usage.calls++;
+    usage.promptTokens += reply.usage.promptTokens;
+    usage.completionTokens += reply.usage.completionTokens;
+    usage.model = reply.model || usage.model;
+    const [call] = reply.calls;
+    if (call)
+      return {
+        action: { type: 'tool_call', call },
+        message: { role: 'assistant', content: reply.content, tool_calls: [call] },
+      };
+    if (!reply.content?.trim()) return null;
+    return {
+      action: { type: 'message', content: reply.content },
+      message: { role: 'assistant', content: reply.content },
+    };
+  };
+}
+
+/**
+ * Check 6: the base policy plays `calibration.groups` seeds in the trainer's batches (K copies
+ * each, `playInBatches`), as the trainer's first iteration plays them with an adapter that still
+ * changes nothing, and must land in the calibration band with informative groups. A module cannot
+ * fake the band here and pay otherwise in training: the requests come in the same order.
+ */
 export async function checkCalibration(
   env: Environment,
   config: Config,
@@ -645,28 +751,65 @@ export async function checkCalibration(
   onEpisode?: (done: number) => void,
 ): Promise<{ result: CheckResult; rollouts: Trajectory[] }> {
   const cal = config.synthesis.calibration;
-  const groupSeeds = drawSeeds(cal.groups);
-  const tasks = groupSeeds.flatMap((seed) => seedsFrom(cal.rolloutsPerGroup).map((trial) => ({ seed, trial })));
-  const rollouts = await runEpisodes({
-    env,
-    llm,
-    tasks,
-    concurrency: cal.concurrency,
-    maxSteps: cal.maxSteps,
-    maxErrors: config.rollouts.maxErrors,
-    timeoutMs: config.rollouts.episodeTimeoutMs,
-    // The temperature GRPO will sample at: the informative share is only meaningful there.
-    temperature: config.training.temperature,
-    onEpisode: (_t, i) => onEpisode?.(i + 1),
-  });
-  const groups = groupSeeds.map((seed) => rollouts.filter((t) => t.seed === seed));
+  const shape: BatchShape = {
+    ...batchShapeOf(config),
+    rolloutsPerGroup: cal.rolloutsPerGroup ?? config.training.rolloutsPerGroup,
+    maxTurns: cal.maxSteps ?? config.training.maxTurns,
+  };
+  const seeds = drawSeeds(cal.groups);
+  const model = await llm.model();
+  const usages = seeds.map(() =>
+    Array.from({ length: shape.rolloutsPerGroup }, () => ({ promptTokens: 0, completionTokens: 0, calls: 0, model })),
+  );
+  const played = await keepAliveDuring((signal) =>
+    playInBatches(
+      env,
+      seeds.map((seed, i) => ({
+        seed,
+        policies: usages[i].map((usage) =>
+          llmTurns(
+            llm,
+            env,
+            // The temperature GRPO will sample at: the informative share is only meaningful there.
+            { temperature: config.training.temperature, timeoutMs: config.rollouts.episodeTimeoutMs, signal },
+            usage,
+          ),
+        ),
+      })),
+      shape,
+      () => () => null, // every seed has exactly K policies: nothing to pad
+      (seedsDone) => onEpisode?.(seedsDone * shape.rolloutsPerGroup),
+      cal.concurrency,
+    ),
+  );
+  const rollouts: Trajectory[] = seeds.flatMap((seed, i) =>
+    played[i].map((r, trial) => {
+      const { model: m, ...usage } = usages[i][trial];
+      return {
+        id: trajectoryId(env.info.name, { seed }, trial),
+        env: env.info.name,
+        taskId: r.taskId,
+        seed,
+        trial,
+        model: m,
+        messages: [{ role: 'system' as const, content: env.systemPrompt() }, ...r.messages],
+        reward: r.reward,
+        rewardInfo: r.note
+          ? { ...r.rewardInfo, details: { ...r.rewardInfo.details, runnerNote: r.note } }
+          : r.rewardInfo,
+        success: r.success,
+        termination: r.termination,
+        usage,
+        steps: r.steps,
+        durationMs: r.durationMs,
+      };
+    }),
+  );
+  const groups = seeds.map((seed) => rollouts.filter((t) => t.seed === seed));
   const result = judgeCalibration(calibrationStats(groups), config.synthesis);
   const broken = rollouts
-    .filter((t) => t.termination === 'error')
-    .map(
-      (t) =>
-        `seed ${t.seed}: ${String(t.rewardInfo.details?.runnerNote ?? t.rewardInfo.details?.evaluateError ?? 'error')}`,
-    );
+    .filter((t) => t.termination === 'error' || t.termination === 'timeout')
+    .map((t) => `seed ${t.seed}: ${String(t.rewardInfo.details?.runnerNote ?? t.termination)}`);
   const examples = broken.length
     ? broken.slice(0, 3)
     : rollouts

@@ -95,3 +95,22 @@ export async function startScriptedLlm(script: Script, model = 'scripted-model')
     },
   };
 }
+
+/**
+ * Numbers the episodes a scripted policy plays, when they are played in lockstep (the trainer's
+ * batches: every episode's first turn, then every one's second): an episode's first request (no
+ * tool call yet) takes the next number, and the ids of the calls the policy makes (`callId`)
+ * carry it through the episode's later requests.
+ */
+export function episodeNumbers() {
+  let next = 0;
+  const calls = (req: ChatRequest) =>
+    req.messages.flatMap((m) => (m.role === 'assistant' && m.tool_calls ? (m.tool_calls as { id: string }[]) : []));
+  return {
+    of(req: ChatRequest): number {
+      const [first] = calls(req);
+      return first ? Number(/^ep(\d+)_/.exec(first.id)?.[1] ?? 0) : next++;
+    },
+    callId: (episode: number, req: ChatRequest) => `ep${episode}_${calls(req).length}`,
+  };
+}
