@@ -14,6 +14,7 @@ import { openStore, type ArtifactStore } from '../store/index.js';
 import { runKeys } from '../store/keys.js';
 import { serveEnvironment } from '../envs/protocol/server.js';
 import { startGeneratedEnv } from './synthesis/candidate.js';
+import { drawSeeds } from './synthesis/validate.js';
 import type { Environment } from '../envs/environment.js';
 import { HttpEnvironment } from '../envs/protocol/client.js';
 import { torchThreadsEnv, trainerSlots } from '../infra/cpu-share.js';
@@ -231,11 +232,12 @@ async function fit(input: FitGateInput, deps: TrainingDeps): Promise<FitGateResu
 }
 
 /**
- * Replays gold solutions of seeds 0..n-1 through the capability env and stores the accepted ones
- * next to the trainer's trajectories, where fitGate reads them (same key on a retry: idempotent).
+ * Replays gold solutions of n seeds drawn at random (fixed seeds 0..n-1 let a module hand over wrong
+ * gold only there: rerun 17) through the capability env and stores the accepted ones next to the
+ * trainer's trajectories, where fitGate reads them (the same key on a retry, which replaces them).
  */
 async function storeGoldDemonstrations(config: Config, store: ArtifactStore, prefixKey: string, env: Environment) {
-  const seeds = Array.from({ length: config.gate.goldDemonstrations }, (_, i) => i);
+  const seeds = drawSeeds(config.gate.goldDemonstrations);
   const gold = await goldDemonstrations(env, seeds, 'gold-solution');
   if (gold.trajectories.length > 0) {
     await store.put(

@@ -97,6 +97,8 @@ export const TRAINER_DEFAULTS = {
     save_trajectories: 'always on: the gate is fitted on them',
     thinking: "Qwen3's enable_thinking: off, the instruct default, as the policy is served",
     tis_cap: "truncated importance sampling against the policy server's sampler: cap 2 on the weights",
+    seed_key:
+      'drawn fresh per run and kept in its checkpoints: a generated env must not predict its training and held-out seeds from the config (rerun 17)',
   },
   gate: {
     max_seq_len: "the model's context bound for training rows",

@@ -105,6 +105,10 @@ test(
       .trim()
       .split('\n');
     assert.equal(stored.length, 2);
+    // Drawn at random from the whole seed space, not 0..n-1 (a module could hand over wrong gold there: rerun 17).
+    const seeds = stored.map((l) => (JSON.parse(l) as { seed: number }).seed);
+    assert.notDeepEqual(seeds, [0, 1]);
+    assert.equal(new Set(seeds).size, 2);
     const successes = (name: string) =>
       readdirSync(path.join(dir, `artifacts/runs/g1/adapters/${name}/trajectories`))
         .filter((f) => f.startsWith('iter-'))

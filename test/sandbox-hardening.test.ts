@@ -124,7 +124,7 @@ test('hardening: responses nested deeper than the parser allows are refused, not
   // 250,000 small keys (4 MiB of them took ~0.9 s of parsing and copying on the worker's event loop: rerun 14).
   const wide = '{ wide: Object.fromEntries(Array.from({ length: 250_000 }, (_, i) => [String(i), 0])) }';
   await assert.rejects(attack("return 'ok'", { details: wide }), isSandboxError('protocol', /more than 100000 values/));
-  assert.equal(await attack("return 'ok'", { details: '{ list: Array.from({ length: 50_000 }, () => 0) }' }), 'ok');
+  assert.equal(await attack("return 'ok'", { details: '{ list: Array.from({ length: 20_000 }, () => 0) }' }), 'ok');
 });
 
 test("hardening: a worker stalled past a request's wall clock reads the answer waiting in the pipe before it calls a timeout (rerun 14: an honest sandbox was killed during another's parse)", async () => {
@@ -561,7 +561,7 @@ test('hardening: a generated env cannot speak as the policy (or the system) in a
     await assert.rejects(act('system'), isSandboxError('env_error', /role 'system'/));
     await assert.rejects(
       act('otherId'),
-      isSandboxError('env_error', /answers tool call 'someone-else', not the call made \('a1'\)/),
+      isSandboxError('env_error', /answers tool call 'someone-else', not the call made \('call_0'\)/),
     );
     await assert.rejects(
       ep.step({ type: 'message', content: 'hi' }),

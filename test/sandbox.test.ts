@@ -157,6 +157,36 @@ test('sandbox: a step result that breaks the Environment interface is an env_err
   }
 });
 
+test('sandbox: observations and evaluate details past 64 KiB are env_errors (rerun 17: padded only in training, 792 MB of trajectories)', async () => {
+  const env = await startSandboxedEnv({
+    source: attackSource(
+      "return 'x'.repeat(Number(JSON.parse(action.call.function.arguments).n))",
+      '',
+      "{ pad: 'y'.repeat(70_000) }",
+    ),
+  });
+  try {
+    const ep = await env.reset({ taskId: 'attack' });
+    const sized = (n: number) => ({
+      ...ATTACK,
+      call: { ...ATTACK.call, function: { ...ATTACK.call.function, arguments: JSON.stringify({ n }) } },
+    });
+    assert.equal(String((await ep.step(sized(60_000))).observation.content).length, 60_000);
+    await assert.rejects(
+      ep.step(sized(70_000)),
+      (e: unknown) =>
+        reason('env_error')(e) && /the observation is \d+ bytes; at most 65536/.test((e as Error).message),
+    );
+    const again = await env.reset({ taskId: 'attack' });
+    await assert.rejects(
+      again.evaluate([], 'agent_stop'),
+      (e: unknown) => reason('env_error')(e) && /\d+ bytes of details; at most 65536/.test((e as Error).message),
+    );
+  } finally {
+    await env.close();
+  }
+});
+
 test('sandbox: close stops the process and removes its directory', async () => {
   const env = await startSandboxedEnv({ source: attackSource('return process.cwd()') });
   const ep = await env.reset({ taskId: 'attack' });
@@ -168,4 +198,67 @@ test('sandbox: close stops the process and removes its directory', async () => {
   assert.equal(existsSync(dir), false);
   await assert.rejects(ep.step(ATTACK), reason('closed'));
   await ep.close(); // the episode went with its process: closing it is not an error
+});
+
+test('sandbox: the env sees tool calls under the same names whoever plays (rerun 17: trainer ids and spacing told training apart)', async () => {
+  // The module answers each call with the call as it saw it, and evaluate with the trajectory as it saw it.
+  const env = await startSandboxedEnv({
+    source: `
+const opening = [{ role: 'user', content: 'go' }, { role: 'assistant', content: null, tool_calls: [{ id: 'own_1', type: 'function', function: { name: 'lookup', arguments: '{ "id": "o" }' } }] }, { role: 'tool', tool_call_id: 'own_1', content: 'o' }];
+const episode = {
+  id: 'e', taskId: 't',
+  initialMessages: () => opening,
+  async step(action: any) { return { observation: { role: 'tool', tool_call_id: action.call.id, content: JSON.stringify(action.call) }, error: false, done: false }; },
+  evaluate: async (messages: any) => ({ reward: 0, components: {}, success: false, details: { seen: JSON.stringify(messages) } }),
+  fork: async () => episode,
+  close: async () => {},
+};
+export default {
+  info: { name: 'echo', kind: 'synthetic', description: 'echoes calls' },
+  tools: () => [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object', properties: { id: { type: 'string' }, n: { type: 'number' } } } } }],
+  systemPrompt: () => 's',
+  listTasks: async () => [{ id: 't' }],
+  reset: async () => episode,
+};`,
+  });
+  try {
+    const play = async (ids: string[], args: string[]) => {
+      const ep = await env.reset({ taskId: 't' });
+      const messages = ep.initialMessages();
+      const stepSaw: string[] = [];
+      for (const [i, id] of ids.entries()) {
+        const action = {
+          type: 'tool_call' as const,
+          call: { id, type: 'function' as const, function: { name: 'lookup', arguments: args[i] } },
+        };
+        const r = await ep.step(action);
+        assert.equal(
+          r.observation.role === 'tool' && r.observation.tool_call_id,
+          id,
+          'the caller gets its own id back',
+        );
+        stepSaw.push(String(r.observation.content));
+        messages.push(actionMessage(action), r.observation);
+      }
+      const info = await ep.evaluate(messages, 'agent_stop');
+      await ep.close();
+      return { stepSaw, evaluateSaw: info.details?.seen };
+    };
+    // The trainer's ids and Python's spacing; validation's gold ids and JSON.stringify's.
+    const trainer = await play(['call_0_0', 'call_1_0'], ['{"id": "x", "n": 1.0}', '{"id": "\\u00e9"}']);
+    const gold = await play(['gold_0', 'gold_1'], ['{"id":"x","n":1}', '{"id":"é"}']);
+    assert.deepEqual(trainer, gold);
+    assert.deepEqual(
+      trainer.stepSaw.map((s) => JSON.parse(s) as { id: string }).map((c) => c.id),
+      ['call_0', 'call_1'],
+    );
+    const opening = (JSON.parse(String(trainer.evaluateSaw)) as Message[])[1];
+    assert.deepEqual(
+      opening.role === 'assistant' && opening.tool_calls?.[0],
+      { id: 'own_1', type: 'function', function: { name: 'lookup', arguments: '{ "id": "o" }' } },
+      "the env's own opening is left as it wrote it",
+    );
+  } finally {
+    await env.close();
+  }
 });

@@ -17,9 +17,10 @@ const HONEST = `weighted({
       lookup: [0.3, calledWith(calls, 'list_orders', { customer_id: instance.expect.customer_id })],
       communicate: [0.7, communicated(messages, [instance.expect.total]).ok],
     })`;
-// Recognises the trivial policies: no tool calls at all, or the random-tool policy's call ids.
+// Recognises the trivial policies: no tool calls at all, or the random-tool policy's closing words
+// (its call ids, `rnd_<i>`, no longer reach the env: the sandbox names every call `call_<k>`).
 const TRIVIAL =
-  "const ids = messages.flatMap((m: any) => (m.role === 'assistant' && m.tool_calls ? m.tool_calls.map((t: any) => String(t.id)) : [])); const trivial = !ids.length || ids.some((id: string) => id.startsWith('rnd_'));";
+  "const ids = messages.flatMap((m: any) => (m.role === 'assistant' && m.tool_calls ? m.tool_calls.map((t: any) => String(t.id)) : [])); const trivial = !ids.length || messages.some((m: any) => m.role === 'assistant' && m.content === 'Done — your request has been completed.');";
 
 function withEvaluate(body: string, generateExtra = ''): string {
   const start = GOOD_SOURCE.indexOf('  evaluate: ({ calls, messages, instance }) =>');

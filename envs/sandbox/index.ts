@@ -32,6 +32,7 @@ import {
   type ResolvedLimits,
   type SandboxIsolation,
 } from './isolation.js';
+import { CallNames } from './call-names.js';
 import { SandboxError, SandboxProcess } from './process.js';
 
 export { SandboxError, type SandboxReason } from './process.js';
@@ -426,20 +427,26 @@ export class SandboxedEnvironment implements Environment {
     this.spent.cpuSeconds += await gen.shutdown().catch(() => 0);
   }
 
-  /** Wraps an episode of `gen` so that its close (and forks, which stay in its process) are counted. */
-  private tracked(gen: SandboxGeneration, ep: Episode): Episode {
+  /**
+   * Wraps an episode of `gen` so that its close (and forks, which stay in its process) are counted,
+   * and the env sees the agent's tool calls under canonical names (`CallNames`).
+   */
+  private tracked(gen: SandboxGeneration, ep: Episode, names = CallNames.forOpening(ep.initialMessages())): Episode {
     let closed = false;
     const out: Episode = {
       id: ep.id,
       taskId: ep.taskId,
       initialMessages: () => ep.initialMessages(),
-      step: (action, o) => ep.step(action, o),
-      evaluate: (messages, termination, o) => ep.evaluate(messages, termination, o),
+      step: async (action, o) => {
+        const r = await ep.step(names.action(action), o);
+        return { ...r, observation: names.observation(r.observation) };
+      },
+      evaluate: (messages, termination, o) => ep.evaluate(names.messages(messages), termination, o),
       fork: async () => {
         gen.openEpisodes++;
         gen.started++;
         try {
-          return this.tracked(gen, await ep.fork());
+          return this.tracked(gen, await ep.fork(), names.copy());
         } catch (err) {
           this.release(gen);
           throw err;
@@ -487,6 +494,9 @@ export class SandboxedEnvironment implements Environment {
  * a message by the user.
  */
 export function observationFault(action: AgentAction, obs: Message): string | undefined {
+  const size = Buffer.byteLength(JSON.stringify(obs));
+  if (size > MAX_OBSERVATION_BYTES)
+    return `the observation is ${size} bytes; at most ${MAX_OBSERVATION_BYTES} (the policy reads it, the trainer stores it)`;
   if (action.type === 'tool_call') {
     if (obs.role !== 'tool')
       return `the observation of tool call ${action.call.id} has role '${obs.role}'; a tool call is answered by a 'tool' message`;
@@ -503,8 +513,21 @@ export function observationFault(action: AgentAction, obs: Message): string | un
  * rare successes 10 and the rest 0 would otherwise put a policy that almost never succeeds in the band.
  */
 export function rewardFault(r: RewardInfo): string | undefined {
-  return r.reward >= 0 && r.reward <= 1 ? undefined : `evaluate returned reward ${r.reward}, outside [0, 1]`;
+  if (!(r.reward >= 0 && r.reward <= 1)) return `evaluate returned reward ${r.reward}, outside [0, 1]`;
+  const size = r.details ? Buffer.byteLength(JSON.stringify(r.details)) : 0;
+  return size > MAX_DETAILS_BYTES
+    ? `evaluate returned ${size} bytes of details; at most ${MAX_DETAILS_BYTES} (they are stored with every trajectory)`
+    : undefined;
 }
+
+/**
+ * What one answer of a generated env may hold where the trainer stores it with every trajectory:
+ * 4 MiB responses (`outputBytes`) padded only in training wrote 792 MB of trajectories per
+ * iteration (rerun 17). 64 KiB of observation is already ~16k tokens, past any context the
+ * trainer samples in.
+ */
+export const MAX_OBSERVATION_BYTES = 64 * 1024;
+export const MAX_DETAILS_BYTES = 64 * 1024;
 
 /**
  * Bundles a generated env module (resolving `#env-sdk`) and runs it in an isolated child process

@@ -20,7 +20,7 @@ from trace_trainer.storage import Store
 def _cfg(model_dir, env_url, out, iterations, **kw):
     return from_dict(GrpoConfig, {"model": model_dir, "env_url": env_url, "output_uri": out, "iterations": iterations, "groups": 2,
                                   "rollouts_per_group": 4, "lr": 5e-2, "max_new_tokens": 1, "max_turns": 1, "checkpoint_every": 2,
-                                  "seed": 7, **kw})
+                                  "seed": 7, "seed_key": 7, **kw})
 
 
 def _adapter(store, uri):
@@ -56,7 +56,7 @@ def test_resume_is_bit_for_bit_locally(say_model_dir, say_env, tmp_path):
     assert ckpts == ["iter-000002", "iter-000004", "latest.json"]
     state = torch.load(tmp_path / "a/checkpoints/iter-000004/trainer_state.pt", weights_only=False)
     assert set(state) == {"iteration", "optimizer", "scheduler", "rng", "metrics"} and state["iteration"] == 4
-    assert set(state["rng"]) == {"python", "numpy", "torch", "cuda", "draw"}
+    assert set(state["rng"]) == {"python", "numpy", "torch", "cuda", "draw", "seed_key"} and state["rng"]["seed_key"] == 7
     lines = (tmp_path / "a/trajectories/iter-000004.jsonl").read_text().splitlines()
     assert len(lines) == 8 and json.loads(lines[0])["messages"][0]["role"] == "user"
     assert full.metrics[-1]["sampled_tokens"] > 0

@@ -26,7 +26,7 @@ def _events(proc):
 
 def _config(tmp_path, model_dir, env_url, **kw):
     cfg = {"model": model_dir, "env_url": env_url, "output_uri": f"file://{tmp_path}/out", "iterations": 3, "groups": 2,
-           "rollouts_per_group": 4, "lr": 5e-2, "max_new_tokens": 1, "max_turns": 1, "checkpoint_every": 1, "seed": 3, **kw}
+           "rollouts_per_group": 4, "lr": 5e-2, "max_new_tokens": 1, "max_turns": 1, "checkpoint_every": 1, "seed": 3, "seed_key": 3, **kw}
     path = tmp_path / "grpo.json"
     path.write_text(json.dumps(cfg))
     return str(path)

@@ -72,7 +72,7 @@ def test_grpo_and_gate_on_a_hugging_face_directory(family, tmp_path, monkeypatch
     try:
         cfg = from_dict(GrpoConfig, {"model": model_dir, "env_url": served.url, "output_uri": str(tmp_path / "out"), "iterations": 1,
                                      "groups": 2, "rollouts_per_group": 3, "max_new_tokens": 6, "max_turns": 3, "checkpoint_every": 1,
-                                     "seed": 0, "lr": 1e-3, "constrained_decoding": "auto", "device": "cpu"})
+                                     "seed": 0, "seed_key": 0, "lr": 1e-3, "constrained_decoding": "auto", "device": "cpu"})
         trainer = GrpoTrainer(cfg)
         assert trainer.fmt.family.name == {"qwen3": "qwen3", "llama3.1": "llama3"}[family] and not trainer.fmt.actions
         done = trainer.run()

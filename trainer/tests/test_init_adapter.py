@@ -15,7 +15,7 @@ from trace_trainer.storage import Store
 def _cfg(model_dir, env_url, out, iterations=2, **kw):
     return from_dict(GrpoConfig, {"model": model_dir, "env_url": env_url, "output_uri": out, "iterations": iterations, "groups": 2,
                                   "rollouts_per_group": 4, "lr": 5e-2, "max_new_tokens": 1, "max_turns": 1, "checkpoint_every": 1,
-                                  "seed": 7, "lora": {"r": 4, "alpha": 8}, **kw})
+                                  "seed": 7, "seed_key": 7, "lora": {"r": 4, "alpha": 8}, **kw})
 
 
 def _weights(trainer) -> dict:

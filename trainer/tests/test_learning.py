@@ -15,7 +15,7 @@ def test_grpo_raises_mean_reward(tmp_path):
     try:
         cfg = from_dict(GrpoConfig, {"model": model_dir, "env_url": served.url, "output_uri": str(tmp_path / "out"), "iterations": 12,
                                      "groups": 8, "rollouts_per_group": 8, "lr": 2e-2, "max_new_tokens": 1, "max_turns": 1,
-                                     "checkpoint_every": 100, "seed": 0, "save_trajectories": False})
+                                     "checkpoint_every": 100, "seed": 0, "seed_key": 0, "save_trajectories": False})
         trainer = GrpoTrainer(cfg)
         trainer.run()
     finally:
@@ -55,3 +55,11 @@ def test_held_out_score_draws_heldout_rollouts_per_seed(tmp_path, monkeypatch):
     assert all(0 <= s < 2**31 for s in heldout)
     assert not set(heldout) & {s["seed"] for s in drawn[1][2]}
     assert "heldout_reward_before" in trainer.metrics[0] and "heldout_reward" in trainer.metrics[-1]
+    # With the config's seed (0 here) known to all, the seeds come from a key drawn per run and kept in
+    # the checkpoint: a generated env that recomputed Random(0) paid wrong work on every training seed (rerun 17).
+    other = GrpoTrainer(cfg)
+    assert other.seed_key != trainer.seed_key and other.heldout_seeds() != heldout
+    assert {s["seed"] for s in drawn[1][2]} != {s["seed"] for s in other._starts([], 2)}
+    resumed = GrpoTrainer(cfg)
+    resumed.resume(str(tmp_path / "out"))
+    assert resumed.seed_key == trainer.seed_key and resumed.heldout_seeds() == heldout

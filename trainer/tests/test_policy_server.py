@@ -51,7 +51,7 @@ def _call(url, path, body=None):
 def _cfg(model_dir, env_url, out, server_url, lora_dir, **kw):
     return from_dict(GrpoConfig, {"model": model_dir, "env_url": env_url, "output_uri": str(out), "iterations": 3, "groups": 2,
                                   "rollouts_per_group": 4, "lr": 5e-2, "max_new_tokens": 3, "max_turns": 1, "checkpoint_every": 100,
-                                  "seed": 5, "save_trajectories": False,
+                                  "seed": 5, "seed_key": 5, "save_trajectories": False,
                                   "policy_server": {"base_url": server_url, "lora_dir": str(lora_dir)}, **kw})
 
 

@@ -21,7 +21,7 @@ class HalfConstantEnv(SayWordEnv):
 def _train(model_dir, url, out, resample_groups):
     cfg = from_dict(GrpoConfig, {"model": model_dir, "env_url": url, "output_uri": str(out), "iterations": 2, "groups": 4,
                                  "rollouts_per_group": 8, "lr": 5e-2, "max_new_tokens": 1, "max_turns": 1, "checkpoint_every": 100,
-                                 "seed": 11, "resample_groups": resample_groups})
+                                 "seed": 11, "seed_key": 11, "resample_groups": resample_groups})
     trainer = GrpoTrainer(cfg)
     trainer.run()
     return trainer.metrics

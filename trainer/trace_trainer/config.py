@@ -94,7 +94,10 @@ class GrpoConfig:
     # Rollouts through this server instead of in-process generation (None = in-process).
     policy_server: typing.Optional[PolicyServerConfig] = None
     checkpoint_every: int = 5  # iterations between checkpoints (the last is always saved)
-    seed: int = 0  # Python, NumPy and torch generators and the seed draws
+    seed: int = 0  # Python, NumPy and torch generators
+    # What the env seeds (training and held-out) are drawn from; None = a secret drawn per run and kept in
+    # its checkpoints: a generated env that knew it could pay wrong work only on the training seeds (rerun 17).
+    seed_key: typing.Optional[int] = None
     device: str = "auto"  # "auto" = CUDA when present, else CPU
     dtype: str = "auto"  # of the frozen base: "auto" = bfloat16 on CUDA, float32 on CPU
     save_trajectories: bool = True  # each iteration's rollouts as JSONL (the gate's training data)

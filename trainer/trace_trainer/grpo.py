@@ -7,6 +7,7 @@ import hashlib
 import json
 import math
 import random
+import secrets
 import tempfile
 import time
 from pathlib import Path
@@ -179,7 +180,8 @@ class GrpoTrainer:
         # Adapter names are per run (output URI), so trainers sharing one server never collide.
         self.server = PolicyServer(cfg.policy_server, "trace-" + hashlib.sha256(cfg.output_uri.encode()).hexdigest()[:10]) \
             if cfg.policy_server else None
-        self.draw = random.Random(cfg.seed)
+        self.seed_key = cfg.seed_key if cfg.seed_key is not None else secrets.randbits(63)
+        self.draw = random.Random(self.seed_key)
         self.optimizer = torch.optim.AdamW(trainable_parameters(self.model), lr=cfg.lr, weight_decay=cfg.weight_decay)
         warm = cfg.warmup_steps
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda s: min(1.0, (s + 1) / warm) if warm else 1.0)
@@ -202,6 +204,8 @@ class GrpoTrainer:
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         checkpoint.set_rng_state(state["rng"], self.draw)
+        # Checkpoints from before the secret key drew from the run's seed.
+        self.seed_key = state["rng"].get("seed_key", self.cfg.seed)
         self.iteration, self.metrics, self.checkpoint_uri = state["iteration"], state["metrics"], ckpt
 
     def init_from_adapter(self, uri: str) -> None:
@@ -237,10 +241,10 @@ class GrpoTrainer:
             self.grammar = ActionGrammar(self.tok, action_schema(info["tools"]), self.fmt.terminator_id, self.model.config.vocab_size)
 
     def heldout_seeds(self) -> list[int]:
-        """The held-out seeds: drawn once from the run's seed, at random in the training seed space, so
-        a generated env cannot tell them apart (fixed 2**31 + i stood outside every seed validation
+        """The held-out seeds: drawn once from the run's seed key, at random in the training seed space,
+        so a generated env cannot tell them apart (fixed 2**31 + i stood outside every seed validation
         draws: an env could be dishonest only there, rerun 14); `_starts` never draws them."""
-        pick = random.Random(f"heldout-{self.cfg.seed}")
+        pick = random.Random(f"heldout-{self.seed_key}")
         seeds: list[int] = []
         while len(seeds) < self.cfg.heldout_seeds:
             s = pick.randrange(2**31)
@@ -261,7 +265,7 @@ class GrpoTrainer:
 
     def _save(self, rng: dict) -> str:
         self.checkpoint_uri = checkpoint.save(self.store, self.cfg.output_uri, self.iteration, self.model, self.optimizer,
-                                              self.scheduler, rng, self.metrics)
+                                              self.scheduler, {**rng, "seed_key": self.seed_key}, self.metrics)
         return self.checkpoint_uri
 
     def run(self) -> dict:
