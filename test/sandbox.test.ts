@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import os from 'node:os';
 import path from 'node:path';
 import { SandboxError, startSandboxedEnv } from '../envs/sandbox/index.js';
-import { actionMessage } from '../envs/environment.js';
+import { actionMessage, type AgentAction } from '../envs/environment.js';
 import { formatConformance, runConformance } from '../envs/protocol/conformance.js';
 import { inspectInstance } from '../envs/sdk/index.js';
 import type { Environment, Message } from '../envs/sdk/index.js';
@@ -222,15 +222,19 @@ export default {
 };`,
   });
   try {
-    const play = async (ids: string[], args: string[]) => {
+    const play = async (ids: string[], args: string[], reordered = false) => {
       const ep = await env.reset({ taskId: 't' });
       const messages = ep.initialMessages();
       const stepSaw: string[] = [];
       for (const [i, id] of ids.entries()) {
-        const action = {
-          type: 'tool_call' as const,
-          call: { id, type: 'function' as const, function: { name: 'lookup', arguments: args[i] } },
-        };
+        const call = { id, type: 'function' as const, function: { name: 'lookup', arguments: args[i] } };
+        // Keys in another order and one more, as another client might send them (the HTTP server's schemas drop it).
+        const action = reordered
+          ? ({
+              call: { function: call.function, index: i, type: call.type, id },
+              type: 'tool_call',
+            } as unknown as AgentAction)
+          : { type: 'tool_call' as const, call };
         const r = await ep.step(action);
         assert.equal(
           r.observation.role === 'tool' && r.observation.tool_call_id,
@@ -248,6 +252,8 @@ export default {
     const trainer = await play(['call_0_0', 'call_1_0'], ['{"id": "x", "n": 1.0}', '{"id": "\\u00e9"}']);
     const gold = await play(['gold_0', 'gold_1'], ['{"id":"x","n":1}', '{"id":"é"}']);
     assert.deepEqual(trainer, gold);
+    const other = await play(['x9', 'x10'], ['{"id":"x","n":1}', '{"id":"é"}'], true);
+    assert.deepEqual(other, gold);
     assert.deepEqual(
       trainer.stepSaw.map((s) => JSON.parse(s) as { id: string }).map((c) => c.id),
       ['call_0', 'call_1'],

@@ -1,5 +1,9 @@
-import type { Message, ToolCall } from '../../core/messages.js';
+import { z } from 'zod';
+import { MessageSchema, type Message, type ToolCall } from '../../core/messages.js';
 import type { AgentAction } from '../environment.js';
+import { AgentActionSchema } from '../protocol/schemas.js';
+
+const MessagesSchema = z.array(MessageSchema);
 
 /**
  * What a generated env sees of the agent's tool calls, made the same whoever plays: ids become
@@ -8,6 +12,8 @@ import type { AgentAction } from '../environment.js';
  * and spaces its arguments as Python's `json.dumps`, validation names gold `gold_<i>` and random
  * play `rnd_<i>`, each LLM server has its own ids; a module keyed on them rewarded wrong calls only
  * in training (rerun 17). Ids the env wrote itself (its opening's calls) are left as they are.
+ * Actions and trajectories are also rebuilt by the protocol's schemas (their keys, in their order),
+ * as the HTTP env server training goes through rebuilds them and validation's direct calls did not.
  */
 export class CallNames {
   /** The caller's id → the id the env sees. */
@@ -59,7 +65,7 @@ export class CallNames {
 
   /** The action as the env sees it. */
   action(a: AgentAction): AgentAction {
-    return a.type === 'tool_call' ? { ...a, call: this.call(a.call) } : a;
+    return AgentActionSchema.parse(a.type === 'tool_call' ? { ...a, call: this.call(a.call) } : a);
   }
 
   /** The env's observation with the caller's id again. */
@@ -69,12 +75,14 @@ export class CallNames {
 
   /** A trajectory as the env sees it (for evaluate). */
   messages(ms: readonly Message[]): Message[] {
-    return ms.map((m) => {
-      if (m.role === 'assistant' && m.tool_calls?.length)
-        return { ...m, tool_calls: m.tool_calls.map((c) => this.call(c)) };
-      if (m.role === 'tool') return { ...m, tool_call_id: this.id(m.tool_call_id) };
-      return m;
-    });
+    return MessagesSchema.parse(
+      ms.map((m) => {
+        if (m.role === 'assistant' && m.tool_calls?.length)
+          return { ...m, tool_calls: m.tool_calls.map((c) => this.call(c)) };
+        if (m.role === 'tool') return { ...m, tool_call_id: this.id(m.tool_call_id) };
+        return m;
+      }),
+    );
   }
 }
 
