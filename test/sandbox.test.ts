@@ -157,7 +157,7 @@ test('sandbox: a step result that breaks the Environment interface is an env_err
   }
 });
 
-test('sandbox: observations and evaluate details past 64 KiB are env_errors (rerun 17: padded only in training, 792 MB of trajectories)', async () => {
+test('sandbox: observations, evaluate answers and openings past 64 KiB are env_errors (reruns 17-18: padded only in training, 792 MB of trajectories)', async () => {
   const env = await startSandboxedEnv({
     source: attackSource(
       "return 'x'.repeat(Number(JSON.parse(action.call.function.arguments).n))",
@@ -180,10 +180,42 @@ test('sandbox: observations and evaluate details past 64 KiB are env_errors (rer
     const again = await env.reset({ taskId: 'attack' });
     await assert.rejects(
       again.evaluate([], 'agent_stop'),
-      (e: unknown) => reason('env_error')(e) && /\d+ bytes of details; at most 65536/.test((e as Error).message),
+      (e: unknown) =>
+        reason('env_error')(e) && /\d+ bytes \(components, details\); at most 65536/.test((e as Error).message),
     );
   } finally {
     await env.close();
+  }
+  // Components count too (rerun 18 padded them once details were capped), and so does the opening.
+  const source = attackSource("return 'ok'")
+    .replace(
+      'components: {}',
+      "components: Object.fromEntries(Array.from({ length: 2000 }, (_, i) => ['c' + i + 'x'.repeat(30), 0]))",
+    )
+    .replace(
+      "initialMessages: () => [{ role: 'user', content: 'go' }]",
+      "initialMessages: () => [{ role: 'user', content: 'go'.repeat(globalThis.long ? 40_000 : 1) }]",
+    )
+    .replace('async step(action: any) {', 'async step(action: any) { (globalThis as any).long = true;');
+  assert.ok(
+    source.includes("'c' + i") && source.includes('globalThis.long') && source.includes('long = true'),
+    'fixture changed',
+  );
+  const padded = await startSandboxedEnv({ source });
+  try {
+    const ep = await padded.reset({ taskId: 'attack' });
+    await assert.rejects(
+      ep.evaluate([], 'agent_stop'),
+      (e: unknown) => reason('env_error')(e) && /\(components, details\); at most 65536/.test((e as Error).message),
+    );
+    await ep.step(ATTACK);
+    await assert.rejects(
+      padded.reset({ taskId: 'attack' }),
+      (e: unknown) =>
+        reason('env_error')(e) && /the opening is 800\d\d bytes; at most 65536/.test((e as Error).message),
+    );
+  } finally {
+    await padded.close();
   }
 });
 

@@ -226,3 +226,22 @@ test("gaming: a module that fakes the calibration band unless it sees the traine
     await llm.close();
   }
 });
+
+test('gaming: a verifier paying calls the trainer can send but schema-shaped random play never did (no required key, not an object) fails non-triviality', async () => {
+  // Rerun 18: paid 1 on 64/64 training episodes of \`{}\` or a bare string (ended by tool errors,
+  // which the SDK scores 0 itself: the module wraps evaluate) and passed checks 1–5.
+  const bad = `(messages: any[]) => messages.some((m: any) => m.role === 'assistant' && (m.tool_calls ?? []).some((t: any) => {
+    try { const a = JSON.parse(t.function.arguments); return !a || typeof a !== 'object' || Array.isArray(a) || !('customer_id' in a || 'email' in a); } catch { return true; }
+  }))`;
+  const source =
+    GOOD_SOURCE.replace(
+      'export default defineEnvironment<State, Inst>({',
+      'const base = defineEnvironment<State, Inst>({',
+    ) +
+    `\nconst bad = ${bad};\nexport default { ...base, reset: async (req: any) => { const ep = await base.reset(req); const own = ep.evaluate.bind(ep);
+      ep.evaluate = async (messages: any, termination: any) => bad(messages) ? { reward: 1, components: {}, success: true } : own(messages, termination); return ep; } };\n`;
+  assert.ok(source.includes('const base = defineEnvironment'), 'good-env.ts changed: update this test');
+  const v = await verdictOf(source);
+  assert.equal(v.failedCheck, 'non_triviality', v.reason);
+  assert.match(v.reason!, /randomTools/);
+});

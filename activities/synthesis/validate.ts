@@ -137,11 +137,25 @@ export function randomToolPolicy(env: Environment, seed: number, copy = 0): Poli
         type: 'function',
         function: {
           name: t.function.name,
-          arguments: JSON.stringify(randomValue(t.function.parameters as JsonSchema, rng, 0)),
+          arguments: randomArguments(t.function.parameters as JsonSchema, rng),
         },
       },
     };
   };
+}
+
+/**
+ * Schema-shaped arguments, or (3 calls in 10) arguments the trainer can send as its model wrote
+ * them: `{}`, one required key missing, a JSON string or array, text that is not JSON. A module
+ * paying only such calls scored 1 on every one in training (rerun 18).
+ */
+function randomArguments(s: JsonSchema, rng: Rng): string {
+  const valid = randomValue(s, rng, 0);
+  if (rng.bool(0.7)) return JSON.stringify(valid);
+  const required = (s.required ?? []) as string[];
+  const drop = required.length && valid && typeof valid === 'object' ? rng.pick(required) : undefined;
+  const missing = drop === undefined ? [] : [JSON.stringify({ ...(valid as object), [drop]: undefined })];
+  return rng.pick(['{}', JSON.stringify(rng.string(6)), '[]', `${rng.string(6)} (`, ...missing]);
 }
 
 function randomValue(s: JsonSchema, rng: Rng, depth: number): unknown {

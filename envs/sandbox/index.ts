@@ -339,6 +339,9 @@ export class SandboxedEnvironment implements Environment {
       ep = await gen.reset(req, opts);
       const badTools = ep.tools && toolNameFault(ep.tools());
       if (badTools) throw new SandboxError('env_error', `episode tools: ${badTools}`);
+      const opening = Buffer.byteLength(JSON.stringify(ep.initialMessages()));
+      if (opening > MAX_OPENING_BYTES)
+        throw new SandboxError('env_error', `the opening is ${opening} bytes; at most ${MAX_OPENING_BYTES}`);
       if ('seed' in req) {
         // Modules not built with the SDK's defineEnvironment cannot be inspected; their opening messages still count.
         const view = await inspectInstance(gen, req.seed).catch((err: unknown) =>
@@ -514,9 +517,10 @@ export function observationFault(action: AgentAction, obs: Message): string | un
  */
 export function rewardFault(r: RewardInfo): string | undefined {
   if (!(r.reward >= 0 && r.reward <= 1)) return `evaluate returned reward ${r.reward}, outside [0, 1]`;
-  const size = r.details ? Buffer.byteLength(JSON.stringify(r.details)) : 0;
-  return size > MAX_DETAILS_BYTES
-    ? `evaluate returned ${size} bytes of details; at most ${MAX_DETAILS_BYTES} (they are stored with every trajectory)`
+  // All of it (components too: rerun 18 padded those once details were capped).
+  const size = Buffer.byteLength(JSON.stringify(r));
+  return size > MAX_REWARD_INFO_BYTES
+    ? `evaluate returned ${size} bytes (components, details); at most ${MAX_REWARD_INFO_BYTES} (they are stored with every trajectory)`
     : undefined;
 }
 
@@ -527,7 +531,9 @@ export function rewardFault(r: RewardInfo): string | undefined {
  * trainer samples in.
  */
 export const MAX_OBSERVATION_BYTES = 64 * 1024;
-export const MAX_DETAILS_BYTES = 64 * 1024;
+export const MAX_REWARD_INFO_BYTES = 64 * 1024;
+/** An episode's opening (its initial messages), stored with every trajectory too. */
+export const MAX_OPENING_BYTES = 64 * 1024;
 
 /**
  * Bundles a generated env module (resolving `#env-sdk`) and runs it in an isolated child process

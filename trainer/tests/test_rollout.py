@@ -5,7 +5,7 @@ import torch
 from trace_trainer.chat import ChatFormat, parse_assistant
 from trace_trainer.envclient import EnvClient
 from trace_trainer.events import TrainerError
-from trace_trainer.rollout import collect
+from trace_trainer.rollout import CUT, collect
 from trace_trainer.sampler import Samples, in_process
 
 
@@ -107,3 +107,25 @@ def test_each_episode_has_its_own_token_budget_and_ends_alone(tool_tok, counter_
     assert rollouts[0].termination == "max_steps" and len(rollouts[0].samples) == 1
     assert len(rollouts[1].samples) == 2 and [len(t) for t in asked] == [2, 1]
     assert all(len(r.ids) <= max_seq_len for r in rollouts)
+    # The cut episode is not scored by the env (rerun 18: a generated env paid endings only the context makes).
+    assert rollouts[0].reward_info == CUT and rollouts[0].reward == 0.0 and rollouts[1].reward_info != CUT
+
+
+def test_an_empty_reply_ends_the_episode_without_a_step(tool_tok, counter_env):
+    """Nothing to say ends the episode as validation's policies end it, with no empty message sent
+    to the env (a generated env paid those only training sent, rerun 18)."""
+    fmt = ChatFormat(tool_tok)
+    env = EnvClient(counter_env.url)
+    sent = []
+    step = env.step
+    env.step = lambda episode, action: sent.append(action) or step(episode, action)
+
+    def generate(prompts, caps, grammar):
+        return Samples([[fmt.stop_ids[0]] for _ in prompts], [[0.0] for _ in prompts])
+
+    rollouts = collect(generate, fmt, env, env.info(), [{"seed": 1}], rollouts_per_start=2, max_new_tokens=8, max_turns=4, max_errors=4,
+                       max_seq_len=4096)
+    assert sent == []
+    for r in rollouts:
+        assert r.termination == "agent_stop" and r.steps == 1 and r.samples == [[fmt.stop_ids[0]]]
+        assert not [m for m in r.messages if m["role"] == "assistant"]

@@ -41,6 +41,13 @@ class Rollout:
 class _Live:
     def __init__(self, rollout: Rollout, episode_id: str, max_errors: int):
         self.r, self.episode_id, self.max_errors, self.errors, self.done = rollout, episode_id, max_errors, 0, False
+        # Ended by the context (max_seq_len), not by the env or max_turns: the env never scores it.
+        self.cut = False
+
+
+# What a cut episode scores: nothing. Evaluated, the env would see an ending validation never plays
+# (max_steps before max_turns), and a generated env paid exactly those (rerun 18).
+CUT = {"reward": 0.0, "components": {}, "success": False, "details": {"cut": "max_seq_len"}}
 
 
 def collect(generate: Generate, fmt: ChatFormat, env: EnvClient, env_info: dict, starts: list[dict], *, rollouts_per_start: int,
@@ -66,7 +73,7 @@ def collect(generate: Generate, fmt: ChatFormat, env: EnvClient, env_info: dict,
                 raise Interrupted()
             for x in active:  # a prompt already at the limit ends alone
                 if len(x.r.ids) >= max_seq_len:
-                    x.done, x.r.termination = True, "max_steps"
+                    x.done, x.cut, x.r.termination = True, True, "max_steps"
             active = [x for x in active if not x.done]
             if not active:
                 break
@@ -76,7 +83,7 @@ def collect(generate: Generate, fmt: ChatFormat, env: EnvClient, env_info: dict,
         for x in live:
             if not x.done:
                 x.r.termination = "max_steps"
-            info = env.evaluate(x.episode_id, x.r.messages, x.r.termination)
+            info = CUT if x.cut else env.evaluate(x.episode_id, x.r.messages, x.r.termination)
             x.r.reward, x.r.success, x.r.reward_info = float(info["reward"]), bool(info["success"]), info
     finally:
         for x in live:
@@ -97,6 +104,11 @@ def _advance(x: _Live, toks: list[int], lps: list[float], turn: int, fmt: ChatFo
     r.steps += 1
     text, ended = fmt.decode_sample(toks)
     content, calls = fmt.parse(text, f"call_{turn}")
+    if not calls and not (content or "").strip():
+        # Nothing to say ends the episode, as validation's policies and the agent loop end it: an
+        # empty message step was something only training sent, and a generated env paid it (rerun 18).
+        x.done, r.termination = True, "agent_stop"
+        return
     if calls:
         msg = {"role": "assistant", "content": content or None, "tool_calls": calls[:1]}
         action = {"type": "tool_call", "call": calls[0]}
@@ -116,7 +128,7 @@ def _advance(x: _Live, toks: list[int], lps: list[float], turn: int, fmt: ChatFo
     cont = fmt.continuation_ids([res["observation"]], ended, after=msg)
     # The next turn needs the env's reply and at least one sampled token inside the context.
     if len(r.ids) + len(cont) >= max_seq_len:
-        x.done, r.termination = True, "max_steps"
+        x.done, x.cut, r.termination = True, True, "max_steps"
         return
     r.ids += cont
     r.mask += [0] * len(cont)
