@@ -11,7 +11,10 @@ import { alternatingPolicy, GOOD_MANIFEST, GOOD_SOURCE } from './fixtures/synthe
  * validation used fixed seed ranges and only the three trivial policies. Check 5 (verifier) and
  * random seeds catch them; the good fixture still passes every check up to calibration.
  */
-const config = parseConfig({ env: { name: 'toy-orders' }, synthesis: { typecheck: false } });
+// Checks 2 and 3 at a fifth of their seeds (the suite runs 13 validations): the one module here that
+// fails check 3 fails it on every seed.
+const FEWER = { determinism: 20, solvability: 10 };
+const config = parseConfig({ env: { name: 'toy-orders' }, synthesis: { typecheck: false, seeds: FEWER } });
 
 const HONEST = `weighted({
       lookup: [0.3, calledWith(calls, 'list_orders', { customer_id: instance.expect.customer_id })],
@@ -100,7 +103,7 @@ const NOISE = `const honest = ${HONEST}; if (honest.reward === 1) return honest;
   let h = 2166136261; for (const ch of JSON.stringify(messages)) h = Math.imul(h ^ ch.charCodeAt(0), 16777619) >>> 0;`;
 const noiseConfig = parseConfig({
   env: { name: 'toy-orders' },
-  synthesis: { typecheck: false, seeds: { verifier: 40 } },
+  synthesis: { typecheck: false, seeds: { ...FEWER, verifier: 40 } },
 });
 
 for (const [name, body] of [
