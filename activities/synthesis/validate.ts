@@ -446,9 +446,12 @@ export async function playInBatches(
   env: Environment,
   perSeed: readonly { seed: number; policies: readonly TurnPolicy[] }[],
   shape: BatchShape,
-  pad: (seed: number) => TurnPolicy,
-  onBatch?: (seedsDone: number) => void,
-  concurrency = 1,
+  opts: {
+    /** Fills a seed's last group when its policies are not a multiple of K. */
+    pad?: (seed: number) => TurnPolicy;
+    onBatch?: (seedsDone: number) => void;
+    concurrency?: number;
+  } = {},
 ): Promise<BatchPlayed[][]> {
   const K = shape.rolloutsPerGroup;
   const results = perSeed.map((): BatchPlayed[] => []);
@@ -460,15 +463,22 @@ export async function playInBatches(
       const batch = groups.slice(b, b + shape.groups);
       const plays = batch.flatMap((i) => {
         const { seed, policies } = perSeed[i];
-        return Array.from({ length: K }, (_, k) => ({ seed, policy: policies[round * K + k] ?? pad(seed) }));
+        return Array.from({ length: K }, (_, k) => {
+          const policy = policies[round * K + k] ?? opts.pad?.(seed);
+          if (!policy)
+            throw new Error(
+              `playInBatches: seed ${seed} has ${policies.length} policies, not a multiple of K, and no pad`,
+            );
+          return { seed, policy };
+        });
       });
-      const played = await playBatch(env, plays, shape, concurrency);
+      const played = await playBatch(env, plays, shape, opts.concurrency);
       for (const [j, i] of batch.entries()) {
         const own = perSeed[i].policies.length - round * K;
         results[i].push(...played.slice(j * K, j * K + Math.min(K, own)));
         if (own <= K) done++;
       }
-      onBatch?.(done);
+      opts.onBatch?.(done);
     }
   }
   return results;
@@ -504,8 +514,7 @@ export async function checkNonTriviality(
     env,
     perSeed.map((x) => ({ seed: x.seed, policies: x.plays.map((p) => p.policy) })),
     shape,
-    () => scripted(stopPolicy),
-    onSeed,
+    { onBatch: onSeed },
   );
   const totals = new Map(policies.map(([name]) => [name, { sum: 0, n: 0 }]));
   const examples: string[] = [];
@@ -656,8 +665,7 @@ export async function checkVerifier(
     plans.map((p) => ({ seed: p.seed, policies: p.plays.map((x) => scripted(goldPolicy(x.actions))) })),
     // Gold is played whole even where it is longer than the trainer's turns (then no policy can learn it whole).
     { ...shape, maxTurns: Math.max(shape.maxTurns, ...plans.map((p) => p.gold.length)) },
-    (seed) => scripted(goldPolicy(plans.find((p) => p.seed === seed)!.gold)),
-    onSeed,
+    { pad: (seed) => scripted(goldPolicy(plans.find((p) => p.seed === seed)!.gold)), onBatch: onSeed },
   );
   const examples: string[] = [];
   const escapes: { key: string; text: string }[] = [];
@@ -791,9 +799,7 @@ export async function checkCalibration(
         ),
       })),
       shape,
-      () => () => null, // every seed has exactly K policies: nothing to pad
-      (seedsDone) => onEpisode?.(seedsDone * shape.rolloutsPerGroup),
-      cal.concurrency,
+      { onBatch: (seedsDone) => onEpisode?.(seedsDone * shape.rolloutsPerGroup), concurrency: cal.concurrency },
     ),
   );
   const rollouts: Trajectory[] = seeds.flatMap((seed, i) =>
