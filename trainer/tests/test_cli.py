@@ -58,6 +58,17 @@ def test_bad_config_is_a_fatal_typed_error(tmp_path, say_model_dir, say_env):
     assert events[-1]["type"] == "fatal:ConfigError" and "missing.json" in events[-1]["message"]
 
 
+def test_a_bad_config_is_refused_before_torch_loads(tmp_path):
+    """Importing torch and transformers takes ~10 s on 2 cores; a config error must not wait for it."""
+    for cmd in ("grpo", "gate"):
+        probe = ("import sys; from trace_trainer.__main__ import main; rc = main([%r, '--config', %r]); "
+                 "print(rc, 'torch' in sys.modules)") % (cmd, str(tmp_path / "missing.json"))
+        out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                             timeout=600)
+        assert out.stdout.splitlines()[-1] == "1 False", (cmd, out.stdout, out.stderr)
+        assert "Traceback" not in out.stderr, "a config error is one line, not a stack trace"
+
+
 def test_unreachable_env_is_retryable(tmp_path, say_model_dir):
     events, rc = _events(_start(["grpo", "--config", _config(tmp_path, say_model_dir, "http://127.0.0.1:9")]))
     assert rc == 1 and events[-1]["type"] == "retryable:EnvUnavailable"

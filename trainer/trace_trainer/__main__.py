@@ -7,14 +7,15 @@ import os
 import signal
 import sys
 
-from .events import classify, emit, peak_rss_mb
+from .events import ConfigError, classify, emit, peak_rss_mb
 
 
 def _grpo(args) -> None:
     from .config import GrpoConfig, load_config
+
+    cfg = load_config(GrpoConfig, args.config)  # before torch loads: a bad config fails in a second, not ten
     from .grpo import GrpoTrainer
 
-    cfg = load_config(GrpoConfig, args.config)
     trainer = GrpoTrainer(cfg)
 
     def stop(signum, _frame):  # finish or abandon the current iteration, checkpoint, exit retryable
@@ -30,9 +31,11 @@ def _grpo(args) -> None:
 
 def _gate(args) -> None:
     from .config import GateConfig, load_config
+
+    cfg = load_config(GateConfig, args.config)  # before torch loads, as for grpo
     from .gate import fit_gate
 
-    emit("done", **fit_gate(load_config(GateConfig, args.config)), peak_rss_mb=peak_rss_mb())
+    emit("done", **fit_gate(cfg), peak_rss_mb=peak_rss_mb())
 
 
 def _serve(args) -> None:
@@ -112,9 +115,10 @@ def main(argv=None) -> int:
         if isinstance(e, SystemExit) and e.code in (0, None):
             return 0
         err = classify(e)
-        import traceback
+        if not isinstance(e, ConfigError):  # a bad config is said in one line; anything else keeps its trace
+            import traceback
 
-        traceback.print_exc(file=sys.stderr)
+            traceback.print_exc(file=sys.stderr)
         emit("error", type=err.type, message=str(err))
         return 1
 
