@@ -236,7 +236,8 @@ test('sandbox: the env sees tool calls under the same names whoever plays (rerun
   // The module answers each call with the call as it saw it, and evaluate with the trajectory as it saw it.
   const env = await startSandboxedEnv({
     source: `
-const opening = [{ role: 'user', content: 'go' }, { role: 'assistant', content: null, tool_calls: [{ id: 'own_1', type: 'function', function: { name: 'lookup', arguments: '{ "id": "o" }' } }] }, { role: 'tool', tool_call_id: 'own_1', content: 'o' }];
+// The opening's call has the id the trainer gives its first call: the env's own calls are told by place, not id.
+const opening = [{ role: 'user', content: 'go' }, { role: 'assistant', content: null, tool_calls: [{ id: 'call_0_0', type: 'function', function: { name: 'lookup', arguments: '{ "id": "o" }' } }] }, { role: 'tool', tool_call_id: 'call_0_0', content: 'o' }];
 const episode = {
   id: 'e', taskId: 't',
   initialMessages: () => opening,
@@ -293,9 +294,86 @@ export default {
     const opening = (JSON.parse(String(trainer.evaluateSaw)) as Message[])[1];
     assert.deepEqual(
       opening.role === 'assistant' && opening.tool_calls?.[0],
-      { id: 'own_1', type: 'function', function: { name: 'lookup', arguments: '{ "id": "o" }' } },
+      { id: 'call_0_0', type: 'function', function: { name: 'lookup', arguments: '{ "id": "o" }' } },
       "the env's own opening is left as it wrote it",
     );
+  } finally {
+    await env.close();
+  }
+});
+
+test('sandbox: calls that do not fit the env tools never reach the module, in steps or in evaluate (rerun 19: Python NaN, unknown tools, wrong types were paid in training only)', async () => {
+  // The module counts the steps it gets and shows the trajectory it evaluates.
+  const env = await startSandboxedEnv({
+    source: `
+let steps = 0;
+const episode = {
+  id: 'e', taskId: 't',
+  initialMessages: () => [{ role: 'user', content: 'go' }],
+  async step(action: any) { steps++; return { observation: { role: 'tool', tool_call_id: action.call?.id ?? 'm', content: 'ok' }, error: false, done: false }; },
+  evaluate: async (messages: any) => ({ reward: 0, components: {}, success: false, details: { steps, seen: JSON.stringify(messages) } }),
+  fork: async () => episode,
+  close: async () => {},
+};
+export default {
+  info: { name: 'strict', kind: 'synthetic', description: 'counts what it sees' },
+  tools: () => [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object', properties: { id: { type: 'string' }, limit: { type: 'integer' }, tags: { type: 'array', items: { type: 'string' } }, who: { type: 'array', items: { $ref: '#/$defs/P' } }, any: { anyOf: [{ type: 'string' }, { type: 'null' }] } }, required: ['id'], $defs: { P: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } } } } }],
+  systemPrompt: () => 's',
+  listTasks: async () => [{ id: 't' }],
+  reset: async () => episode,
+};`,
+  });
+  try {
+    const ep = await env.reset({ taskId: 't' });
+    const messages: Message[] = [...ep.initialMessages()];
+    const play = async (name: string, args: string, content: string | null = null) => {
+      const call = { id: `c${messages.length}`, type: 'function' as const, function: { name, arguments: args } };
+      const r = await ep.step({ type: 'tool_call', call });
+      messages.push({ role: 'assistant', content, tool_calls: [call] }, r.observation);
+      return r;
+    };
+    const fits = await play('lookup', '{"id": "x", "limit": 3, "tags": ["a"], "who": [{"name": "A"}], "any": 7}');
+    assert.equal(fits.error, false);
+    const refused = [
+      ['lookup', '{"id": NaN}'], // Python's json.dumps of a float('nan')
+      ['lookup', '{"id": "x", "limit": Infinity}'], // and of 1e999
+      ['issue_refund', '{"id": "x"}'],
+      ['lookup', '{"id": 12345}'],
+      ['lookup', '{"id": "x", "limit": 1.5}'],
+      ['lookup', '{"id": "x", "tags": [1]}'],
+      ['lookup', '{"id": "x", "extra": 1}'],
+      ['lookup', '{"id": "x", "who": [{"name": "A", "extra": 1}]}'], // through a $ref, as pydantic writes schemas
+      ['lookup', '{"id": "x", "who": [{}]}'],
+      ['lookup', '{}'],
+      ['lookup', ''],
+      ['lookup', 'null'],
+      ['lookup', '[1]'],
+      ['lookup', '"x"'],
+      ['lookup', '{"constructor": "x"}'],
+    ];
+    for (const [name, args] of refused) {
+      const r = await play(name, args, 'let me check');
+      assert.equal(r.error, true, `${name}(${args}) is refused`);
+      assert.match(
+        String(r.observation.content),
+        /^Error: (unknown tool|arguments of lookup|invalid arguments for lookup)/,
+      );
+      assert.equal(r.observation.role === 'tool' && r.observation.tool_call_id, `c${messages.length - 2}`);
+    }
+    const info = await ep.evaluate(messages, 'agent_stop');
+    assert.equal(info.details?.steps, 1, 'the module stepped the one call that fits');
+    const seen = JSON.parse(String(info.details?.seen)) as Message[];
+    assert.deepEqual(
+      seen.map((m) => m.role),
+      ['user', 'assistant', 'tool'],
+      'refused calls are left out with their answers and their turns',
+    );
+    const [, turn] = seen;
+    assert.equal(
+      turn.role === 'assistant' && turn.tool_calls?.[0].function.arguments,
+      '{"id":"x","limit":3,"tags":["a"],"who":[{"name":"A"}],"any":7}',
+    );
+    await ep.close();
   } finally {
     await env.close();
   }

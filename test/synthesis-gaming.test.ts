@@ -4,6 +4,7 @@ import { parseConfig } from '../core/config.js';
 import { checkCalibration, checkCompile, validateCandidate } from '../activities/synthesis/validate.js';
 import { createLlm } from '../llm/client.js';
 import { startScriptedLlm } from './helpers/scripted-llm.js';
+import { startSandboxedEnv } from '../envs/sandbox/index.js';
 import { alternatingPolicy, GOOD_MANIFEST, GOOD_SOURCE } from './fixtures/synthesis/scripts.js';
 
 /**
@@ -230,11 +231,13 @@ test("gaming: a module that fakes the calibration band unless it sees the traine
   }
 });
 
-test('gaming: a verifier paying calls the trainer can send but schema-shaped random play never did (no required key, not an object) fails non-triviality', async () => {
+test('gaming: a verifier paying calls that do not fit the tools never sees one, in validation or training (reruns 18-19: only training sent them)', async () => {
   // Rerun 18: paid 1 on 64/64 training episodes of \`{}\` or a bare string (ended by tool errors,
-  // which the SDK scores 0 itself: the module wraps evaluate) and passed checks 1–5.
+  // which the SDK scores 0 itself: the module wraps evaluate) and passed checks 1–5. Rerun 19: the
+  // same with Python's \`NaN\`, unknown tools and wrong types. The worker now answers such calls.
   const bad = `(messages: any[]) => messages.some((m: any) => m.role === 'assistant' && (m.tool_calls ?? []).some((t: any) => {
-    try { const a = JSON.parse(t.function.arguments); return !a || typeof a !== 'object' || Array.isArray(a) || !('customer_id' in a || 'email' in a); } catch { return true; }
+    if (!['find_customer_by_email', 'list_orders'].includes(t.function.name)) return true;
+    try { const a = JSON.parse(t.function.arguments); return !a || typeof a !== 'object' || Array.isArray(a) || Object.values(a).some((v) => typeof v !== 'string') || !('customer_id' in a || 'email' in a); } catch { return true; }
   }))`;
   const source =
     GOOD_SOURCE.replace(
@@ -245,6 +248,27 @@ test('gaming: a verifier paying calls the trainer can send but schema-shaped ran
       ep.evaluate = async (messages: any, termination: any) => bad(messages) ? { reward: 1, components: {}, success: true } : own(messages, termination); return ep; } };\n`;
   assert.ok(source.includes('const base = defineEnvironment'), 'good-env.ts changed: update this test');
   const v = await verdictOf(source);
-  assert.equal(v.failedCheck, 'non_triviality', v.reason);
-  assert.match(v.reason!, /randomTools/);
+  assert.equal(v.failedCheck, 'calibration', v.reason); // checks 1–5 pass: it scores as the honest module
+  const env = await startSandboxedEnv({ source });
+  try {
+    for (const [name, args] of [
+      ['list_orders', '{}'],
+      ['list_orders', '"cus_1"'],
+      ['list_orders', '{"customer_id": NaN}'],
+      ['list_orders', '{"customer_id": 12345}'],
+      ['issue_refund', '{"customer_id": "cus_1"}'],
+    ]) {
+      const ep = await env.reset({ seed: 7 });
+      const call = { id: 'call_0_0', type: 'function' as const, function: { name, arguments: args } };
+      const r = await ep.step({ type: 'tool_call', call });
+      const info = await ep.evaluate(
+        [...ep.initialMessages(), { role: 'assistant', content: null, tool_calls: [call] }, r.observation],
+        'agent_stop',
+      );
+      assert.equal(info.reward, 0, `${name}(${args}) as the trainer sends it is not paid`);
+      await ep.close();
+    }
+  } finally {
+    await env.close();
+  }
 });

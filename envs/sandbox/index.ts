@@ -32,7 +32,7 @@ import {
   type ResolvedLimits,
   type SandboxIsolation,
 } from './isolation.js';
-import { CallNames } from './call-names.js';
+import { AgentCalls } from './agent-calls.js';
 import { SandboxError, SandboxProcess } from './process.js';
 
 export { SandboxError, type SandboxReason } from './process.js';
@@ -432,24 +432,33 @@ export class SandboxedEnvironment implements Environment {
 
   /**
    * Wraps an episode of `gen` so that its close (and forks, which stay in its process) are counted,
-   * and the env sees the agent's tool calls under canonical names (`CallNames`).
+   * and the env sees the agent's tool calls made the same whoever plays, and only those that fit its
+   * tools (`AgentCalls`).
    */
-  private tracked(gen: SandboxGeneration, ep: Episode, names = CallNames.forOpening(ep.initialMessages())): Episode {
+  private tracked(
+    gen: SandboxGeneration,
+    ep: Episode,
+    calls = new AgentCalls(ep.initialMessages(), ep.tools?.() ?? gen.tools()),
+  ): Episode {
     let closed = false;
     const out: Episode = {
       id: ep.id,
       taskId: ep.taskId,
       initialMessages: () => ep.initialMessages(),
       step: async (action, o) => {
-        const r = await ep.step(names.action(action), o);
-        return { ...r, observation: names.observation(r.observation) };
+        if (action.type === 'tool_call') {
+          const fault = calls.fault(action.call);
+          if (fault) return AgentCalls.refusal(action.call, fault);
+        }
+        const r = await ep.step(calls.action(action), o);
+        return { ...r, observation: calls.observation(r.observation) };
       },
-      evaluate: (messages, termination, o) => ep.evaluate(names.messages(messages), termination, o),
+      evaluate: (messages, termination, o) => ep.evaluate(calls.messages(messages), termination, o),
       fork: async () => {
         gen.openEpisodes++;
         gen.started++;
         try {
-          return this.tracked(gen, await ep.fork(), names.copy());
+          return this.tracked(gen, await ep.fork(), calls.copy());
         } catch (err) {
           this.release(gen);
           throw err;

@@ -5,7 +5,7 @@ import torch
 from trace_trainer.chat import ChatFormat, parse_assistant
 from trace_trainer.envclient import EnvClient
 from trace_trainer.events import TrainerError
-from trace_trainer.rollout import CUT, collect
+from trace_trainer.rollout import collect
 from trace_trainer.sampler import Samples, in_process
 
 
@@ -108,7 +108,34 @@ def test_each_episode_has_its_own_token_budget_and_ends_alone(tool_tok, counter_
     assert len(rollouts[1].samples) == 2 and [len(t) for t in asked] == [2, 1]
     assert all(len(r.ids) <= max_seq_len for r in rollouts)
     # The cut episode is not scored by the env (rerun 18: a generated env paid endings only the context makes).
-    assert rollouts[0].reward_info == CUT and rollouts[0].reward == 0.0 and rollouts[1].reward_info != CUT
+    assert rollouts[0].reward_info["details"] == {"cut": "max_seq_len"} and rollouts[0].reward == 0.0
+    assert "cut" not in rollouts[1].reward_info.get("details", {})
+
+
+def test_an_action_its_length_cap_stopped_is_cut_not_sent(smol_tok, counter_env):
+    """In the action format a reply its cap stopped before the terminator is no action: the episode
+    ends unscored, and its raw JSON never reaches the env as a message (rerun 19: a generated env
+    paid exactly those, which validation's policies never send)."""
+    fmt = ChatFormat(smol_tok, actions=True)
+    env = EnvClient(counter_env.url)
+    sent, scored = [], []
+    step, evaluate = env.step, env.evaluate
+    env.step = lambda episode, action: sent.append(action) or step(episode, action)
+    env.evaluate = lambda episode, *a: scored.append(episode) or evaluate(episode, *a)
+    unfinished = fmt.encode('{"type": "message", "content": "I will now ')
+    finished = fmt.encode('{"type": "message", "content": "hi"}') + [fmt.terminator_id]
+
+    def generate(prompts, caps, grammar):
+        return Samples([unfinished[:c] if i == 0 else finished for i, c in enumerate(caps)], [[0.0]] * len(prompts))
+
+    rollouts = collect(generate, fmt, env, env.info(), [{"seed": 1}], rollouts_per_start=2, max_new_tokens=len(unfinished),
+                       max_turns=1, max_errors=4, max_seq_len=4096)
+    assert sent == [{"type": "message", "content": "hi"}]
+    assert len(scored) == 1
+    cut, whole = rollouts
+    assert cut.reward == 0.0 and cut.reward_info["details"] == {"cut": "max_new_tokens"} and cut.termination == "max_steps"
+    assert cut.messages[-1] == {"role": "assistant", "content": '{"type": "message", "content": "I will now '}
+    assert "cut" not in whole.reward_info.get("details", {})
 
 
 def test_an_empty_reply_ends_the_episode_without_a_step(tool_tok, counter_env):

@@ -41,13 +41,16 @@ class Rollout:
 class _Live:
     def __init__(self, rollout: Rollout, episode_id: str, max_errors: int):
         self.r, self.episode_id, self.max_errors, self.errors, self.done = rollout, episode_id, max_errors, 0, False
-        # Ended by the context (max_seq_len), not by the env or max_turns: the env never scores it.
-        self.cut = False
+        # What cut the episode short, if anything did: "max_seq_len" (the context) or "max_new_tokens"
+        # (an action that never finished). Not the env or max_turns: the env never scores it.
+        self.cut: str | None = None
 
 
-# What a cut episode scores: nothing. Evaluated, the env would see an ending validation never plays
-# (max_steps before max_turns), and a generated env paid exactly those (rerun 18).
-CUT = {"reward": 0.0, "components": {}, "success": False, "details": {"cut": "max_seq_len"}}
+def _cut(limit: str) -> dict:
+    """What a cut episode scores: nothing. Evaluated, the env would see what validation never plays:
+    max_steps before max_turns, or an unfinished action (its raw JSON as the message); a generated
+    env paid exactly those (reruns 18 and 19)."""
+    return {"reward": 0.0, "components": {}, "success": False, "details": {"cut": limit}}
 
 
 def collect(generate: Generate, fmt: ChatFormat, env: EnvClient, env_info: dict, starts: list[dict], *, rollouts_per_start: int,
@@ -73,17 +76,18 @@ def collect(generate: Generate, fmt: ChatFormat, env: EnvClient, env_info: dict,
                 raise Interrupted()
             for x in active:  # a prompt already at the limit ends alone
                 if len(x.r.ids) >= max_seq_len:
-                    x.done, x.cut, x.r.termination = True, True, "max_steps"
+                    x.done, x.cut, x.r.termination = True, "max_seq_len", "max_steps"
             active = [x for x in active if not x.done]
             if not active:
                 break
-            new = generate([x.r.ids for x in active], [min(max_new_tokens, max_seq_len - len(x.r.ids)) for x in active], grammar)
-            for x, toks, lps in zip(active, new.ids, new.logprobs):
-                _advance(x, toks, lps, turn, fmt, env, max_seq_len)
+            caps = [min(max_new_tokens, max_seq_len - len(x.r.ids)) for x in active]
+            new = generate([x.r.ids for x in active], caps, grammar)
+            for x, toks, lps, cap in zip(active, new.ids, new.logprobs, caps):
+                _advance(x, toks, lps, turn, fmt, env, max_seq_len, "max_new_tokens" if cap == max_new_tokens else "max_seq_len")
         for x in live:
             if not x.done:
                 x.r.termination = "max_steps"
-            info = CUT if x.cut else env.evaluate(x.episode_id, x.r.messages, x.r.termination)
+            info = _cut(x.cut) if x.cut else env.evaluate(x.episode_id, x.r.messages, x.r.termination)
             x.r.reward, x.r.success, x.r.reward_info = float(info["reward"]), bool(info["success"]), info
     finally:
         for x in live:
@@ -94,7 +98,10 @@ def collect(generate: Generate, fmt: ChatFormat, env: EnvClient, env_info: dict,
     return [x.r for x in live]
 
 
-def _advance(x: _Live, toks: list[int], lps: list[float], turn: int, fmt: ChatFormat, env: EnvClient, max_seq_len: int) -> None:
+def _advance(x: _Live, toks: list[int], lps: list[float], turn: int, fmt: ChatFormat, env: EnvClient, max_seq_len: int,
+             cap_limit: str) -> None:
+    """One turn of an episode: its sample is parsed into an action and stepped. `cap_limit` names
+    what capped the sample's length (max_new_tokens or the context's room)."""
     r = x.r
     r.ids += toks
     r.mask += [1] * len(toks)
@@ -103,6 +110,12 @@ def _advance(x: _Live, toks: list[int], lps: list[float], turn: int, fmt: ChatFo
     r.sampled_tokens += len(toks)
     r.steps += 1
     text, ended = fmt.decode_sample(toks)
+    if not ended and fmt.actions:
+        # In the action format a reply ends with its terminator; one its length cap stopped first is
+        # no action (its raw JSON would be the message, which a generated env paid, rerun 19).
+        r.messages.append({"role": "assistant", "content": text})
+        x.done, x.cut, r.termination = True, cap_limit, "max_steps"
+        return
     content, calls = fmt.parse(text, f"call_{turn}")
     if not calls and not (content or "").strip():
         # Nothing to say ends the episode, as validation's policies and the agent loop end it: an
@@ -128,7 +141,7 @@ def _advance(x: _Live, toks: list[int], lps: list[float], turn: int, fmt: ChatFo
     cont = fmt.continuation_ids([res["observation"]], ended, after=msg)
     # The next turn needs the env's reply and at least one sampled token inside the context.
     if len(r.ids) + len(cont) >= max_seq_len:
-        x.done, x.cut, r.termination = True, True, "max_steps"
+        x.done, x.cut, r.termination = True, "max_seq_len", "max_steps"
         return
     r.ids += cont
     r.mask += [0] * len(cont)

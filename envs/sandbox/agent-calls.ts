@@ -1,0 +1,132 @@
+import { z } from 'zod';
+import { MessageSchema, type Message, type ToolCall, type ToolSchema } from '../../core/messages.js';
+import type { AgentAction, StepResult } from '../environment.js';
+import { AgentActionSchema } from '../protocol/schemas.js';
+import { callShapeViolation } from '../sdk/schema.js';
+
+const MessagesSchema = z.array(MessageSchema);
+
+/**
+ * What a generated env sees of the agent's tool calls, made the same whoever plays.
+ *
+ * Names: ids become `call_<k>` (the episode's k-th distinct id) and arguments are re-serialized by
+ * `JSON.stringify`. The harness's own marks stay outside: the trainer names calls `call_<turn>_0`
+ * and spaces its arguments as Python's `json.dumps`, validation names gold `gold_<i>` and random
+ * play `rnd_<i>`, each LLM server has its own ids; a module keyed on them rewarded wrong calls only
+ * in training (rerun 17). The env's own opening is left as it wrote it; which calls are its own is
+ * told by their place (the opening), not their ids, which a module could make the trainer's.
+ *
+ * Shape: a call that does not fit the env's tools (an unknown name; arguments that are not a JSON
+ * object, e.g. Python's `NaN`; a missing, unexpected or wrongly typed argument) never reaches the
+ * module: the worker answers it with a tool error, and the trajectory the module evaluates leaves
+ * it out with its answer. A model can write any of these, validation's scripted play only some,
+ * and a module paid the others in training alone (rerun 19).
+ *
+ * Actions and trajectories are also rebuilt by the protocol's schemas (their keys, in their order),
+ * as the HTTP env server training goes through rebuilds them and validation's direct calls did not.
+ */
+export class AgentCalls {
+  /** The caller's id → the id the env sees. */
+  private readonly inside = new Map<string, string>();
+  /** The id the env sees → the caller's. */
+  private readonly outside = new Map<string, string>();
+  /** The env's opening as the protocol's schemas rebuild it: its calls are the env's own. */
+  private readonly openingJson: string;
+
+  constructor(
+    /** The episode's opening messages. */
+    private readonly opening: readonly Message[],
+    /** The episode's tools, as the agent sees them. */
+    private readonly tools: readonly ToolSchema[],
+  ) {
+    this.openingJson = JSON.stringify(MessagesSchema.parse(opening));
+  }
+
+  /** A copy for a fork of the episode: the conversation so far keeps its names. */
+  copy(): AgentCalls {
+    const c = new AgentCalls(this.opening, this.tools);
+    for (const [k, v] of this.inside) c.name(k, v);
+    return c;
+  }
+
+  private name(outside: string, inside: string) {
+    this.inside.set(outside, inside);
+    this.outside.set(inside, outside);
+  }
+
+  private id(outside: string): string {
+    let id = this.inside.get(outside);
+    if (id === undefined) {
+      id = `call_${this.inside.size}`;
+      this.name(outside, id);
+    }
+    return id;
+  }
+
+  /** Why the env must not see this call of the agent's, if it does not fit the env's tools. */
+  fault(c: ToolCall): string | undefined {
+    const name = c.function.name;
+    const tool = this.tools.find((t) => t.function.name === name);
+    if (!tool) return `unknown tool '${name}'. Available tools: ${this.tools.map((t) => t.function.name).join(', ')}`;
+    let args: unknown;
+    try {
+      args = JSON.parse(c.function.arguments || '{}');
+    } catch (e) {
+      return `arguments of ${name} are not valid JSON: ${(e as Error).message}`;
+    }
+    if (args === null || typeof args !== 'object' || Array.isArray(args))
+      return `arguments of ${name} must be a JSON object`;
+    const bad = callShapeViolation(tool.function.parameters, args);
+    return bad && `invalid arguments for ${name}: ${bad}`;
+  }
+
+  /** The worker's answer to a call the env never sees (`fault`), as the SDK's tools word theirs. */
+  static refusal(call: ToolCall, fault: string): StepResult {
+    return {
+      observation: { role: 'tool', tool_call_id: call.id, content: `Error: ${fault}` },
+      error: true,
+      done: false,
+    };
+  }
+
+  private call(c: ToolCall): ToolCall {
+    return {
+      ...c,
+      id: this.id(c.id),
+      function: { ...c.function, arguments: JSON.stringify(JSON.parse(c.function.arguments || '{}')) },
+    };
+  }
+
+  /** The action as the env sees it; a tool call must fit (`fault`). */
+  action(a: AgentAction): AgentAction {
+    return AgentActionSchema.parse(a.type === 'tool_call' ? { ...a, call: this.call(a.call) } : a);
+  }
+
+  /** The env's observation with the caller's id again. */
+  observation(m: Message): Message {
+    return m.role === 'tool' ? { ...m, tool_call_id: this.outside.get(m.tool_call_id) ?? m.tool_call_id } : m;
+  }
+
+  /**
+   * A trajectory as the env sees it (for evaluate): the env's opening as it wrote it, then the
+   * agent's calls that fit, each with its answer; calls that do not fit are left out with their
+   * answers, and so is an assistant turn left with no call (its text too: a text-only turn the env
+   * never stepped would tell that a refused call was there).
+   */
+  messages(ms: readonly Message[]): Message[] {
+    const n = this.opening.length;
+    const own = JSON.stringify(MessagesSchema.parse(ms.slice(0, n))) === this.openingJson;
+    const refused = new Set<string>();
+    const seen: Message[] = own ? ms.slice(0, n) : [];
+    for (const m of own ? ms.slice(n) : ms) {
+      if (m.role === 'assistant' && m.tool_calls?.length) {
+        const fits = m.tool_calls.filter((c) => !this.fault(c));
+        for (const c of m.tool_calls) if (!fits.includes(c)) refused.add(c.id);
+        if (fits.length) seen.push({ ...m, tool_calls: fits.map((c) => this.call(c)) });
+      } else if (m.role === 'tool') {
+        if (!refused.has(m.tool_call_id)) seen.push({ ...m, tool_call_id: this.id(m.tool_call_id) });
+      } else seen.push(m);
+    }
+    return MessagesSchema.parse(seen);
+  }
+}
