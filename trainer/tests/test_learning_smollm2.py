@@ -18,7 +18,7 @@ def test_grpo_raises_held_out_reward_of_smollm2(smol_tok, tmp_path):
         cfg = from_dict(GrpoConfig, {"model": str(SMOLLM2_GGUF), "env_url": served.url, "output_uri": str(tmp_path / "out"),
                                      "iterations": 4, "groups": 4, "rollouts_per_group": 8, "lr": 5e-4, "lora": {"r": 8, "alpha": 16},
                                      "max_new_tokens": 40, "max_turns": 1, "checkpoint_every": 100, "seed": 0, "seed_key": 0, "save_trajectories": False,
-                                     "constrained_decoding": "auto", "micro_batch_size": 8, "heldout_seeds": 8, "heldout_every": 4})
+                                     "constrained_decoding": "auto", "micro_batch_size": 8, "heldout_seeds": 8, "heldout_rollouts": 4, "heldout_every": 4})
         trainer = GrpoTrainer(cfg, model=load_base(str(SMOLLM2_GGUF), pick_device("cpu"), torch.float32), tokenizer=smol_tok)
         assert trainer.fmt.actions, "SmolLM2's template has no tool format: auto must turn constrained decoding on"
         trainer.run()
