@@ -232,6 +232,34 @@ test('sandbox: close stops the process and removes its directory', async () => {
   await ep.close(); // the episode went with its process: closing it is not an error
 });
 
+test('sandbox: a tool whose parameters use a keyword the worker does not check calls against is refused at start (rerun 20: types under a skipped keyword)', async () => {
+  for (const [parameters, fault] of [
+    [
+      { type: 'object', properties: { id: { not: { type: 'string' } } } },
+      /parameters\.properties\.id: keyword 'not' is not supported/,
+    ],
+    [{ type: 'object', if: { required: ['a'] }, then: { required: ['b'] } }, /keyword 'if' is not supported/],
+    [
+      { type: 'object', properties: { t: { type: 'array', items: [{ type: 'string' }] } } },
+      /items: must be one schema/,
+    ],
+    [
+      { type: 'object', properties: { t: { enum: Array.from({ length: 30_000 }, (_, i) => `v${i}`) } } },
+      /more than 20000 schema nodes/,
+    ],
+  ] as const) {
+    const source = attackSource('return 1').replace(
+      "parameters: { type: 'object', properties: {}, additionalProperties: true }",
+      `parameters: ${JSON.stringify(parameters)}`,
+    );
+    assert.ok(source.includes(JSON.stringify(parameters).slice(0, 20)), 'attack-source.ts changed: update this test');
+    await assert.rejects(
+      startSandboxedEnv({ source }),
+      (e: unknown) => reason('env_error')(e) && fault.test((e as Error).message),
+    );
+  }
+});
+
 test('sandbox: the env sees tool calls under the same names whoever plays (rerun 17: trainer ids and spacing told training apart)', async () => {
   // The module answers each call with the call as it saw it, and evaluate with the trajectory as it saw it.
   const env = await startSandboxedEnv({
@@ -317,7 +345,7 @@ const episode = {
 };
 export default {
   info: { name: 'strict', kind: 'synthetic', description: 'counts what it sees' },
-  tools: () => [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object', properties: { id: { type: 'string' }, limit: { type: 'integer' }, tags: { type: 'array', items: { type: 'string' } }, who: { type: 'array', items: { $ref: '#/$defs/P' } }, any: { anyOf: [{ type: 'string' }, { type: 'null' }] } }, required: ['id'], $defs: { P: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } } } } }],
+  tools: () => [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object', properties: { id: { type: 'string' }, limit: { type: 'integer' }, tags: { type: 'array', items: { type: 'string' } }, who: { type: 'array', items: { $ref: '#/$defs/P' } }, any: { anyOf: [{ type: 'string' }, { type: 'number' }] }, nums: { type: 'array', items: { type: 'integer' } } }, required: ['id'], $defs: { P: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } } } } }, { type: 'function', function: { name: 'typed', parameters: { type: 'object', allOf: [{ properties: { id: { type: 'string' } }, required: ['id'], additionalProperties: false }] } } }],
   systemPrompt: () => 's',
   listTasks: async () => [{ id: 't' }],
   reset: async () => episode,
@@ -344,6 +372,10 @@ export default {
       ['lookup', '{"id": "x", "extra": 1}'],
       ['lookup', '{"id": "x", "who": [{"name": "A", "extra": 1}]}'], // through a $ref, as pydantic writes schemas
       ['lookup', '{"id": "x", "who": [{}]}'],
+      ['lookup', '{"id": "x", "any": [1]}'], // no alternative of the anyOf
+      ['typed', '{"id": 12345}'], // types under allOf (rerun 20: the check skipped allOf)
+      ['lookup', `{"id": "x", "nums": [${'1,'.repeat(25_000)}1]}`], // more schema steps than one call may cost (rerun 20)
+      ['lookup', `{"id": "${'x'.repeat(70_000)}"}`], // arguments past 64 KiB
       ['lookup', '{}'],
       ['lookup', ''],
       ['lookup', 'null'],
@@ -356,7 +388,7 @@ export default {
       assert.equal(r.error, true, `${name}(${args}) is refused`);
       assert.match(
         String(r.observation.content),
-        /^Error: (unknown tool|arguments of lookup|invalid arguments for lookup)/,
+        /^Error: (unknown tool|arguments|invalid arguments for (lookup|typed))/,
       );
       assert.equal(r.observation.role === 'tool' && r.observation.tool_call_id, `c${messages.length - 2}`);
     }

@@ -6,6 +6,9 @@ import { callShapeViolation } from '../sdk/schema.js';
 
 const MessagesSchema = z.array(MessageSchema);
 
+/** One call's arguments (JSON text), as one observation: what the worker parses and checks stays small. */
+export const MAX_ARGUMENTS_BYTES = 64 * 1024;
+
 /**
  * What a generated env sees of the agent's tool calls, made the same whoever plays.
  *
@@ -63,8 +66,19 @@ export class AgentCalls {
     return id;
   }
 
+  /** Each call's fault by its name and arguments: evaluate re-reads every call the steps checked. */
+  private readonly faults = new Map<string, string | undefined>();
+
   /** Why the env must not see this call of the agent's, if it does not fit the env's tools. */
   fault(c: ToolCall): string | undefined {
+    const key = JSON.stringify([c.function.name, c.function.arguments]);
+    if (!this.faults.has(key)) this.faults.set(key, this.check(c));
+    return this.faults.get(key);
+  }
+
+  private check(c: ToolCall): string | undefined {
+    const size = Buffer.byteLength(c.function.arguments);
+    if (size > MAX_ARGUMENTS_BYTES) return `arguments are ${size} bytes; at most ${MAX_ARGUMENTS_BYTES}`;
     const name = c.function.name;
     const tool = this.tools.find((t) => t.function.name === name);
     if (!tool) return `unknown tool '${name}'. Available tools: ${this.tools.map((t) => t.function.name).join(', ')}`;

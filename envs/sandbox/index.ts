@@ -33,6 +33,7 @@ import {
   type SandboxIsolation,
 } from './isolation.js';
 import { AgentCalls } from './agent-calls.js';
+import { callSchemaFault } from '../sdk/schema.js';
 import { SandboxError, SandboxProcess } from './process.js';
 
 export { SandboxError, type SandboxReason } from './process.js';
@@ -207,7 +208,7 @@ async function startGeneration(
         { request: (m, p, b) => proc.request(m, p, b, { limit: 'startMs' }) },
         'sandbox',
       );
-      const bad = toolNameFault(described.tools);
+      const bad = toolsFault(described.tools);
       if (bad) throw new SandboxError('env_error', bad);
     } catch (err) {
       unlisten();
@@ -230,10 +231,11 @@ export const MAX_TOOLS = 256;
  * Why a generated env's tool list is refused, if it is: a name a chat template would print
  * verbatim (a newline and template tokens, a right-to-left override, a homoglyph of another
  * tool's name, 5000 characters: red-team rerun 3) or the same name twice, which the policy could
- * not tell apart, or more than MAX_TOOLS tools. Linear: a quadratic duplicate search over 16,000
+ * not tell apart, or more than MAX_TOOLS tools; or parameters the worker cannot check calls
+ * against (`callSchemaFault`). Linear: a quadratic duplicate search over 16,000
  * names stalled the worker's event loop for 2 s (rerun 15).
  */
-export function toolNameFault(tools: readonly ToolSchema[]): string | undefined {
+export function toolsFault(tools: readonly ToolSchema[]): string | undefined {
   if (tools.length > MAX_TOOLS) return `${tools.length} tools; an env may offer at most ${MAX_TOOLS}`;
   const seen = new Set<string>();
   for (const { function: f } of tools) {
@@ -241,6 +243,8 @@ export function toolNameFault(tools: readonly ToolSchema[]): string | undefined 
       return `tool name ${JSON.stringify(f.name.slice(0, 80))} is not 1–64 characters of A-Z, a-z, 0-9, _ and -`;
     if (seen.has(f.name)) return `two tools are named '${f.name}'`;
     seen.add(f.name);
+    const bad = callSchemaFault(f.parameters, `tool ${f.name}: parameters`);
+    if (bad) return bad;
   }
   return undefined;
 }
@@ -337,7 +341,7 @@ export class SandboxedEnvironment implements Environment {
     let ep: Episode | undefined;
     try {
       ep = await gen.reset(req, opts);
-      const badTools = ep.tools && toolNameFault(ep.tools());
+      const badTools = ep.tools && toolsFault(ep.tools());
       if (badTools) throw new SandboxError('env_error', `episode tools: ${badTools}`);
       const opening = Buffer.byteLength(JSON.stringify(ep.initialMessages()));
       if (opening > MAX_OPENING_BYTES)

@@ -1,8 +1,8 @@
 /**
  * The JSON-schema subset OpenAI function tools use, checked without code generation (generated
- * environments run in a sandbox): type (incl. type arrays), enum, const, properties, required,
- * additionalProperties, items, anyOf/oneOf, minimum/maximum, minLength/maxLength, minItems/maxItems,
- * pattern, and local `$ref`s (`#/$defs/…`, as pydantic emits). Other keywords are ignored.
+ * environments run in a sandbox): type (incl. type arrays), enum, const, nullable, properties,
+ * required, additionalProperties, items, anyOf/oneOf/allOf, minimum/maximum (and exclusive),
+ * minLength/maxLength, minItems/maxItems, pattern, and local `$ref`s (`#/$defs/…`, as pydantic emits). Other keywords are ignored.
  * Returns the first violation, or undefined.
  */
 export type JsonSchema = { [k: string]: unknown };
@@ -13,18 +13,100 @@ export function schemaViolation(
   path = 'arguments',
   root: JsonSchema = schema,
 ): string | undefined {
-  return violation(schema, value, path, root, false);
+  return violation(schema, value, path, root, { callShape: false, steps: Infinity }, 0);
 }
 
 /**
- * A tool call's arguments as the worker checks them outside an untrusted module's sandbox, in time
- * linear in the value: no `pattern` (a regex can backtrack for hours), and a node with `anyOf` or
- * `oneOf` takes any value (alternatives multiply the work); local `$ref`s are followed, at most 32
- * in a row. An object whose schema names its `properties` takes no other key unless
- * `additionalProperties` allows it, as a Python tool refuses an unexpected keyword.
+ * A tool call's arguments as the worker checks them outside an untrusted module's sandbox. The
+ * same keywords as `schemaViolation` but `pattern` (a regex can backtrack for hours), at most
+ * CALL_CHECK_STEPS schema nodes visited and 128 levels deep (alternatives and references multiply
+ * the work: a call past them is refused), and an object whose schema names its `properties` takes
+ * no other key unless `additionalProperties` allows it, as a Python tool refuses an unexpected
+ * keyword. Tools whose schemas use other keywords are refused before any call (`callSchemaFault`).
  */
 export function callShapeViolation(schema: JsonSchema, value: unknown, path = 'arguments'): string | undefined {
-  return violation(schema, value, path, schema, true);
+  return violation(schema, value, path, schema, { callShape: true, steps: CALL_CHECK_STEPS }, 0);
+}
+
+/** Schema nodes one call's check may visit (an enum or const counts once per visit, its set built once). */
+export const CALL_CHECK_STEPS = 20_000;
+
+/** Keywords `callShapeViolation` enforces. */
+const ENFORCED = new Set([
+  ...['type', 'enum', 'const', 'nullable', 'properties', 'required', 'additionalProperties', 'items'],
+  ...['anyOf', 'oneOf', 'allOf', '$ref', 'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum'],
+  ...['minLength', 'maxLength', 'minItems', 'maxItems'],
+]);
+/** Keywords that constrain nothing the worker checks (notes, and `format`/`pattern`, which it does not check). */
+const NOTES = new Set([
+  ...['title', 'description', 'default', 'examples', '$defs', 'definitions', '$schema', '$id', '$comment'],
+  ...['format', 'pattern', 'deprecated', 'readOnly', 'writeOnly'],
+]);
+/** Schema nodes (enum and const values counted) and levels a tool's parameters may have, as the policy's grammar allows. */
+const MAX_SCHEMA_NODES = 20_000;
+const MAX_SCHEMA_DEPTH = 32;
+
+/**
+ * Why a tool's parameters schema is refused, if it is: a keyword the worker's call check does not
+ * enforce (`not`, `if`, `patternProperties`, ...: a module put its types under `allOf` when the
+ * check skipped it, and paid wrongly typed calls in training only, rerun 20), more than
+ * MAX_SCHEMA_NODES nodes or MAX_SCHEMA_DEPTH levels.
+ */
+export function callSchemaFault(schema: JsonSchema, path = 'parameters'): string | undefined {
+  let nodes = 0;
+  const walk = (node: unknown, at: string, depth: number): string | undefined => {
+    if (depth > MAX_SCHEMA_DEPTH) return `${at}: nested more than ${MAX_SCHEMA_DEPTH} levels`;
+    if (typeof node === 'boolean') return undefined;
+    if (node === null || typeof node !== 'object' || Array.isArray(node)) return `${at}: a schema must be an object`;
+    const n = node as JsonSchema;
+    nodes += 1 + (Array.isArray(n.enum) ? n.enum.length : 0);
+    if (nodes > MAX_SCHEMA_NODES) return `${path}: more than ${MAX_SCHEMA_NODES} schema nodes`;
+    for (const k of Object.keys(n))
+      if (!ENFORCED.has(k) && !NOTES.has(k))
+        return `${at}: keyword '${k}' is not supported (the worker checks calls against ${[...ENFORCED].join(', ')})`;
+    for (const k of [
+      'minimum',
+      'maximum',
+      'exclusiveMinimum',
+      'exclusiveMaximum',
+      'minLength',
+      'maxLength',
+      'minItems',
+      'maxItems',
+    ])
+      if (n[k] !== undefined && typeof n[k] !== 'number') return `${at}.${k}: must be a number`;
+    if (n.items !== undefined && (Array.isArray(n.items) || typeof n.items !== 'object'))
+      return `${at}.items: must be one schema`;
+    const children: [string, unknown][] = [];
+    for (const key of ['properties', '$defs', 'definitions'])
+      if (n[key] !== undefined) {
+        if (typeof n[key] !== 'object' || n[key] === null) return `${at}.${key}: must be an object`;
+        for (const [name, sub] of Object.entries(n[key] as object)) children.push([`${at}.${key}.${name}`, sub]);
+      }
+    for (const key of ['anyOf', 'oneOf', 'allOf'])
+      if (n[key] !== undefined) {
+        if (!Array.isArray(n[key])) return `${at}.${key}: must be a list of schemas`;
+        (n[key] as unknown[]).forEach((sub, i) => children.push([`${at}.${key}[${i}]`, sub]));
+      }
+    if (n.items !== undefined) children.push([`${at}.items`, n.items]);
+    if (typeof n.additionalProperties === 'object')
+      children.push([`${at}.additionalProperties`, n.additionalProperties]);
+    for (const [where, sub] of children) {
+      const bad = walk(sub, where, depth + 1);
+      if (bad) return bad;
+    }
+    return undefined;
+  };
+  return walk(schema, path, 0);
+}
+
+/** Each enum's members as JSON text, built once per schema node. */
+const enumTexts = new WeakMap<JsonSchema, Set<string>>();
+
+function enumText(schema: JsonSchema): Set<string> {
+  let set = enumTexts.get(schema);
+  if (!set) enumTexts.set(schema, (set = new Set((schema.enum as unknown[]).map((e) => JSON.stringify(e)))));
+  return set;
 }
 
 function violation(
@@ -32,10 +114,14 @@ function violation(
   value: unknown,
   path: string,
   root: JsonSchema,
-  callShape: boolean,
-  refHops = 0,
+  check: { callShape: boolean; steps: number },
+  depth: number,
 ): string | undefined {
-  const sub = (s: JsonSchema, v: unknown, p: string) => violation(s, v, p, root, callShape);
+  const sub = (s: JsonSchema, v: unknown, p: string) => violation(s, v, p, root, check, depth + 1);
+  if (check.callShape) {
+    if (--check.steps < 0) return `${path}: too costly to check (more than ${CALL_CHECK_STEPS} schema steps)`;
+    if (depth > 128) return `${path}: nested more than 128 levels in the schema`;
+  }
   if (typeof schema.$ref === 'string') {
     const target = schema.$ref.startsWith('#/')
       ? schema.$ref
@@ -44,13 +130,16 @@ function violation(
           .reduce<unknown>((node, k) => (node as JsonSchema | undefined)?.[k], root)
       : undefined;
     if (!target || typeof target !== 'object') return `${path}: schema reference ${schema.$ref} cannot be resolved`;
-    if (callShape && refHops >= 32) return `${path}: schema references chain more than 32 deep`;
-    return violation(target as JsonSchema, value, path, root, callShape, refHops + 1);
+    return sub(target as JsonSchema, value, path);
   }
-  if (callShape && (Array.isArray(schema.anyOf) || Array.isArray(schema.oneOf))) return undefined;
+  if (schema.nullable === true && value === null) return undefined;
+  for (const s of Array.isArray(schema.allOf) ? (schema.allOf as JsonSchema[]) : []) {
+    const bad = sub(s, value, path);
+    if (bad) return bad;
+  }
   if (schema.const !== undefined && JSON.stringify(schema.const) !== JSON.stringify(value))
     return `${path} must be ${JSON.stringify(schema.const)}`;
-  if (Array.isArray(schema.enum) && !schema.enum.some((e) => JSON.stringify(e) === JSON.stringify(value))) {
+  if (Array.isArray(schema.enum) && !enumText(schema).has(JSON.stringify(value))) {
     return `${path} must be one of ${schema.enum.map((e) => JSON.stringify(e)).join(', ')}`;
   }
   for (const key of ['anyOf', 'oneOf'] as const) {
@@ -65,13 +154,17 @@ function violation(
   if (typeof value === 'number') {
     if (typeof schema.minimum === 'number' && value < schema.minimum) return `${path} must be ≥ ${schema.minimum}`;
     if (typeof schema.maximum === 'number' && value > schema.maximum) return `${path} must be ≤ ${schema.maximum}`;
+    if (typeof schema.exclusiveMinimum === 'number' && value <= schema.exclusiveMinimum)
+      return `${path} must be > ${schema.exclusiveMinimum}`;
+    if (typeof schema.exclusiveMaximum === 'number' && value >= schema.exclusiveMaximum)
+      return `${path} must be < ${schema.exclusiveMaximum}`;
   }
   if (typeof value === 'string') {
     if (typeof schema.minLength === 'number' && value.length < schema.minLength)
       return `${path} must have ≥ ${schema.minLength} characters`;
     if (typeof schema.maxLength === 'number' && value.length > schema.maxLength)
       return `${path} must have ≤ ${schema.maxLength} characters`;
-    if (!callShape && typeof schema.pattern === 'string' && !new RegExp(schema.pattern).test(value))
+    if (!check.callShape && typeof schema.pattern === 'string' && !new RegExp(schema.pattern).test(value))
       return `${path} must match /${schema.pattern}/`;
   }
   if (Array.isArray(value)) {
@@ -96,7 +189,7 @@ function violation(
         if (bad) return bad;
       } else if (
         schema.additionalProperties === false ||
-        (callShape && schema.properties !== undefined && !schema.additionalProperties)
+        (check.callShape && schema.properties !== undefined && !schema.additionalProperties)
       ) {
         return `${path}.${k} is not an allowed property`;
       } else if (schema.additionalProperties && typeof schema.additionalProperties === 'object') {
