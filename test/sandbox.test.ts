@@ -244,9 +244,17 @@ test('sandbox: a tool whose parameters use a keyword the worker does not check c
       /items: must be one schema/,
     ],
     [
-      { type: 'object', properties: { t: { enum: Array.from({ length: 30_000 }, (_, i) => `v${i}`) } } },
+      { type: 'object', properties: { t: { enum: Array.from({ length: 21_000 }, () => 0) } } },
       /more than 20000 schema nodes/,
     ],
+    // Rerun 21: a name one reader decodes and the others do not; a required the check would throw on; a 70 KB const.
+    [
+      { type: 'object', properties: { c: { $ref: '#/$defs/c%20' } }, $defs: { 'c%20': { type: 'string' } } },
+      /properties\.c\.\$ref: must be/,
+    ],
+    [{ type: 'object', required: 5 }, /required: must be a list/],
+    [{ type: 'object', properties: { c: { type: 'strin' } } }, /type: must be one of/],
+    [{ type: 'object', properties: { c: { const: 'x'.repeat(70_000) } } }, /bytes of schema; at most 65536/],
   ] as const) {
     const source = attackSource('return 1').replace(
       "parameters: { type: 'object', properties: {}, additionalProperties: true }",
@@ -257,6 +265,21 @@ test('sandbox: a tool whose parameters use a keyword the worker does not check c
       startSandboxedEnv({ source }),
       (e: unknown) => reason('env_error')(e) && fault.test((e as Error).message),
     );
+  }
+  // An episode's own tools must be the env's, parameters and all: the policies are shown the env's (rerun 21).
+  const looser = attackSource("return 'ok'").replace(
+    'initialMessages: () =>',
+    "tools: () => [{ type: 'function', function: { name: 'attack', parameters: { type: 'object' } } }],\n  initialMessages: () =>",
+  );
+  const env = await startSandboxedEnv({ source: looser });
+  try {
+    await assert.rejects(
+      env.reset({ taskId: 'attack' }),
+      (e: unknown) =>
+        reason('env_error')(e) && /not one of the env's tools with the same parameters/.test((e as Error).message),
+    );
+  } finally {
+    await env.close();
   }
 });
 

@@ -228,6 +228,19 @@ const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 export const MAX_TOOLS = 256;
 
 /**
+ * Why an episode's own tools are refused: each must be one of the env's tools, parameters and all.
+ * The policies (the trainer's, validation's) are shown the env's tools, and the worker checks calls
+ * against the episode's: looser ones let wrongly typed calls through in training only (rerun 21).
+ */
+function looserTools(episode: readonly ToolSchema[], env: readonly ToolSchema[]): string | undefined {
+  const shown = new Map(env.map((t) => [t.function.name, JSON.stringify(t.function.parameters)]));
+  for (const t of episode)
+    if (shown.get(t.function.name) !== JSON.stringify(t.function.parameters))
+      return `tool ${t.function.name} is not one of the env's tools with the same parameters`;
+  return undefined;
+}
+
+/**
  * Why a generated env's tool list is refused, if it is: a name a chat template would print
  * verbatim (a newline and template tokens, a right-to-left override, a homoglyph of another
  * tool's name, 5000 characters: red-team rerun 3) or the same name twice, which the policy could
@@ -341,7 +354,7 @@ export class SandboxedEnvironment implements Environment {
     let ep: Episode | undefined;
     try {
       ep = await gen.reset(req, opts);
-      const badTools = ep.tools && toolsFault(ep.tools());
+      const badTools = ep.tools && (toolsFault(ep.tools()) ?? looserTools(ep.tools(), gen.tools()));
       if (badTools) throw new SandboxError('env_error', `episode tools: ${badTools}`);
       const opening = Buffer.byteLength(JSON.stringify(ep.initialMessages()));
       if (opening > MAX_OPENING_BYTES)

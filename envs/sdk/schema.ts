@@ -44,6 +44,14 @@ const NOTES = new Set([
 ]);
 /** Schema nodes (enum and const values counted) and levels a tool's parameters may have, as the policy's grammar allows. */
 const MAX_SCHEMA_NODES = 20_000;
+/**
+ * Bytes of one tool's parameters (τ² tools have 1–3 KB): a 3 MB `const` the check compared at every
+ * visit blocked the worker for 310 s on one step (rerun 21).
+ */
+const MAX_SCHEMA_BYTES = 64 * 1024;
+/** References the worker, the policy's grammar and the trainer all read alike (rerun 21: `%20` and `~1` were decoded by one of three). */
+const LOCAL_REF = /^#\/(\$defs|definitions)\/[A-Za-z0-9_.-]+$/;
+const TYPES = new Set(['string', 'number', 'integer', 'boolean', 'null', 'array', 'object']);
 const MAX_SCHEMA_DEPTH = 32;
 
 /**
@@ -53,6 +61,8 @@ const MAX_SCHEMA_DEPTH = 32;
  * MAX_SCHEMA_NODES nodes or MAX_SCHEMA_DEPTH levels.
  */
 export function callSchemaFault(schema: JsonSchema, path = 'parameters'): string | undefined {
+  const bytes = Buffer.byteLength(JSON.stringify(schema) ?? '');
+  if (bytes > MAX_SCHEMA_BYTES) return `${path}: ${bytes} bytes of schema; at most ${MAX_SCHEMA_BYTES}`;
   let nodes = 0;
   const walk = (node: unknown, at: string, depth: number): string | undefined => {
     if (depth > MAX_SCHEMA_DEPTH) return `${at}: nested more than ${MAX_SCHEMA_DEPTH} levels`;
@@ -75,6 +85,13 @@ export function callSchemaFault(schema: JsonSchema, path = 'parameters'): string
       'maxItems',
     ])
       if (n[k] !== undefined && typeof n[k] !== 'number') return `${at}.${k}: must be a number`;
+    if (n.$ref !== undefined && (typeof n.$ref !== 'string' || !LOCAL_REF.test(n.$ref)))
+      return `${at}.$ref: must be '#/$defs/<name>' or '#/definitions/<name>' with a plain name (letters, digits, _ . -)`;
+    if (n.required !== undefined && !(Array.isArray(n.required) && n.required.every((r) => typeof r === 'string')))
+      return `${at}.required: must be a list of property names`;
+    if (n.enum !== undefined && !Array.isArray(n.enum)) return `${at}.enum: must be a list`;
+    if (n.type !== undefined && !([] as unknown[]).concat(n.type).every((t) => typeof t === 'string' && TYPES.has(t)))
+      return `${at}.type: must be one of ${[...TYPES].join(', ')} (or a list of them)`;
     if (n.items !== undefined && (Array.isArray(n.items) || typeof n.items !== 'object'))
       return `${at}.items: must be one schema`;
     const children: [string, unknown][] = [];
@@ -100,12 +117,24 @@ export function callSchemaFault(schema: JsonSchema, path = 'parameters'): string
   return walk(schema, path, 0);
 }
 
-/** Each enum's members as JSON text, built once per schema node. */
+/** Each enum's members (or its const) as JSON text, built once per schema node. */
 const enumTexts = new WeakMap<JsonSchema, Set<string>>();
 
 function enumText(schema: JsonSchema): Set<string> {
   let set = enumTexts.get(schema);
-  if (!set) enumTexts.set(schema, (set = new Set((schema.enum as unknown[]).map((e) => JSON.stringify(e)))));
+  if (!set) {
+    const members = schema.const !== undefined ? [schema.const] : (schema.enum as unknown[]);
+    const texts = members.map((e) => JSON.stringify(e));
+    // A node with both: the value must be the const and one of the members.
+    set = new Set(
+      schema.const !== undefined &&
+        Array.isArray(schema.enum) &&
+        !schema.enum.some((e) => JSON.stringify(e) === texts[0])
+        ? []
+        : texts,
+    );
+    enumTexts.set(schema, set);
+  }
   return set;
 }
 
@@ -137,10 +166,15 @@ function violation(
     const bad = sub(s, value, path);
     if (bad) return bad;
   }
-  if (schema.const !== undefined && JSON.stringify(schema.const) !== JSON.stringify(value))
-    return `${path} must be ${JSON.stringify(schema.const)}`;
-  if (Array.isArray(schema.enum) && !enumText(schema).has(JSON.stringify(value))) {
-    return `${path} must be one of ${schema.enum.map((e) => JSON.stringify(e)).join(', ')}`;
+  if (schema.const !== undefined || Array.isArray(schema.enum)) {
+    const text = JSON.stringify(value) ?? '';
+    // Each stringified KiB of the value costs a step: 20 000 visits of a 64 KiB value took seconds (rerun 21).
+    check.steps -= text.length >> 10;
+    const allowed = enumText(schema);
+    if (!allowed.has(text)) {
+      const shown = [...allowed].slice(0, 5).map((t) => t.slice(0, 60));
+      return `${path} must be ${schema.const !== undefined ? shown[0] : `one of ${shown.join(', ')}${allowed.size > 5 ? ', ...' : ''}`}`;
+    }
   }
   for (const key of ['anyOf', 'oneOf'] as const) {
     const alts = schema[key];
