@@ -27,7 +27,7 @@
  * - `required` that is not a list (a number, an object) passes callSchemaFault and the grammar (which ignores it);
  *   callShapeViolation then throws a TypeError in the worker on any object value that reaches it: served as training
  *   serves it, the step answers HTTP 500 `internal` (throws.mts, throw_step.mts), which the trainer's EnvClient raises.
- * The probes below are controls only: what the module sees of the worker's own time (nothing: clocks frozen).
+ * The probe below is a control only (rerun 20's frozen-clock control covers the worker's stalls).
  */
 import type { Attack } from '../sandbox-redteam.js';
 
@@ -35,10 +35,6 @@ const J = (expr: string): Attack =>
   `try { return JSON.stringify(${expr}); } catch (e: any) { return 'error ' + (e.code ?? e.name) + ' ' + String(e.message).slice(0, 120); }`;
 
 const attacks: Record<string, Attack> = {
-  // control: the clocks a module could use to notice a worker stalled in its call check stay frozen
-  frozenClocks: J(
-    `{ date: Date.now(), perf: performance.now(), hr: String(process.hrtime.bigint()), uptime: process.uptime() }`,
-  ),
   // control: percent- and pointer-decoding of a $ref name inside the sandbox is plain string work (no host data, no time)
   refNameDecoding: J(
     `{ pct: decodeURIComponent('cid%20'), tilde: 'c~1id'.replace(/~1/g, '/').replace(/~0/g, '~'), split: '#/$defs/cid%20'.slice(2).split('/') }`,
