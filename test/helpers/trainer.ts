@@ -22,6 +22,8 @@ export async function buildTinyModel(dir: string, args: string[] = []): Promise<
 export interface SayWordOptions {
   /** Words that score 0.3 when said instead of the target (default none: the reward is binary). */
   partialCreditWords?: readonly string[];
+  /** The word every seed asks for (default "red" on odd seeds, "blue" on even ones). */
+  target?: string;
   /** A delay in every reset, to pace iterations (a test that must catch training mid-way). */
   resetDelayMs?: number;
 }
@@ -46,7 +48,7 @@ export function sayWordEnv(opts: SayWordOptions = {}): Environment {
     async reset(req) {
       if (opts.resetDelayMs) await delay(opts.resetDelayMs);
       const seed = 'seed' in req ? req.seed : 0;
-      const target = seed % 2 ? 'red' : 'blue';
+      const target = opts.target ?? (seed % 2 ? 'red' : 'blue');
       const episode: Episode = {
         id: `e${++n}`,
         taskId: `seed-${seed}`,
