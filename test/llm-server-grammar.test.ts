@@ -3,7 +3,11 @@ import { test } from 'node:test';
 import { z } from 'zod';
 import { buildChatPrompt, parseAction } from '../infra/llm/chat-prompt.js';
 import { BadRequestError, parseChatRequest } from '../infra/llm/chat-request.js';
-import { jsonSchemaToGrammarSchema, SchemaConversionError } from '../infra/llm/json-schema-grammar.js';
+import {
+  jsonSchemaToGrammarSchema,
+  MAX_OPTIONAL_SUBSET,
+  SchemaConversionError,
+} from '../infra/llm/json-schema-grammar.js';
 
 /** Pure parts of the LLM server: JSON Schema → grammar schema, request validation, prompt building. */
 
@@ -15,6 +19,25 @@ test('optional properties become a choice between required-only and all properti
       { type: 'object', properties: { a: { type: 'string' }, b: { type: 'number' } }, additionalProperties: false },
     ],
   });
+});
+
+test('every subset of the optional properties can be written, in declared order, up to MAX_OPTIONAL_SUBSET of them', () => {
+  // The worker lets a generated env see any subset: one the base policy could not write would be paid in training only.
+  const g = jsonSchemaToGrammarSchema({
+    type: 'object',
+    properties: { a: { type: 'string' }, b: { type: 'number' }, c: { type: 'boolean' } },
+    required: ['a'],
+  });
+  assert.ok('oneOf' in g);
+  assert.deepEqual(
+    g.oneOf.map((o) => ('properties' in o ? Object.keys(o.properties ?? {}).join(',') : '?')),
+    ['a', 'a,b', 'a,c', 'a,b,c'],
+  );
+  const many = Object.fromEntries(
+    Array.from({ length: MAX_OPTIONAL_SUBSET + 1 }, (_, i) => [`p${i}`, { type: 'string' }]),
+  );
+  const wide = jsonSchemaToGrammarSchema({ type: 'object', properties: many });
+  assert.equal('oneOf' in wide && wide.oneOf.length, 2, 'past the limit: none or all');
 });
 
 test('nullable, anyOf, enums, records and $refs map onto the grammar subset', () => {

@@ -283,7 +283,7 @@ test('sandbox: a tool whose parameters use a keyword the worker does not check c
   }
 });
 
-test('sandbox: the env sees tool calls under the same names whoever plays (rerun 17: trainer ids and spacing told training apart)', async () => {
+test('sandbox: the env sees tool calls under the same names whoever plays (rerun 17: trainer ids and spacing told training apart; key order)', async () => {
   // The module answers each call with the call as it saw it, and evaluate with the trajectory as it saw it.
   const env = await startSandboxedEnv({
     source: `
@@ -333,7 +333,8 @@ export default {
       return { stepSaw, evaluateSaw: info.details?.seen };
     };
     // The trainer's ids and Python's spacing; validation's gold ids and JSON.stringify's.
-    const trainer = await play(['call_0_0', 'call_1_0'], ['{"id": "x", "n": 1.0}', '{"id": "\\u00e9"}']);
+    // Keys in another order than the tool declares them, as only the trainer's policy may write them.
+    const trainer = await play(['call_0_0', 'call_1_0'], ['{"n": 1.0, "id": "x"}', '{"id": "\\u00e9"}']);
     const gold = await play(['gold_0', 'gold_1'], ['{"id":"x","n":1}', '{"id":"é"}']);
     assert.deepEqual(trainer, gold);
     const other = await play(['x9', 'x10'], ['{"id":"x","n":1}', '{"id":"é"}'], true);
@@ -353,7 +354,7 @@ export default {
   }
 });
 
-test('sandbox: calls that do not fit the env tools never reach the module, in steps or in evaluate (rerun 19: Python NaN, unknown tools, wrong types were paid in training only)', async () => {
+test('sandbox: calls that do not fit the env tools never reach the module, in steps or in evaluate (rerun 19: Python NaN, unknown tools, wrong types were paid in training only; types the grammars imply)', async () => {
   // The module counts the steps it gets and shows the trajectory it evaluates.
   const env = await startSandboxedEnv({
     source: `
@@ -368,7 +369,7 @@ const episode = {
 };
 export default {
   info: { name: 'strict', kind: 'synthetic', description: 'counts what it sees' },
-  tools: () => [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object', properties: { id: { type: 'string' }, limit: { type: 'integer' }, tags: { type: 'array', items: { type: 'string' } }, who: { type: 'array', items: { $ref: '#/$defs/P' } }, any: { anyOf: [{ type: 'string' }, { type: 'number' }] }, nums: { type: 'array', items: { type: 'integer' } } }, required: ['id'], $defs: { P: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } } } } }, { type: 'function', function: { name: 'typed', parameters: { type: 'object', allOf: [{ properties: { id: { type: 'string' } }, required: ['id'], additionalProperties: false }] } } }],
+  tools: () => [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object', properties: { id: { type: 'string' }, limit: { type: 'integer' }, tags: { type: 'array', items: { type: 'string' } }, who: { type: 'array', items: { $ref: '#/$defs/P' } }, any: { anyOf: [{ type: 'string' }, { type: 'number' }] }, nums: { type: 'array', items: { type: 'integer' } }, box: { properties: { n: { type: 'integer' } } } }, required: ['id'], $defs: { P: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } } } } }, { type: 'function', function: { name: 'typed', parameters: { type: 'object', allOf: [{ properties: { id: { type: 'string' } }, required: ['id'], additionalProperties: false }] } } }],
   systemPrompt: () => 's',
   listTasks: async () => [{ id: 't' }],
   reset: async () => episode,
@@ -396,6 +397,7 @@ export default {
       ['lookup', '{"id": "x", "who": [{"name": "A", "extra": 1}]}'], // through a $ref, as pydantic writes schemas
       ['lookup', '{"id": "x", "who": [{}]}'],
       ['lookup', '{"id": "x", "any": [1]}'], // no alternative of the anyOf
+      ['lookup', '{"id": "x", "box": "str"}'], // no type, but properties: the grammars write an object there
       ['typed', '{"id": 12345}'], // types under allOf (rerun 20: the check skipped allOf)
       ['lookup', `{"id": "x", "nums": [${'1,'.repeat(25_000)}1]}`], // more schema steps than one call may cost (rerun 20)
       ['lookup', `{"id": "${'x'.repeat(70_000)}"}`], // arguments past 64 KiB
@@ -426,7 +428,7 @@ export default {
     const [, turn] = seen;
     assert.equal(
       turn.role === 'assistant' && turn.tool_calls?.[0].function.arguments,
-      '{"id":"x","limit":3,"tags":["a"],"who":[{"name":"A"}],"any":7}',
+      '{"any":7,"id":"x","limit":3,"tags":["a"],"who":[{"name":"A"}]}',
     );
     await ep.close();
   } finally {

@@ -106,6 +106,10 @@ test('schemaViolation names the bad field', () => {
   assert.match(schemaViolation(s, { id: 'x', cabin: 'first' }) ?? '', /arguments\.cabin must be one of/);
   assert.equal(schemaViolation(s, { id: 'x', xs: [{}] }), 'arguments.xs[0].a is required');
   assert.equal(schemaViolation(s, { id: 'x', extra: 1 }), 'arguments.extra is not an allowed property');
+  // Lengths in code points, as JSON Schema counts them: one emoji is one character, not two UTF-16 units.
+  const code = { type: 'string', minLength: 2, maxLength: 2 };
+  assert.equal(schemaViolation(code, '😀'), 'arguments must have ≥ 2 characters');
+  assert.equal(schemaViolation(code, '😀😀'), undefined);
 });
 
 test('verifier helpers: communicated values, partial argument match, weighted credit', () => {

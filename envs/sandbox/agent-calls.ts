@@ -10,10 +10,26 @@ const MessagesSchema = z.array(MessageSchema);
 export const MAX_ARGUMENTS_BYTES = 64 * 1024;
 
 /**
+ * A JSON value with every object's keys in code-unit order. Validation's policy writes keys in the
+ * order the tool declares them (its grammar), the trainer's may write any order: a module could
+ * pay reversed keys in training alone.
+ */
+function sortedKeys(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(sortedKeys);
+  if (v === null || typeof v !== 'object') return v;
+  const obj = v as Record<string, unknown>;
+  return Object.fromEntries(
+    Object.keys(obj)
+      .sort()
+      .map((k) => [k, sortedKeys(obj[k])]),
+  );
+}
+
+/**
  * What a generated env sees of the agent's tool calls, made the same whoever plays.
  *
  * Names: ids become `call_<k>` (the episode's k-th distinct id) and arguments are re-serialized by
- * `JSON.stringify`. The harness's own marks stay outside: the trainer names calls `call_<turn>_0`
+ * `JSON.stringify`, keys sorted. The harness's own marks stay outside: the trainer names calls `call_<turn>_0`
  * and spaces its arguments as Python's `json.dumps`, validation names gold `gold_<i>` and random
  * play `rnd_<i>`, each LLM server has its own ids; a module keyed on them rewarded wrong calls only
  * in training (rerun 17). The env's own opening is left as it wrote it; which calls are its own is
@@ -107,7 +123,7 @@ export class AgentCalls {
     return {
       ...c,
       id: this.id(c.id),
-      function: { ...c.function, arguments: JSON.stringify(JSON.parse(c.function.arguments || '{}')) },
+      function: { ...c.function, arguments: JSON.stringify(sortedKeys(JSON.parse(c.function.arguments || '{}'))) },
     };
   }
 

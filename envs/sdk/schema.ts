@@ -22,7 +22,7 @@ export function schemaViolation(
  * CALL_CHECK_STEPS schema nodes visited and 128 levels deep (alternatives and references multiply
  * the work: a call past them is refused), and an object whose schema names its `properties` takes
  * no other key unless `additionalProperties` allows it, as a Python tool refuses an unexpected
- * keyword. Tools whose schemas use other keywords are refused before any call (`callSchemaFault`).
+ * keyword, and a schema with no `type` has the one the grammars imply (`implied`). Tools whose schemas use other keywords are refused before any call (`callSchemaFault`).
  */
 export function callShapeViolation(schema: JsonSchema, value: unknown, path = 'arguments'): string | undefined {
   return violation(schema, value, path, schema, { callShape: true, steps: CALL_CHECK_STEPS }, 0);
@@ -94,6 +94,12 @@ export function callSchemaFault(schema: JsonSchema, path = 'parameters'): string
       return `${at}.type: must be one of ${[...TYPES].join(', ')} (or a list of them)`;
     if (n.items !== undefined && (Array.isArray(n.items) || typeof n.items !== 'object'))
       return `${at}.items: must be one schema`;
+    if (
+      n.additionalProperties !== undefined &&
+      typeof n.additionalProperties !== 'boolean' &&
+      (typeof n.additionalProperties !== 'object' || n.additionalProperties === null)
+    )
+      return `${at}.additionalProperties: must be true, false or a schema`;
     const children: [string, unknown][] = [];
     for (const key of ['properties', '$defs', 'definitions'])
       if (n[key] !== undefined) {
@@ -181,7 +187,8 @@ function violation(
     if (Array.isArray(alts) && !alts.some((s) => sub(s as JsonSchema, value, path) === undefined))
       return `${path} matches none of the allowed shapes`;
   }
-  const types = schema.type === undefined ? undefined : ([] as unknown[]).concat(schema.type);
+  const types =
+    schema.type !== undefined ? ([] as unknown[]).concat(schema.type) : check.callShape ? implied(schema) : undefined;
   if (types && !types.some((t) => hasType(value, String(t))))
     return `${path} must be ${types.join(' or ')}, got ${typeName(value)}`;
 
@@ -194,9 +201,10 @@ function violation(
       return `${path} must be < ${schema.exclusiveMaximum}`;
   }
   if (typeof value === 'string') {
-    if (typeof schema.minLength === 'number' && value.length < schema.minLength)
+    const length = codePoints(value);
+    if (typeof schema.minLength === 'number' && length < schema.minLength)
       return `${path} must have ≥ ${schema.minLength} characters`;
-    if (typeof schema.maxLength === 'number' && value.length > schema.maxLength)
+    if (typeof schema.maxLength === 'number' && length > schema.maxLength)
       return `${path} must have ≤ ${schema.maxLength} characters`;
     if (!check.callShape && typeof schema.pattern === 'string' && !new RegExp(schema.pattern).test(value))
       return `${path} must match /${schema.pattern}/`;
@@ -233,6 +241,33 @@ function violation(
     }
   }
   return undefined;
+}
+
+/**
+ * The type a schema without one stands for in the policies' grammars: object where it lists
+ * properties, array where it gives items. Read as "any value", a module paid a string where
+ * validation's grammar could only write an object, in training alone.
+ */
+function implied(schema: JsonSchema): string[] | undefined {
+  if (schema.properties !== undefined || schema.additionalProperties !== undefined) return ['object'];
+  if (schema.items !== undefined) return ['array'];
+  return undefined;
+}
+
+/** A string's length as JSON Schema counts it: in code points (an emoji is one, not two UTF-16 units). */
+function codePoints(s: string): number {
+  let n = s.length;
+  for (let i = 0; i < s.length - 1; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff) {
+      const d = s.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) {
+        n--;
+        i++;
+      }
+    }
+  }
+  return n;
 }
 
 function hasType(v: unknown, t: string): boolean {

@@ -8,7 +8,8 @@ import type { GbnfJsonSchema } from 'node-llama-cpp';
  * which are dropped. `$ref`s are inlined; a recursive `$ref` becomes "any JSON value".
  *
  * node-llama-cpp makes every listed property required, so an object with optional properties
- * becomes a choice between "required properties only" and "all properties".
+ * becomes a choice between its subsets (in their declared order) when it has at most
+ * MAX_OPTIONAL_SUBSET of them, else between "required properties only" and "all properties".
  */
 type Json = Record<string, unknown>;
 
@@ -32,6 +33,13 @@ const ANY: GbnfJsonSchema = {
 
 /** Schema nodes a grammar may expand to: `$ref`s and optional properties fan out, so a small schema can stand for billions ("billion laughs"); the largest real tool schema here expands to a few hundred. */
 export const MAX_GRAMMAR_NODES = 20_000;
+/**
+ * Optional properties of one object written as every subset of them (2^n alternatives): the worker
+ * lets a generated env see any subset, and one validation's policy could not write is one a module
+ * can pay in training alone. Every built-in target fits (τ² has at most 1, ToolSandbox 8); 8 costs
+ * ToolSandbox's forced search_messages calls 3.4 s per 60 tokens on SmolLM2 instead of 1.6 s.
+ */
+export const MAX_OPTIONAL_SUBSET = 8;
 /** Nesting of schemas inside schemas (the conversion recurses once per level). */
 export const MAX_SCHEMA_DEPTH = 32;
 
@@ -191,9 +199,15 @@ function convertObject(s: Json, ctx: Ctx): GbnfJsonSchema {
       s,
     );
   const requiredSet = new Set(requiredList);
-  const required = names.filter((n) => requiredSet.has(n));
-  if (required.length === names.length) return object(names);
-  return oneOf([object(required), object(names)]);
+  const optional = names.filter((n) => !requiredSet.has(n));
+  if (optional.length > MAX_OPTIONAL_SUBSET)
+    return oneOf([object(names.filter((n) => requiredSet.has(n))), object(names)]);
+  const subsets: GbnfJsonSchema[] = [];
+  for (let mask = 0; mask < 2 ** optional.length; mask++) {
+    const chosen = new Set(optional.filter((_, i) => mask & (1 << i)));
+    subsets.push(object(names.filter((n) => requiredSet.has(n) || chosen.has(n))));
+  }
+  return oneOf(subsets);
 }
 
 function convertArray(s: Json, ctx: Ctx): GbnfJsonSchema {
