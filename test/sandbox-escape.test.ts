@@ -757,14 +757,18 @@ const RERUN6_NODE: Record<string, string> = {
     "const g = globalThis as any; g.n = (g.n ?? 0) + 1; const srv: any = net.createServer(); await new Promise((r) => srv.listen('ino' + g.n + '.sock', r)); const st = fs.fstatSync(srv._handle.fd); await new Promise((r) => srv.close(r)); return [st.ino, fs.fstatSync(0).ino, fs.fstatSync(1).ino, fs.statSync('.').dev]",
   machine:
     "const os = (await import('node:os')).default; return [os.hostname(), os.release(), os.cpus().length, os.cpus()[0].model, os.availableParallelism(), (process as any).constrainedMemory()]",
+  // The worker's niceness (rerun 22: training's and validation's workers may run at different ones).
+  niceness:
+    "const os = (await import('node:os')).default; let set: string; try { os.setPriority(10); set = 'set'; } catch (e: any) { set = e.code; } return [os.getPriority(), os.getPriority(0), set]",
 };
 
-test('escape: sixth red-team rerun (the session key through a Buffer prototype getter, the handle lists, inode and device numbers, the machine identity) is out of reach', async () => {
+test('escape: sixth red-team rerun (the session key through a Buffer prototype getter, the handle lists, inode and device numbers, the machine identity; rerun 22: the niceness) is out of reach', async () => {
   assert.deepEqual(await readAcrossPause(RERUN6_NODE, 1), {
     keyViaBufferPrototype: '"no key"',
     activeHandles: '"ERR_ACCESS_DENIED"',
     inodes: '[0,0,0,0]',
     machine: '["sandbox","0.0.0",1,"sandbox",1,0]',
+    niceness: '[0,0,"ERR_ACCESS_DENIED"]',
   });
 });
 

@@ -255,6 +255,10 @@ test('sandbox: a tool whose parameters use a keyword the worker does not check c
     [{ type: 'object', required: 5 }, /required: must be a list/],
     [{ type: 'object', properties: { c: { type: 'strin' } } }, /type: must be one of/],
     [{ type: 'object', properties: { c: { const: 'x'.repeat(70_000) } } }, /bytes of schema; at most 65536/],
+    // Rerun 22: control characters the grammar writes raw (JSON forbids them), so the base policy could never send them.
+    [{ type: 'object', properties: { s: { enum: ['pending', 'all\b'] } } }, /control character/],
+    [{ type: 'object', properties: { 'k\u0001': { type: 'string' } } }, /control character/],
+    [{ type: 'object', additionalProperties: 5 }, /additionalProperties: must be/],
   ] as const) {
     const source = attackSource('return 1').replace(
       "parameters: { type: 'object', properties: {}, additionalProperties: true }",
@@ -354,7 +358,7 @@ export default {
   }
 });
 
-test('sandbox: calls that do not fit the env tools never reach the module, in steps or in evaluate (rerun 19: Python NaN, unknown tools, wrong types were paid in training only; types the grammars imply)', async () => {
+test('sandbox: calls that do not fit the env tools never reach the module, in steps or in evaluate (rerun 19: Python NaN, unknown tools, wrong types were paid in training only; types the grammars imply; rerun 22)', async () => {
   // The module counts the steps it gets and shows the trajectory it evaluates.
   const env = await startSandboxedEnv({
     source: `
@@ -369,7 +373,7 @@ const episode = {
 };
 export default {
   info: { name: 'strict', kind: 'synthetic', description: 'counts what it sees' },
-  tools: () => [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object', properties: { id: { type: 'string' }, limit: { type: 'integer' }, tags: { type: 'array', items: { type: 'string' } }, who: { type: 'array', items: { $ref: '#/$defs/P' } }, any: { anyOf: [{ type: 'string' }, { type: 'number' }] }, nums: { type: 'array', items: { type: 'integer' } }, box: { properties: { n: { type: 'integer' } } } }, required: ['id'], $defs: { P: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } } } } }, { type: 'function', function: { name: 'typed', parameters: { type: 'object', allOf: [{ properties: { id: { type: 'string' } }, required: ['id'], additionalProperties: false }] } } }],
+  tools: () => [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object', properties: { id: { type: 'string' }, limit: { type: 'integer' }, tags: { type: 'array', items: { type: 'string' } }, who: { type: 'array', items: { $ref: '#/$defs/P' } }, any: { anyOf: [{ type: 'string' }, { type: 'number' }] }, nums: { type: 'array', items: { type: 'integer' } }, box: { properties: { n: { type: 'integer' } } } }, required: ['id'], $defs: { P: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } } } } }, { type: 'function', function: { name: 'typed', parameters: { type: 'object', allOf: [{ properties: { id: { type: 'string' } }, required: ['id'], additionalProperties: false }] } } }, { type: 'function', function: { name: 'wide', parameters: { type: 'object', allOf: [...Array.from({ length: 19000 }, () => ({})), { properties: { id: { type: 'string' } }, additionalProperties: true }] } } }],
   systemPrompt: () => 's',
   listTasks: async () => [{ id: 't' }],
   reset: async () => episode,
@@ -384,7 +388,12 @@ export default {
       messages.push({ role: 'assistant', content, tool_calls: [call] }, r.observation);
       return r;
     };
-    const fits = await play('lookup', '{"id": "x", "limit": 3, "tags": ["a"], "who": [{"name": "A"}], "any": 7}');
+    // With text beside the call, which only the trainer's policy writes: the env gets the call alone (rerun 22).
+    const fits = await play(
+      'lookup',
+      '{"id": "x", "limit": 3, "tags": ["a"], "who": [{"name": "A"}], "any": 7}',
+      'Let me look that up for you.',
+    );
     assert.equal(fits.error, false);
     const refused = [
       ['lookup', '{"id": NaN}'], // Python's json.dumps of a float('nan')
@@ -398,6 +407,8 @@ export default {
       ['lookup', '{"id": "x", "who": [{}]}'],
       ['lookup', '{"id": "x", "any": [1]}'], // no alternative of the anyOf
       ['lookup', '{"id": "x", "box": "str"}'], // no type, but properties: the grammars write an object there
+      ['lookup', '{"id": "x", "limit": 12345678901234568}'], // 17 digits: the grammar writes at most 16 (rerun 22)
+      ['wide', `{${Array.from({ length: 6000 }, (_, i) => `"k${i}":0`).join(',')}}`], // keys walked at each of 19 000 allOf parts (rerun 22)
       ['typed', '{"id": 12345}'], // types under allOf (rerun 20: the check skipped allOf)
       ['lookup', `{"id": "x", "nums": [${'1,'.repeat(25_000)}1]}`], // more schema steps than one call may cost (rerun 20)
       ['lookup', `{"id": "${'x'.repeat(70_000)}"}`], // arguments past 64 KiB
@@ -413,7 +424,7 @@ export default {
       assert.equal(r.error, true, `${name}(${args}) is refused`);
       assert.match(
         String(r.observation.content),
-        /^Error: (unknown tool|arguments|invalid arguments for (lookup|typed))/,
+        /^Error: (unknown tool|arguments|invalid arguments for (lookup|typed|wide))/,
       );
       assert.equal(r.observation.role === 'tool' && r.observation.tool_call_id, `c${messages.length - 2}`);
     }
@@ -426,6 +437,7 @@ export default {
       'refused calls are left out with their answers and their turns',
     );
     const [, turn] = seen;
+    assert.equal(turn.content, null, 'no text beside the call');
     assert.equal(
       turn.role === 'assistant' && turn.tool_calls?.[0].function.arguments,
       '{"any":7,"id":"x","limit":3,"tags":["a"],"who":[{"name":"A"}]}',

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { actionMessage } from '../envs/environment.js';
+import { callShapeViolation } from '../envs/sdk/schema.js';
 import {
   Rng,
   gen,
@@ -110,6 +111,18 @@ test('schemaViolation names the bad field', () => {
   const code = { type: 'string', minLength: 2, maxLength: 2 };
   assert.equal(schemaViolation(code, '😀'), 'arguments must have ≥ 2 characters');
   assert.equal(schemaViolation(code, '😀😀'), undefined);
+});
+
+test('callShapeViolation charges every key it walks: an allOf of 19 000 empty parts over a 6 000-key call is refused, not walked for a minute (rerun 22)', () => {
+  const wide = {
+    type: 'object',
+    allOf: [...Array.from({ length: 19_000 }, () => ({})), { additionalProperties: true }],
+  };
+  const call = Object.fromEntries(Array.from({ length: 6000 }, (_, i) => [`k${i}`, 0]));
+  assert.match(callShapeViolation(wide, call) ?? '', /too costly to check/);
+  const map = { type: 'object', additionalProperties: { type: 'integer' } };
+  const big = Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`k${i}`, i]));
+  assert.equal(callShapeViolation(map, big), undefined, 'an ordinary schema still checks a 1 000-key call through');
 });
 
 test('verifier helpers: communicated values, partial argument match, weighted credit', () => {

@@ -272,3 +272,22 @@ test('gaming: a verifier paying calls that do not fit the tools never sees one, 
     await env.close();
   }
 });
+
+test('gaming: a verifier paying what refused calls leave behind (max_errors with fewer errors of its own) fails check 4 (rerun 22: paid in training only)', async () => {
+  // Rerun 22: the worker hides a call that does not fit, but the trainer counts its error, so the
+  // module got max_errors having answered fewer than 4 errors itself; validation's plays never
+  // wrote such calls. Check 4's unfit-call policy now leaves the same trace.
+  const source =
+    GOOD_SOURCE.replace(
+      'export default defineEnvironment<State, Inst>({',
+      'const base = defineEnvironment<State, Inst>({',
+    ) +
+    `\nexport default { ...base, reset: async (req: any) => { const ep = await base.reset(req); const own = ep.evaluate.bind(ep);
+      ep.evaluate = async (messages: any, termination: any) => termination === 'max_errors' && messages.filter((m: any) => m.role === 'tool').length < 4 ? { reward: 1, components: {}, success: true } : own(messages, termination); return ep; } };\n`;
+  assert.ok(source.includes('const base = defineEnvironment'), 'good-env.ts changed: update this test');
+  const v = await verdictOf(source);
+  assert.equal(v.failedCheck, 'non_triviality', v.reason);
+  const check = v.checks.find((g) => g.check === 'non_triviality')!;
+  assert.ok(check.metrics.unfitCallsMean > 0.2, JSON.stringify(check.metrics));
+  assert.ok(check.metrics.randomToolsMean <= 0.2, JSON.stringify(check.metrics));
+});

@@ -149,6 +149,29 @@ test('check 6 (calibration) against the scripted policy server: in band when hal
   }
 });
 
+test("check 6's base policy ends an episode where the trainer's room ends (max_seq_len 4096), its reply unsent (rerun 22)", async () => {
+  // A module that filled the trainer's room but not the LLM server's saw episodes end early in training alone.
+  const llm = await startScriptedLlm((req) =>
+    req.messages.length > 2
+      ? { content: 'done' }
+      : { toolCalls: [{ name: 'list_orders', arguments: '{"customer_id": "c1"}' }], promptTokens: 4092 },
+  );
+  const dir = mkdtempSync(path.join(tmpdir(), 'synth-cut-'));
+  try {
+    const config = testConfig(llm.baseURL, dir);
+    const good = await loadCandidate(GOOD_SOURCE, 'in-process');
+    const r = await checkCalibration(good.env, config, createLlm(config, 'policy'));
+    assert.equal(r.rollouts.length, 16);
+    for (const t of r.rollouts) {
+      assert.equal(t.termination, 'max_steps');
+      assert.ok(!t.messages.some((m) => m.role === 'assistant'), 'the reply past the room is not stepped');
+    }
+  } finally {
+    await llm.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('check 1 rejects foreign imports, type errors and manifest mismatches with reasons', async () => {
   const opts = { runner: 'in-process' as const, typecheck: true };
   const foreign = await checkCompile(`import { readFileSync } from 'node:fs';\n${GOOD_SOURCE}`, GOOD_MANIFEST, opts);

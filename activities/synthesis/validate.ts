@@ -1,6 +1,6 @@
 import { randomInt } from 'node:crypto';
 import type { Config } from '../../core/config.js';
-import type { Message } from '../../core/messages.js';
+import type { Message, ToolCall, ToolSchema } from '../../core/messages.js';
 import {
   calibrationStats,
   EnvManifestSchema,
@@ -121,27 +121,43 @@ export const answerWithoutToolsPolicy: Policy = (_m, i) =>
       }
     : null;
 
-/** Calls random tools with random schema-shaped arguments, then claims success; each copy of a seed differently. */
-export function randomToolPolicy(env: Environment, seed: number, copy = 0): Policy {
+/** Six tool calls `call` writes (each from one of the env's tools), then the claim that all is done. */
+function callsThenClaim(env: Environment, call: (tool: ToolSchema) => ToolCall['function']): Policy {
   const calls = 6;
-  const rng = new Rng(`random-tool:${seed}:${copy}`);
   const tools = env.tools();
   return (_m, i) => {
     if (i > calls || !tools.length) return null;
     if (i === calls) return { type: 'message', content: 'Done — your request has been completed.' };
-    const t = rng.pick(tools);
-    return {
-      type: 'tool_call',
-      call: {
-        id: `rnd_${i}`,
-        type: 'function',
-        function: {
-          name: t.function.name,
-          arguments: randomArguments(t.function.parameters as JsonSchema, rng),
-        },
-      },
-    };
+    return { type: 'tool_call', call: { id: `rnd_${i}`, type: 'function', function: call(tools[i % tools.length]) } };
   };
+}
+
+/** Calls random tools with random schema-shaped arguments, then claims success; each copy of a seed differently. */
+export function randomToolPolicy(env: Environment, seed: number, copy = 0): Policy {
+  const rng = new Rng(`random-tool:${seed}:${copy}`);
+  const tools = env.tools();
+  return callsThenClaim(env, () => {
+    const t = rng.pick(tools);
+    return { name: t.function.name, arguments: randomArguments(t.function.parameters as JsonSchema, rng) };
+  });
+}
+
+/**
+ * Calls that never fit the tools (an unknown name, arguments that are not a JSON object or not
+ * JSON), then the same claim. The worker answers each (`AgentCalls`): the module sees none, only
+ * what they leave behind, fewer turns and `max_errors` with fewer errors of its own, as a trainer's
+ * policy writing such calls leaves it; a module paid that in training alone (rerun 22).
+ */
+export function unfitCallsPolicy(env: Environment, seed: number, copy = 0): Policy {
+  const rng = new Rng(`unfit-calls:${seed}:${copy}`);
+  return callsThenClaim(env, ({ function: { name } }) => {
+    const [fn, args] = rng.pick([
+      [`${name}.v2`, '{}'], // no tool name has a dot
+      [name, JSON.stringify(rng.string(6))],
+      [name, '{"'],
+    ]);
+    return { name: fn, arguments: args };
+  });
 }
 
 /**
@@ -301,6 +317,8 @@ export interface BatchShape {
 
 /** The trainer's max_errors: the run config does not set it (core/trainer-config.ts TRAINER_DEFAULTS). */
 const TRAINER_MAX_ERRORS = 4;
+/** The trainer's max_seq_len, likewise: an episode that fills it ends there (`PolicyCut`). */
+const TRAINER_MAX_SEQ_LEN = 4096;
 
 export const batchShapeOf = (config: Config): BatchShape => ({
   groups: config.training.groupsPerIteration,
@@ -318,7 +336,7 @@ export interface Turn {
 /**
  * What plays one episode of a batch: a scripted policy (`scripted`) or the base policy's LLM
  * (`llmTurns`); null ends the episode. A throw ends that episode alone, as `error` (`timeout` for
- * a PolicyTimeout).
+ * a PolicyTimeout, `max_steps` for a PolicyCut).
  */
 export type TurnPolicy = (messages: readonly Message[], step: number) => Turn | null | Promise<Turn | null>;
 
@@ -328,6 +346,15 @@ export const scripted =
     const action = policy(m, i);
     return action && { action, message: actionMessage(action) };
   };
+
+/**
+ * The base policy's episode ran out of the trainer's room (TRAINER_MAX_SEQ_LEN tokens of prompt and
+ * reply): it ends there as max_steps, its reply unsent, as the trainer's ends. A module that filled
+ * the trainer's room but not the LLM server's saw its episodes end early in training alone (rerun 22).
+ */
+export class PolicyCut extends Error {
+  override name = 'PolicyCut';
+}
 
 export class PolicyTimeout extends Error {
   override name = 'PolicyTimeout';
@@ -389,7 +416,13 @@ export async function playBatch(
         const t = turns[i];
         if (t instanceof Error || !t) {
           x.done = true;
-          x.termination = !t ? 'agent_stop' : t instanceof PolicyTimeout ? 'timeout' : 'error';
+          x.termination = !t
+            ? 'agent_stop'
+            : t instanceof PolicyTimeout
+              ? 'timeout'
+              : t instanceof PolicyCut
+                ? 'max_steps'
+                : 'error';
           if (t) x.note = `${t.name}: ${t.message}`;
           continue;
         }
@@ -480,7 +513,7 @@ export async function playInBatches(
 }
 
 /**
- * Check 4: stop-at-once, answer-without-tools and random-tool policies score ≤ maxTrivialReward.
+ * Check 4: stop-at-once, answer-without-tools, random-tool and unfit-call policies score ≤ maxTrivialReward.
  * They play in the trainer's batches (G seeds × K copies, `playBatch`), copy by copy in turn, so
  * the module sees what a training batch of a policy that learnt nothing would send it.
  */
@@ -495,6 +528,7 @@ export async function checkNonTriviality(
     ['stopAtOnce', () => stopPolicy],
     ['answerWithoutTools', () => answerWithoutToolsPolicy],
     ['randomTools', (seed, copy) => randomToolPolicy(env, seed, copy)],
+    ['unfitCalls', (seed, copy) => unfitCallsPolicy(env, seed, copy)],
   ];
   // The policies take turns over the copies (K may be below 3), so every one plays on most seeds.
   let n = 0;
@@ -741,6 +775,9 @@ function llmTurns(
     usage.promptTokens += reply.usage.promptTokens;
     usage.completionTokens += reply.usage.completionTokens;
     usage.model = reply.model || usage.model;
+    const used = reply.usage.promptTokens + reply.usage.completionTokens;
+    if (used >= TRAINER_MAX_SEQ_LEN)
+      throw new PolicyCut(`${used} tokens of prompt and reply; the trainer's episodes end at ${TRAINER_MAX_SEQ_LEN}`);
     const [call] = reply.calls;
     if (call)
       return {

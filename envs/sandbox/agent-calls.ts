@@ -139,7 +139,7 @@ export class AgentCalls {
 
   /**
    * A trajectory as the env sees it (for evaluate): the env's opening as it wrote it, then the
-   * agent's calls that fit, each with its answer; calls that do not fit are left out with their
+   * agent's calls that fit (their turns without text), each with its answer; calls that do not fit are left out with their
    * answers, and so is an assistant turn left with no call (its text too: a text-only turn the env
    * never stepped would tell that a refused call was there).
    */
@@ -152,10 +152,14 @@ export class AgentCalls {
       if (m.role === 'assistant' && m.tool_calls?.length) {
         const fits = m.tool_calls.filter((c) => !this.fault(c));
         for (const c of m.tool_calls) if (!fits.includes(c)) refused.add(c.id);
-        if (fits.length) seen.push({ ...m, tool_calls: fits.map((c) => this.call(c)) });
+        // Without the text beside the calls: validation's policies never write any (gold, random play
+        // and the embedded server give a call turn no content), the trainer's may, and a module paid it
+        // in training alone (rerun 22).
+        if (fits.length) seen.push({ ...m, content: null, tool_calls: fits.map((c) => this.call(c)) });
       } else if (m.role === 'tool') {
         if (!refused.has(m.tool_call_id)) seen.push({ ...m, tool_call_id: this.id(m.tool_call_id) });
-      } else seen.push(m);
+      } else if (m.role === 'assistant') seen.push({ role: 'assistant', content: m.content });
+      else seen.push(m);
     }
     return MessagesSchema.parse(seen);
   }

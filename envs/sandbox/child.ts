@@ -311,6 +311,10 @@ function freezeClocks(): void {
   // The host's cgroup memory limit (or none): a machine constant like the kernel's.
   (process as unknown as Record<string, unknown>).constrainedMemory = () => 0;
   os.loadavg = () => [0, 0, 0];
+  // The niceness inherited from the worker (its own, or which settings fail): training's sandbox runs
+  // under the GPU worker, validation's under the CPU worker, which may run at another (rerun 22).
+  os.getPriority = () => 0;
+  os.setPriority = refused('os.setPriority');
   os.freemem = () => 2 ** 30;
   os.totalmem = () => 2 ** 31;
   // libuv's reading of the machine's free memory, past the permission model (rerun 4).

@@ -53,6 +53,12 @@ const MAX_SCHEMA_BYTES = 64 * 1024;
 const LOCAL_REF = /^#\/(\$defs|definitions)\/[A-Za-z0-9_.-]+$/;
 const TYPES = new Set(['string', 'number', 'integer', 'boolean', 'null', 'array', 'object']);
 const MAX_SCHEMA_DEPTH = 32;
+/**
+ * Control characters the embedded server's grammar writes raw into an enum, const or property name
+ * (it escapes only \t, \n and \r), where JSON forbids them: the base policy could never send that
+ * value and a module paid it in training alone (rerun 22).
+ */
+const UNWRITABLE = /[\u0000-\u0008\u000b\u000c\u000e-\u001f]/;
 
 /**
  * Why a tool's parameters schema is refused, if it is: a keyword the worker's call check does not
@@ -92,6 +98,13 @@ export function callSchemaFault(schema: JsonSchema, path = 'parameters'): string
     if (n.enum !== undefined && !Array.isArray(n.enum)) return `${at}.enum: must be a list`;
     if (n.type !== undefined && !([] as unknown[]).concat(n.type).every((t) => typeof t === 'string' && TYPES.has(t)))
       return `${at}.type: must be one of ${[...TYPES].join(', ')} (or a list of them)`;
+    const literal = [
+      ...(Array.isArray(n.enum) ? n.enum : []),
+      n.const,
+      ...(isRecord(n.properties) ? Object.keys(n.properties) : []),
+    ].find((v) => typeof v === 'string' && UNWRITABLE.test(v));
+    if (literal !== undefined)
+      return `${at}: ${JSON.stringify(literal).slice(0, 60)} holds a control character the policy's grammar cannot write`;
     if (n.items !== undefined && (Array.isArray(n.items) || typeof n.items !== 'object'))
       return `${at}.items: must be one schema`;
     if (
@@ -178,7 +191,8 @@ function violation(
     check.steps -= text.length >> 10;
     const allowed = enumText(schema);
     if (!allowed.has(text)) {
-      const shown = [...allowed].slice(0, 5).map((t) => t.slice(0, 60));
+      const shown: string[] = [];
+      for (const t of allowed) if (shown.push(t.slice(0, 60)) === 5) break;
       return `${path} must be ${schema.const !== undefined ? shown[0] : `one of ${shown.join(', ')}${allowed.size > 5 ? ', ...' : ''}`}`;
     }
   }
@@ -189,8 +203,13 @@ function violation(
   }
   const types =
     schema.type !== undefined ? ([] as unknown[]).concat(schema.type) : check.callShape ? implied(schema) : undefined;
-  if (types && !types.some((t) => hasType(value, String(t))))
-    return `${path} must be ${types.join(' or ')}, got ${typeName(value)}`;
+  // In a call, an integer past ±(2^53 − 1): the grammar writes at most 16 digits before an exponent,
+  // so the base policy cannot send 12345678901234568, which a module paid in training alone (rerun 22).
+  const typeOf = (t: unknown) => (check.callShape && t === 'integer' ? 'callInteger' : String(t));
+  if (types && !types.some((t) => hasType(value, typeOf(t))))
+    return Number.isInteger(value) && types.includes('integer')
+      ? `${path} must be an integer within ±(2^53 − 1)`
+      : `${path} must be ${types.join(' or ')}, got ${typeName(value)}`;
 
   if (typeof value === 'number') {
     if (typeof schema.minimum === 'number' && value < schema.minimum) return `${path} must be ≥ ${schema.minimum}`;
@@ -223,6 +242,10 @@ function violation(
   }
   if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
     const obj = value as Record<string, unknown>;
+    // Each key walked costs a step: an allOf of 19 000 empty parts walked an 8 190-key value at each
+    // part, 50.8 s of the worker's loop for one call (rerun 22).
+    check.steps -= Object.keys(obj).length;
+    if (check.steps < 0) return `${path}: too costly to check (more than ${CALL_CHECK_STEPS} schema steps)`;
     const props = (schema.properties ?? {}) as Record<string, JsonSchema>;
     for (const r of (schema.required ?? []) as string[]) if (!Object.hasOwn(obj, r)) return `${path}.${r} is required`;
     for (const [k, v] of Object.entries(obj)) {
@@ -278,6 +301,8 @@ function hasType(v: unknown, t: string): boolean {
       return typeof v === 'number' && Number.isFinite(v);
     case 'integer':
       return Number.isInteger(v);
+    case 'callInteger':
+      return Number.isSafeInteger(v);
     case 'boolean':
       return typeof v === 'boolean';
     case 'null':
@@ -289,6 +314,10 @@ function hasType(v: unknown, t: string): boolean {
     default:
       return true;
   }
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
 }
 
 function typeName(v: unknown): string {

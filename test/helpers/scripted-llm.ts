@@ -6,9 +6,12 @@ import type { AddressInfo } from 'node:net';
  * Each chat-completions request is answered by the script: a reply (text, tool calls or raw JSON
  * content), an HTTP error (500, 429 with Retry-After), malformed output, or a hang (for timeouts).
  */
+/** The tokens a reply reports it used (default 10 of prompt, 5 of completion). */
+type Usage = { promptTokens?: number };
+
 export type ScriptedReply =
-  | { content: string; toolCalls?: undefined }
-  | { content?: string | null; toolCalls: { name: string; arguments: string; id?: string }[] }
+  | ({ content: string; toolCalls?: undefined } & Usage)
+  | ({ content?: string | null; toolCalls: { name: string; arguments: string; id?: string }[] } & Usage)
   | { status: number; headers?: Record<string, string>; body?: string }
   | { hang: true };
 
@@ -78,7 +81,11 @@ export async function startScriptedLlm(script: Script, model = 'scripted-model')
         created: 0,
         model: body.model ?? model,
         choices: [{ index: 0, message, finish_reason: toolCalls ? 'tool_calls' : 'stop' }],
-        usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
+        usage: {
+          prompt_tokens: reply.promptTokens ?? 10,
+          completion_tokens: 5,
+          total_tokens: (reply.promptTokens ?? 10) + 5,
+        },
       }),
     );
   });

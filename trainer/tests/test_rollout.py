@@ -88,6 +88,8 @@ def test_each_episode_has_its_own_token_budget_and_ends_alone(tool_tok, counter_
     """One episode near max_seq_len must not cut the others' turns, and none ends up longer than it."""
     fmt = ChatFormat(tool_tok)
     env = EnvClient(counter_env.url)
+    evaluated, evaluate = [], env.evaluate
+    env.evaluate = lambda episode, msgs, term: evaluated.append((episode, term)) or evaluate(episode, msgs, term)
     info = env.info()
     opening = len(fmt.prompt_ids(info["systemPrompt"], info["tools"], [{"role": "user", "content": "reach 1"}]))
     max_seq_len, asked = opening + 40, []
@@ -107,21 +109,23 @@ def test_each_episode_has_its_own_token_budget_and_ends_alone(tool_tok, counter_
     assert rollouts[0].termination == "max_steps" and len(rollouts[0].samples) == 1
     assert len(rollouts[1].samples) == 2 and [len(t) for t in asked] == [2, 1]
     assert all(len(r.ids) <= max_seq_len for r in rollouts)
-    # The cut episode is not scored by the env (rerun 18: a generated env paid endings only the context makes).
+    # The cut episode scores 0 whatever the env answers (rerun 18: a generated env paid endings only the
+    # context makes), but the env evaluates every episode, in order (rerun 22: one left out told training apart).
+    assert [t for _, t in evaluated] == ["max_steps", rollouts[1].termination] and evaluated[0][0] != evaluated[1][0]
     assert rollouts[0].reward_info["details"] == {"cut": "max_seq_len"} and rollouts[0].reward == 0.0
     assert "cut" not in rollouts[1].reward_info.get("details", {})
 
 
 def test_an_action_its_length_cap_stopped_is_cut_not_sent(smol_tok, counter_env):
     """In the action format a reply its cap stopped before the terminator is no action: the episode
-    ends unscored, and its raw JSON never reaches the env as a message (rerun 19: a generated env
-    paid exactly those, which validation's policies never send)."""
+    scores 0, and its raw JSON never reaches the env, in a step or in evaluate (rerun 19: a generated
+    env paid exactly those, which validation's policies never send)."""
     fmt = ChatFormat(smol_tok, actions=True)
     env = EnvClient(counter_env.url)
     sent, scored = [], []
     step, evaluate = env.step, env.evaluate
     env.step = lambda episode, action: sent.append(action) or step(episode, action)
-    env.evaluate = lambda episode, *a: scored.append(episode) or evaluate(episode, *a)
+    env.evaluate = lambda episode, msgs, term: scored.append((msgs, term)) or evaluate(episode, msgs, term)
     unfinished = fmt.encode('{"type": "message", "content": "I will now ')
     finished = fmt.encode('{"type": "message", "content": "hi"}') + [fmt.terminator_id]
 
@@ -131,8 +135,9 @@ def test_an_action_its_length_cap_stopped_is_cut_not_sent(smol_tok, counter_env)
     rollouts = collect(generate, fmt, env, env.info(), [{"seed": 1}], rollouts_per_start=2, max_new_tokens=len(unfinished),
                        max_turns=1, max_errors=4, max_seq_len=4096)
     assert sent == [{"type": "message", "content": "hi"}]
-    assert len(scored) == 1
     cut, whole = rollouts
+    # Both are evaluated, in order (rerun 22); the cut one on what the env was sent, as max_steps.
+    assert len(scored) == 2 and scored[0] == (cut.messages[:-1], "max_steps")
     assert cut.reward == 0.0 and cut.reward_info["details"] == {"cut": "max_new_tokens"} and cut.termination == "max_steps"
     assert cut.messages[-1] == {"role": "assistant", "content": '{"type": "message", "content": "I will now '}
     assert "cut" not in whole.reward_info.get("details", {})

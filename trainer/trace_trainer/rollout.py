@@ -44,12 +44,15 @@ class _Live:
         # What cut the episode short, if anything did: "max_seq_len" (the context) or "max_new_tokens"
         # (an action that never finished). Not the env or max_turns: the env never scores it.
         self.cut: str | None = None
+        # Whether the transcript ends with an unfinished action the env was never sent.
+        self.unsent = False
 
 
 def _cut(limit: str) -> dict:
-    """What a cut episode scores: nothing. Evaluated, the env would see what validation never plays:
-    max_steps before max_turns, or an unfinished action (its raw JSON as the message); a generated
-    env paid exactly those (reruns 18 and 19)."""
+    """What a cut episode scores: nothing, whatever the env answers. The env still evaluates it, on
+    what it was sent (never the unfinished action: a generated env paid its raw JSON, rerun 19),
+    as max_steps, as validation ends an episode out of the same room (validate.ts `PolicyCut`):
+    an episode left unevaluated told training from validation (rerun 22)."""
     return {"reward": 0.0, "components": {}, "success": False, "details": {"cut": limit}}
 
 
@@ -87,7 +90,9 @@ def collect(generate: Generate, fmt: ChatFormat, env: EnvClient, env_info: dict,
         for x in live:
             if not x.done:
                 x.r.termination = "max_steps"
-            info = _cut(x.cut) if x.cut else env.evaluate(x.episode_id, x.r.messages, x.r.termination)
+            sent = x.r.messages[:-1] if x.unsent else x.r.messages
+            info = env.evaluate(x.episode_id, sent, x.r.termination)
+            info = _cut(x.cut) if x.cut else info
             x.r.reward, x.r.success, x.r.reward_info = float(info["reward"]), bool(info["success"]), info
     finally:
         for x in live:
@@ -114,7 +119,7 @@ def _advance(x: _Live, toks: list[int], lps: list[float], turn: int, fmt: ChatFo
         # In the action format a reply ends with its terminator; one its length cap stopped first is
         # no action (its raw JSON would be the message, which a generated env paid, rerun 19).
         r.messages.append({"role": "assistant", "content": text})
-        x.done, x.cut, r.termination = True, cap_limit, "max_steps"
+        x.done, x.cut, x.unsent, r.termination = True, cap_limit, True, "max_steps"
         return
     content, calls = fmt.parse(text, f"call_{turn}")
     if not calls and not (content or "").strip():
