@@ -259,6 +259,8 @@ test('sandbox: a tool whose parameters use a keyword the worker does not check c
     [{ type: 'object', properties: { s: { enum: ['pending', 'all\b'] } } }, /control character/],
     [{ type: 'object', properties: { 'k\u0001': { type: 'string' } } }, /control character/],
     [{ type: 'object', additionalProperties: 5 }, /additionalProperties: must be/],
+    // Rerun 23: half a UTF-16 pair, which the grammar writes as U+FFFD (and xgrammar cannot compile).
+    [{ type: 'object', properties: { s: { enum: ['pending', 'all\ud800'] } } }, /lone surrogate/],
   ] as const) {
     const source = attackSource('return 1').replace(
       "parameters: { type: 'object', properties: {}, additionalProperties: true }",
@@ -367,7 +369,8 @@ const episode = {
   id: 'e', taskId: 't',
   initialMessages: () => [{ role: 'user', content: 'go' }],
   async step(action: any) { steps++; return { observation: { role: 'tool', tool_call_id: action.call?.id ?? 'm', content: 'ok' }, error: false, done: false }; },
-  evaluate: async (messages: any) => ({ reward: 0, components: {}, success: false, details: { steps, seen: JSON.stringify(messages) } }),
+  // Thrown: a refused call ended the episode, which the worker scores 0 whatever the module answers.
+  evaluate: async (messages: any) => { throw new Error('SEEN=' + JSON.stringify({ steps, seen: messages })); },
   fork: async () => episode,
   close: async () => {},
 };
@@ -418,19 +421,29 @@ export default {
       ['lookup', '[1]'],
       ['lookup', '"x"'],
       ['lookup', '{"constructor": "x"}'],
+      ['wide', `{"deep": ${'['.repeat(100)}${']'.repeat(100)}}`], // 4 000 levels overflowed the re-serialization (rerun 23)
     ];
     for (const [name, args] of refused) {
       const r = await play(name, args, 'let me check');
       assert.equal(r.error, true, `${name}(${args}) is refused`);
+      // It ends the episode (reruns 22-23: the turns and errors refused calls spent showed otherwise).
+      assert.deepEqual([r.done, r.termination], [true, 'agent_stop']);
       assert.match(
         String(r.observation.content),
         /^Error: (unknown tool|arguments|invalid arguments for (lookup|typed|wide))/,
       );
       assert.equal(r.observation.role === 'tool' && r.observation.tool_call_id, `c${messages.length - 2}`);
     }
-    const info = await ep.evaluate(messages, 'agent_stop');
-    assert.equal(info.details?.steps, 1, 'the module stepped the one call that fits');
-    const seen = JSON.parse(String(info.details?.seen)) as Message[];
+    const thrown = await ep.evaluate(messages, 'agent_stop').then(
+      () => '',
+      (e: Error) => e.message,
+    );
+    const report = JSON.parse(thrown.slice(thrown.indexOf('SEEN=') + 5, thrown.lastIndexOf('}') + 1)) as {
+      steps: number;
+      seen: Message[];
+    };
+    assert.equal(report.steps, 1, 'the module stepped the one call that fits');
+    const seen = report.seen;
     assert.deepEqual(
       seen.map((m) => m.role),
       ['user', 'assistant', 'tool'],

@@ -113,13 +113,16 @@ test('schemaViolation names the bad field', () => {
   assert.equal(schemaViolation(code, '😀😀'), undefined);
 });
 
-test('callShapeViolation charges every key it walks: an allOf of 19 000 empty parts over a 6 000-key call is refused, not walked for a minute (rerun 22)', () => {
+test('callShapeViolation charges every key and KiB it walks: an allOf of 19 000 parts over a 6 000-key call or a 60 KB string is refused, not walked for seconds (reruns 22, 23)', () => {
   const wide = {
     type: 'object',
     allOf: [...Array.from({ length: 19_000 }, () => ({})), { additionalProperties: true }],
   };
   const call = Object.fromEntries(Array.from({ length: 6000 }, (_, i) => [`k${i}`, 0]));
   assert.match(callShapeViolation(wide, call) ?? '', /too costly to check/);
+  // Rerun 23: a 64 KiB string counted at each of 19 000 parts (2.2 s for one call).
+  const counted = { type: 'string', allOf: Array.from({ length: 19_000 }, () => ({ minLength: 0 })) };
+  assert.match(callShapeViolation(counted, 'x'.repeat(60_000)) ?? '', /too costly to check/);
   const map = { type: 'object', additionalProperties: { type: 'integer' } };
   const big = Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`k${i}`, i]));
   assert.equal(callShapeViolation(map, big), undefined, 'an ordinary schema still checks a 1 000-key call through');

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseConfig } from '../core/config.js';
+import type { Message } from '../core/messages.js';
 import { checkCalibration, checkCompile, validateCandidate } from '../activities/synthesis/validate.js';
 import { createLlm } from '../llm/client.js';
 import { startScriptedLlm } from './helpers/scripted-llm.js';
@@ -273,21 +274,42 @@ test('gaming: a verifier paying calls that do not fit the tools never sees one, 
   }
 });
 
-test('gaming: a verifier paying what refused calls leave behind (max_errors with fewer errors of its own) fails check 4 (rerun 22: paid in training only)', async () => {
-  // Rerun 22: the worker hides a call that does not fit, but the trainer counts its error, so the
-  // module got max_errors having answered fewer than 4 errors itself; validation's plays never
-  // wrote such calls. Check 4's unfit-call policy now leaves the same trace.
+test('gaming: a call that does not fit ends its episode and scores it 0, so what refused calls left behind no longer arises (reruns 22-23: paid in training only)', async () => {
+  // Rerun 22: the worker hid refused calls but the trainer counted their errors, so a module was paid
+  // for max_errors with fewer than 4 errors of its own; rerun 23: the same after steps it saw, and
+  // max_steps after fewer steps than turns. Now the first refused call ends the episode as agent_stop.
   const source =
     GOOD_SOURCE.replace(
       'export default defineEnvironment<State, Inst>({',
       'const base = defineEnvironment<State, Inst>({',
     ) +
-    `\nexport default { ...base, reset: async (req: any) => { const ep = await base.reset(req); const own = ep.evaluate.bind(ep);
-      ep.evaluate = async (messages: any, termination: any) => termination === 'max_errors' && messages.filter((m: any) => m.role === 'tool').length < 4 ? { reward: 1, components: {}, success: true } : own(messages, termination); return ep; } };\n`;
+    `\nexport default { ...base, reset: async (req: any) => { const ep = await base.reset(req); ep.evaluate = async () => ({ reward: 1, components: {}, success: true }); return ep; } };\n`;
   assert.ok(source.includes('const base = defineEnvironment'), 'good-env.ts changed: update this test');
-  const v = await verdictOf(source);
-  assert.equal(v.failedCheck, 'non_triviality', v.reason);
-  const check = v.checks.find((g) => g.check === 'non_triviality')!;
-  assert.ok(check.metrics.unfitCallsMean > 0.2, JSON.stringify(check.metrics));
-  assert.ok(check.metrics.randomToolsMean <= 0.2, JSON.stringify(check.metrics));
+  const env = await startSandboxedEnv({ source });
+  try {
+    const play = async (args: string[]) => {
+      const ep = await env.reset({ seed: 7 });
+      const messages: Message[] = [...ep.initialMessages()];
+      let last: Awaited<ReturnType<typeof ep.step>> | undefined;
+      for (const [i, a] of args.entries()) {
+        const call = { id: `call_${i}_0`, type: 'function' as const, function: { name: 'list_orders', arguments: a } };
+        last = await ep.step({ type: 'tool_call', call });
+        messages.push({ role: 'assistant', content: null, tool_calls: [call] }, last.observation);
+        if (last.done) break;
+      }
+      const info = await ep.evaluate(messages, last?.termination ?? 'max_steps');
+      await ep.close();
+      return { last, info, turns: messages.filter((m) => m.role === 'assistant').length };
+    };
+    const fits = '{"customer_id": "cus_1"}';
+    const paid = await play([fits, fits]);
+    assert.equal(paid.info.reward, 1, 'the module pays an episode whose calls all fit');
+    const refused = await play([fits, '{"customer_id": 12345}', fits, '{"customer_id": 1}', '{}', '{}']);
+    assert.equal(refused.turns, 2, 'the refused call ended the episode');
+    assert.deepEqual([refused.last?.error, refused.last?.done, refused.last?.termination], [true, true, 'agent_stop']);
+    assert.equal(refused.info.reward, 0, 'whatever the module answers');
+    assert.match(String(refused.info.details?.refused), /customer_id must be string/);
+  } finally {
+    await env.close();
+  }
 });

@@ -149,7 +149,7 @@ test('check 6 (calibration) against the scripted policy server: in band when hal
   }
 });
 
-test("check 6's base policy ends an episode where the trainer's room ends (max_seq_len 4096), its reply unsent (rerun 22)", async () => {
+test("check 6's base policy ends an episode where the trainer's room ends (max_seq_len 4096), its reply unsent (reruns 22, 23)", async () => {
   // A module that filled the trainer's room but not the LLM server's saw episodes end early in training alone.
   const llm = await startScriptedLlm((req) =>
     req.messages.length > 2
@@ -165,6 +165,24 @@ test("check 6's base policy ends an episode where the trainer's room ends (max_s
     for (const t of r.rollouts) {
       assert.equal(t.termination, 'max_steps');
       assert.ok(!t.messages.some((m) => m.role === 'assistant'), 'the reply past the room is not stepped');
+    }
+    // A prompt past the server's own context is refused before any reply (rerun 23): the same ending.
+    const full = await startScriptedLlm(() => ({
+      status: 400,
+      body: JSON.stringify({
+        error: {
+          message: 'messages: prompt is 50311 tokens',
+          type: 'invalid_request_error',
+          code: 'context_length_exceeded',
+        },
+      }),
+    }));
+    try {
+      const refusing = testConfig(full.baseURL, dir);
+      const cut = await checkCalibration(good.env, refusing, createLlm(refusing, 'policy'));
+      assert.deepEqual(new Set(cut.rollouts.map((t) => t.termination)), new Set(['max_steps']));
+    } finally {
+      await full.close();
     }
   } finally {
     await llm.close();

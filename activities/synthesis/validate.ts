@@ -1,6 +1,6 @@
 import { randomInt } from 'node:crypto';
 import type { Config } from '../../core/config.js';
-import type { Message, ToolCall, ToolSchema } from '../../core/messages.js';
+import type { Message } from '../../core/messages.js';
 import {
   calibrationStats,
   EnvManifestSchema,
@@ -121,43 +121,27 @@ export const answerWithoutToolsPolicy: Policy = (_m, i) =>
       }
     : null;
 
-/** Six tool calls `call` writes (each from one of the env's tools), then the claim that all is done. */
-function callsThenClaim(env: Environment, call: (tool: ToolSchema) => ToolCall['function']): Policy {
+/** Calls random tools with random schema-shaped arguments, then claims success; each copy of a seed differently. */
+export function randomToolPolicy(env: Environment, seed: number, copy = 0): Policy {
   const calls = 6;
+  const rng = new Rng(`random-tool:${seed}:${copy}`);
   const tools = env.tools();
   return (_m, i) => {
     if (i > calls || !tools.length) return null;
     if (i === calls) return { type: 'message', content: 'Done — your request has been completed.' };
-    return { type: 'tool_call', call: { id: `rnd_${i}`, type: 'function', function: call(tools[i % tools.length]) } };
-  };
-}
-
-/** Calls random tools with random schema-shaped arguments, then claims success; each copy of a seed differently. */
-export function randomToolPolicy(env: Environment, seed: number, copy = 0): Policy {
-  const rng = new Rng(`random-tool:${seed}:${copy}`);
-  const tools = env.tools();
-  return callsThenClaim(env, () => {
     const t = rng.pick(tools);
-    return { name: t.function.name, arguments: randomArguments(t.function.parameters as JsonSchema, rng) };
-  });
-}
-
-/**
- * Calls that never fit the tools (an unknown name, arguments that are not a JSON object or not
- * JSON), then the same claim. The worker answers each (`AgentCalls`): the module sees none, only
- * what they leave behind, fewer turns and `max_errors` with fewer errors of its own, as a trainer's
- * policy writing such calls leaves it; a module paid that in training alone (rerun 22).
- */
-export function unfitCallsPolicy(env: Environment, seed: number, copy = 0): Policy {
-  const rng = new Rng(`unfit-calls:${seed}:${copy}`);
-  return callsThenClaim(env, ({ function: { name } }) => {
-    const [fn, args] = rng.pick([
-      [`${name}.v2`, '{}'], // no tool name has a dot
-      [name, JSON.stringify(rng.string(6))],
-      [name, '{"'],
-    ]);
-    return { name: fn, arguments: args };
-  });
+    return {
+      type: 'tool_call',
+      call: {
+        id: `rnd_${i}`,
+        type: 'function',
+        function: {
+          name: t.function.name,
+          arguments: randomArguments(t.function.parameters as JsonSchema, rng),
+        },
+      },
+    };
+  };
 }
 
 /**
@@ -513,7 +497,7 @@ export async function playInBatches(
 }
 
 /**
- * Check 4: stop-at-once, answer-without-tools, random-tool and unfit-call policies score ≤ maxTrivialReward.
+ * Check 4: stop-at-once, answer-without-tools and random-tool policies score ≤ maxTrivialReward.
  * They play in the trainer's batches (G seeds × K copies, `playBatch`), copy by copy in turn, so
  * the module sees what a training batch of a policy that learnt nothing would send it.
  */
@@ -528,7 +512,6 @@ export async function checkNonTriviality(
     ['stopAtOnce', () => stopPolicy],
     ['answerWithoutTools', () => answerWithoutToolsPolicy],
     ['randomTools', (seed, copy) => randomToolPolicy(env, seed, copy)],
-    ['unfitCalls', (seed, copy) => unfitCallsPolicy(env, seed, copy)],
   ];
   // The policies take turns over the copies (K may be below 3), so every one plays on most seeds.
   let n = 0;
@@ -769,6 +752,8 @@ function llmTurns(
     } catch (e) {
       if (timeout.aborted && !opts.signal?.aborted)
         throw new PolicyTimeout(`no reply within rollouts.episodeTimeoutMs = ${opts.timeoutMs} ms`);
+      // The server's own room is past the trainer's: an episode it refuses ends as the trainer's would (rerun 23).
+      if ((e as { code?: unknown }).code === 'context_length_exceeded') throw new PolicyCut((e as Error).message);
       throw e;
     }
     usage.calls++;

@@ -8,6 +8,14 @@ const MessagesSchema = z.array(MessageSchema);
 
 /** One call's arguments (JSON text), as one observation: what the worker parses and checks stays small. */
 export const MAX_ARGUMENTS_BYTES = 64 * 1024;
+/** Levels of arrays and objects in one call's arguments: 4 000 under an open schema overflowed the re-serialization's stack (rerun 23). */
+const MAX_ARGUMENTS_DEPTH = 64;
+
+function nestedDeeper(v: unknown, levels: number): boolean {
+  if (v === null || typeof v !== 'object') return false;
+  if (levels === 0) return true;
+  return Object.values(v).some((x) => nestedDeeper(x, levels - 1));
+}
 
 /**
  * A JSON value with every object's keys in code-unit order. Validation's policy writes keys in the
@@ -37,8 +45,8 @@ function sortedKeys(v: unknown): unknown {
  *
  * Shape: a call that does not fit the env's tools (an unknown name; arguments that are not a JSON
  * object, e.g. Python's `NaN`; a missing, unexpected or wrongly typed argument) never reaches the
- * module: the worker answers it with a tool error, and the trajectory the module evaluates leaves
- * it out with its answer. A model can write any of these, validation's scripted play only some,
+ * module: the worker answers it with a tool error that ends the episode (scored 0), and the
+ * trajectory the module evaluates leaves it out with its answer. A model can write any of these, validation's scripted play only some,
  * and a module paid the others in training alone (rerun 19).
  *
  * Actions and trajectories are also rebuilt by the protocol's schemas (their keys, in their order),
@@ -106,16 +114,24 @@ export class AgentCalls {
     }
     if (args === null || typeof args !== 'object' || Array.isArray(args))
       return `arguments of ${name} must be a JSON object`;
+    if (nestedDeeper(args, MAX_ARGUMENTS_DEPTH))
+      return `arguments of ${name} nest deeper than ${MAX_ARGUMENTS_DEPTH} levels`;
     const bad = callShapeViolation(tool.function.parameters, args);
     return bad && `invalid arguments for ${name}: ${bad}`;
   }
 
-  /** The worker's answer to a call the env never sees (`fault`), as the SDK's tools word theirs. */
+  /**
+   * The worker's answer to a call the env never sees (`fault`), as the SDK's tools word theirs. It
+   * ends the episode, as the agent stopping there (the env evaluates what it saw, scored 0): going
+   * on, the refused calls still spent turns and counted as errors, and a module paid max_errors
+   * with fewer errors of its own, or max_steps after fewer steps than turns (reruns 22, 23).
+   */
   static refusal(call: ToolCall, fault: string): StepResult {
     return {
       observation: { role: 'tool', tool_call_id: call.id, content: `Error: ${fault}` },
       error: true,
-      done: false,
+      done: true,
+      termination: 'agent_stop',
     };
   }
 

@@ -458,6 +458,8 @@ export class SandboxedEnvironment implements Environment {
     calls = new AgentCalls(ep.initialMessages(), ep.tools?.() ?? gen.tools()),
   ): Episode {
     let closed = false;
+    // The first call of the agent's that did not fit: it ended the episode, which then scores 0.
+    let refused: string | undefined;
     const out: Episode = {
       id: ep.id,
       taskId: ep.taskId,
@@ -465,12 +467,19 @@ export class SandboxedEnvironment implements Environment {
       step: async (action, o) => {
         if (action.type === 'tool_call') {
           const fault = calls.fault(action.call);
-          if (fault) return AgentCalls.refusal(action.call, fault);
+          if (fault) {
+            refused ??= fault;
+            return AgentCalls.refusal(action.call, fault);
+          }
         }
         const r = await ep.step(calls.action(action), o);
         return { ...r, observation: calls.observation(r.observation) };
       },
-      evaluate: (messages, termination, o) => ep.evaluate(calls.messages(messages), termination, o),
+      evaluate: async (messages, termination, o) => {
+        // The env still evaluates what it saw (an episode left out told training apart, rerun 22).
+        const info = await ep.evaluate(calls.messages(messages), termination, o);
+        return refused ? { reward: 0, components: {}, success: false, details: { refused } } : info;
+      },
       fork: async () => {
         gen.openEpisodes++;
         gen.started++;

@@ -59,6 +59,8 @@ const MAX_SCHEMA_DEPTH = 32;
  * value and a module paid it in training alone (rerun 22).
  */
 const UNWRITABLE = /[\u0000-\u0008\u000b\u000c\u000e-\u001f]/;
+/** Half a UTF-16 pair: the grammar writes it as U+FFFD, and xgrammar cannot compile it at all (rerun 23). */
+const LONE_SURROGATE = /\p{Cs}/u;
 
 /**
  * Why a tool's parameters schema is refused, if it is: a keyword the worker's call check does not
@@ -102,9 +104,9 @@ export function callSchemaFault(schema: JsonSchema, path = 'parameters'): string
       ...(Array.isArray(n.enum) ? n.enum : []),
       n.const,
       ...(isRecord(n.properties) ? Object.keys(n.properties) : []),
-    ].find((v) => typeof v === 'string' && UNWRITABLE.test(v));
+    ].find((v) => typeof v === 'string' && (UNWRITABLE.test(v) || LONE_SURROGATE.test(v)));
     if (literal !== undefined)
-      return `${at}: ${JSON.stringify(literal).slice(0, 60)} holds a control character the policy's grammar cannot write`;
+      return `${at}: ${JSON.stringify(literal).slice(0, 60)} holds a control character or lone surrogate the policy's grammar cannot write`;
     if (n.items !== undefined && (Array.isArray(n.items) || typeof n.items !== 'object'))
       return `${at}.items: must be one schema`;
     if (
@@ -219,15 +221,17 @@ function violation(
     if (typeof schema.exclusiveMaximum === 'number' && value >= schema.exclusiveMaximum)
       return `${path} must be < ${schema.exclusiveMaximum}`;
   }
-  if (typeof value === 'string') {
+  if (typeof value === 'string' && (schema.minLength !== undefined || schema.maxLength !== undefined)) {
+    // Each KiB counted costs a step: an allOf of 19 000 parts counted a 64 KiB string 19 000 times (rerun 23).
+    check.steps -= value.length >> 10;
     const length = codePoints(value);
     if (typeof schema.minLength === 'number' && length < schema.minLength)
       return `${path} must have ≥ ${schema.minLength} characters`;
     if (typeof schema.maxLength === 'number' && length > schema.maxLength)
       return `${path} must have ≤ ${schema.maxLength} characters`;
-    if (!check.callShape && typeof schema.pattern === 'string' && !new RegExp(schema.pattern).test(value))
-      return `${path} must match /${schema.pattern}/`;
   }
+  if (!check.callShape && typeof value === 'string' && typeof schema.pattern === 'string')
+    if (!new RegExp(schema.pattern).test(value)) return `${path} must match /${schema.pattern}/`;
   if (Array.isArray(value)) {
     if (typeof schema.minItems === 'number' && value.length < schema.minItems)
       return `${path} must have ≥ ${schema.minItems} items`;
