@@ -58,6 +58,8 @@ export interface PolicyReply {
   calls: ToolCall[];
   usage: Omit<Usage, 'calls'>;
   model: string;
+  /** The reply stopped at its token cap (finish_reason `length`). */
+  truncated: boolean;
 }
 
 /** One chat request to the policy (tools offered when there are any), its reply parsed. */
@@ -67,12 +69,15 @@ export async function askPolicy(
   tools: readonly ToolSchema[],
   temperature: number | undefined,
   signal?: AbortSignal,
+  /** A cap on the reply's tokens in place of the role's `maxTokens`. */
+  maxTokens?: number,
 ): Promise<PolicyReply> {
   const res = await llm.chat(
     {
       messages: messages.map(toParam),
       ...(tools.length ? { tools: [...tools] } : {}),
       ...(temperature !== undefined ? { temperature } : {}),
+      ...(maxTokens !== undefined ? { max_tokens: maxTokens } : {}),
     },
     { signal },
   );
@@ -92,6 +97,7 @@ export async function askPolicy(
     ),
     usage: { promptTokens: res.usage?.prompt_tokens ?? 0, completionTokens: res.usage?.completion_tokens ?? 0 },
     model: res.model,
+    truncated: res.choices[0]?.finish_reason === 'length',
   };
 }
 

@@ -184,6 +184,20 @@ test("check 6's base policy ends an episode where the trainer's room ends (max_s
     } finally {
       await full.close();
     }
+    // A reply the trainer's maxNewTokens stopped is no action either (rerun 23: a tell in training alone).
+    const long = await startScriptedLlm(() => ({
+      content: '{"type": "message", "content": "I will now',
+      truncated: true,
+    }));
+    try {
+      const capped = testConfig(long.baseURL, dir);
+      const cut = await checkCalibration(good.env, capped, createLlm(capped, 'policy'));
+      assert.deepEqual(new Set(cut.rollouts.map((t) => t.termination)), new Set(['max_steps']));
+      assert.ok(!cut.rollouts.some((t) => t.messages.some((m) => m.role === 'assistant')));
+      assert.equal(long.requests[0].max_tokens, capped.training.maxNewTokens);
+    } finally {
+      await long.close();
+    }
   } finally {
     await llm.close();
     rmSync(dir, { recursive: true, force: true });

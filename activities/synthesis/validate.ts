@@ -729,13 +729,14 @@ function summarize(messages: readonly Message[]): string {
 
 /**
  * The base policy as the trainer samples it: one action per turn, the first tool call of a reply
- * (with its text) or else its text; an empty reply ends the episode. Each request may take
+ * (with its text) or else its text; an empty reply ends the episode, one cut at the trainer's
+ * maxNewTokens is a PolicyCut. Each request may take
  * `timeoutMs` (then the episode ends as `timeout`); `usage` adds up what the episode's requests cost.
  */
 function llmTurns(
   llm: Llm,
   env: Environment,
-  opts: { temperature: number; timeoutMs: number; signal?: AbortSignal },
+  opts: { temperature: number; maxTokens: number; timeoutMs: number; signal?: AbortSignal },
   usage: Usage & { model: string },
 ): TurnPolicy {
   return async (messages) => {
@@ -748,6 +749,7 @@ function llmTurns(
         env.tools(),
         opts.temperature,
         opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout,
+        opts.maxTokens,
       );
     } catch (e) {
       if (timeout.aborted && !opts.signal?.aborted)
@@ -763,6 +765,9 @@ function llmTurns(
     const used = reply.usage.promptTokens + reply.usage.completionTokens;
     if (used >= TRAINER_MAX_SEQ_LEN)
       throw new PolicyCut(`${used} tokens of prompt and reply; the trainer's episodes end at ${TRAINER_MAX_SEQ_LEN}`);
+    // A reply its cap stopped is no action, as in the trainer's action format: its raw text as the
+    // message, or an episode ended early in training alone, was a tell (reruns 19, 23).
+    if (reply.truncated) throw new PolicyCut(`the reply reached training.maxNewTokens = ${opts.maxTokens}`);
     const [call] = reply.calls;
     if (call)
       return {
@@ -809,8 +814,14 @@ export async function checkCalibration(
           llmTurns(
             llm,
             env,
-            // The temperature GRPO will sample at: the informative share is only meaningful there.
-            { temperature: config.training.temperature, timeoutMs: config.rollouts.episodeTimeoutMs, signal },
+            // The temperature GRPO will sample at: the informative share is only meaningful there; and
+            // its cap on a reply, which cuts an episode as the trainer's cap does (rerun 23).
+            {
+              temperature: config.training.temperature,
+              maxTokens: config.training.maxNewTokens,
+              timeoutMs: config.rollouts.episodeTimeoutMs,
+              signal,
+            },
             usage,
           ),
         ),

@@ -84,7 +84,8 @@
  * Fixed after this pass (envs/sandbox/README.md, rerun 23): a refused call now ends its episode as agent_stop and the
  * worker scores it 0 (unfitCallsPolicy removed: no trace of refusals is left to mimic); context_length_exceeded ends
  * check 6's episode as PolicyCut; lone surrogates refused in literals; a string's KiB charged where lengths are
- * checked; arguments deeper than 64 levels refused. Not fixed: the action format's max_new_tokens cut (Known gaps).
+ * checked; arguments deeper than 64 levels refused; check 6 asks with the trainer's maxNewTokens and a reply it cut
+ * is a PolicyCut.
  */
 import type { Attack } from '../sandbox-redteam.js';
 

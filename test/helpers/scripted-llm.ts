@@ -6,8 +6,8 @@ import type { AddressInfo } from 'node:net';
  * Each chat-completions request is answered by the script: a reply (text, tool calls or raw JSON
  * content), an HTTP error (500, 429 with Retry-After), malformed output, or a hang (for timeouts).
  */
-/** The tokens a reply reports it used (default 10 of prompt, 5 of completion). */
-type Usage = { promptTokens?: number };
+/** The tokens a reply reports it used (default 10 of prompt, 5 of completion), and whether its cap cut it. */
+type Usage = { promptTokens?: number; truncated?: boolean };
 
 export type ScriptedReply =
   | ({ content: string; toolCalls?: undefined } & Usage)
@@ -80,7 +80,7 @@ export async function startScriptedLlm(script: Script, model = 'scripted-model')
         object: 'chat.completion',
         created: 0,
         model: body.model ?? model,
-        choices: [{ index: 0, message, finish_reason: toolCalls ? 'tool_calls' : 'stop' }],
+        choices: [{ index: 0, message, finish_reason: reply.truncated ? 'length' : toolCalls ? 'tool_calls' : 'stop' }],
         usage: {
           prompt_tokens: reply.promptTokens ?? 10,
           completion_tokens: 5,
