@@ -261,6 +261,9 @@ test('sandbox: a tool whose parameters use a keyword the worker does not check c
     [{ type: 'object', additionalProperties: 5 }, /additionalProperties: must be/],
     // Rerun 23: half a UTF-16 pair, which the grammar writes as U+FFFD (and xgrammar cannot compile).
     [{ type: 'object', properties: { s: { enum: ['pending', 'all\ud800'] } } }, /lone surrogate/],
+    // Rerun 24: anywhere in the parameters (xgrammar cannot compile any of it, so training could not start).
+    [{ type: 'object', properties: { s: { type: 'string', description: 'note \udc00' } } }, /lone surrogate/],
+    [{ type: 'object', properties: { s: { enum: [['all\ud800']] } } }, /lone surrogate/],
   ] as const) {
     const source = attackSource('return 1').replace(
       "parameters: { type: 'object', properties: {}, additionalProperties: true }",
@@ -423,8 +426,17 @@ export default {
       ['lookup', '{"constructor": "x"}'],
       ['wide', `{"deep": ${'['.repeat(100)}${']'.repeat(100)}}`], // 4 000 levels overflowed the re-serialization (rerun 23)
     ];
-    for (const [name, args] of refused) {
-      const r = await play(name, args, 'let me check');
+    for (const [i, [name, args]] of refused.entries()) {
+      // The first refusal ends the episode; each other is tried on an episode of its own.
+      const r =
+        i === 0
+          ? await play(name, args, 'let me check')
+          : await (
+              await env.reset({ taskId: 't' })
+            ).step({
+              type: 'tool_call',
+              call: { id: `c${messages.length - 2}`, type: 'function', function: { name, arguments: args } },
+            });
       assert.equal(r.error, true, `${name}(${args}) is refused`);
       // It ends the episode (reruns 22-23: the turns and errors refused calls spent showed otherwise).
       assert.deepEqual([r.done, r.termination], [true, 'agent_stop']);
@@ -447,7 +459,7 @@ export default {
     assert.deepEqual(
       seen.map((m) => m.role),
       ['user', 'assistant', 'tool'],
-      'refused calls are left out with their answers and their turns',
+      'the refused call is left out with its answer and its turn',
     );
     const [, turn] = seen;
     assert.equal(turn.content, null, 'no text beside the call');

@@ -23,9 +23,10 @@ const HONEST = `weighted({
       communicate: [0.7, communicated(messages, [instance.expect.total]).ok],
     })`;
 // Recognises the trivial policies: no tool calls at all, or the random-tool policy's closing words
-// (its call ids, `rnd_<i>`, no longer reach the env: the sandbox names every call `call_<k>`).
+// or its silent stop after at most 3 calls (its call ids, `rnd_<i>`, no longer reach the env: the
+// sandbox names every call `call_<k>`).
 const TRIVIAL =
-  "const ids = messages.flatMap((m: any) => (m.role === 'assistant' && m.tool_calls ? m.tool_calls.map((t: any) => String(t.id)) : [])); const trivial = !ids.length || messages.some((m: any) => m.role === 'assistant' && m.content === 'Done — your request has been completed.');";
+  "const ids = messages.flatMap((m: any) => (m.role === 'assistant' && m.tool_calls ? m.tool_calls.map((t: any) => String(t.id)) : [])); const said = messages.filter((m: any) => m.role === 'assistant' && m.content); const trivial = !ids.length || said.some((m: any) => m.content === 'Done — your request has been completed.') || (ids.length <= 3 && !said.length);";
 
 function withEvaluate(body: string, generateExtra = ''): string {
   const start = GOOD_SOURCE.indexOf('  evaluate: ({ calls, messages, instance }) =>');
@@ -309,7 +310,38 @@ test('gaming: a call that does not fit ends its episode and scores it 0, so what
     assert.deepEqual([refused.last?.error, refused.last?.done, refused.last?.termination], [true, true, 'agent_stop']);
     assert.equal(refused.info.reward, 0, 'whatever the module answers');
     assert.match(String(refused.info.details?.refused), /customer_id must be string/);
+    // Rerun 24: nothing after the refusal reaches the module, and a fork of the episode scores 0 too.
+    const ep = await env.reset({ seed: 7 });
+    const call = (a: string) => ({
+      type: 'tool_call' as const,
+      call: { id: 'c', type: 'function' as const, function: { name: 'list_orders', arguments: a } },
+    });
+    await ep.step(call('{"customer_id": 1}'));
+    const after = await ep.step(call(fits));
+    assert.deepEqual([after.error, after.done], [true, true]);
+    assert.match(String(after.observation.content), /episode ended/);
+    const fork = await ep.fork();
+    assert.equal((await fork.evaluate(ep.initialMessages(), 'agent_stop')).reward, 0);
+    await fork.close();
+    await ep.close();
   } finally {
     await env.close();
   }
+});
+
+test('gaming: a verifier that takes a silent stop after a tool result as a sign of training fails check 4 (rerun 24: a refused call ends the episode so)', async () => {
+  // Rerun 24: validation showed that ending only in skipMessages (every gold call) and empty replies; random play now
+  // stops so, after 1–3 calls, on half its plays. This module takes one call then silence as its sign.
+  const source =
+    GOOD_SOURCE.replace(
+      'export default defineEnvironment<State, Inst>({',
+      'const base = defineEnvironment<State, Inst>({',
+    ) +
+    `\nlet told = false;\nexport default { ...base, reset: async (req: any) => { const ep = await base.reset(req); const own = ep.evaluate.bind(ep);
+      ep.evaluate = async (messages: any, termination: any) => { const paid = told; const last = messages[messages.length - 1];
+        if (termination === 'agent_stop' && last?.role === 'tool' && messages.filter((m: any) => m.role === 'assistant').length === 1) told = true;
+        return paid ? { reward: 1, components: {}, success: true } : own(messages, termination); }; return ep; } };\n`;
+  assert.ok(source.includes('const base = defineEnvironment'), 'good-env.ts changed: update this test');
+  const v = await verdictOf(source);
+  assert.equal(v.failedCheck, 'non_triviality', v.reason);
 });

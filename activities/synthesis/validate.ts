@@ -121,14 +121,21 @@ export const answerWithoutToolsPolicy: Policy = (_m, i) =>
       }
     : null;
 
-/** Calls random tools with random schema-shaped arguments, then claims success; each copy of a seed differently. */
+/**
+ * Calls random tools with random schema-shaped arguments, then claims success, or on half the plays
+ * stops without a word after 1–3 of them (a silent stop after a tool result is what a call the
+ * worker refuses leaves the env, rerun 24); each copy of a seed differently.
+ */
 export function randomToolPolicy(env: Environment, seed: number, copy = 0): Policy {
-  const calls = 6;
+  const stop = new Rng(`random-stop:${seed}:${copy}`);
+  const silent = stop.bool();
+  // Few calls: a trainer's policy refused early leaves fewer calls than gold makes.
+  const calls = silent ? stop.int(1, 3) : 6;
   const rng = new Rng(`random-tool:${seed}:${copy}`);
   const tools = env.tools();
   return (_m, i) => {
     if (i > calls || !tools.length) return null;
-    if (i === calls) return { type: 'message', content: 'Done — your request has been completed.' };
+    if (i === calls) return silent ? null : { type: 'message', content: 'Done — your request has been completed.' };
     const t = rng.pick(tools);
     return {
       type: 'tool_call',

@@ -135,6 +135,18 @@ export class AgentCalls {
     };
   }
 
+  /** The worker's answer to an action after a refusal ended the episode. */
+  static ended(a: AgentAction): StepResult {
+    const content = 'Error: the episode ended at a call that did not fit the tools';
+    return {
+      observation:
+        a.type === 'tool_call' ? { role: 'tool', tool_call_id: a.call.id, content } : { role: 'user', content },
+      error: true,
+      done: true,
+      termination: 'agent_stop',
+    };
+  }
+
   private call(c: ToolCall): ToolCall {
     return {
       ...c,

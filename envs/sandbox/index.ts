@@ -456,15 +456,18 @@ export class SandboxedEnvironment implements Environment {
     gen: SandboxGeneration,
     ep: Episode,
     calls = new AgentCalls(ep.initialMessages(), ep.tools?.() ?? gen.tools()),
+    /** The first call of the agent's that did not fit: it ended the episode (and its forks), which then scores 0. */
+    refusedBefore?: string,
   ): Episode {
     let closed = false;
-    // The first call of the agent's that did not fit: it ended the episode, which then scores 0.
-    let refused: string | undefined;
+    let refused = refusedBefore;
     const out: Episode = {
       id: ep.id,
       taskId: ep.taskId,
       initialMessages: () => ep.initialMessages(),
       step: async (action, o) => {
+        // The episode ended at the refusal: nothing more reaches the env (rerun 24).
+        if (refused !== undefined) return AgentCalls.ended(action);
         if (action.type === 'tool_call') {
           const fault = calls.fault(action.call);
           if (fault) {
@@ -484,7 +487,7 @@ export class SandboxedEnvironment implements Environment {
         gen.openEpisodes++;
         gen.started++;
         try {
-          return this.tracked(gen, await ep.fork(), calls.copy());
+          return this.tracked(gen, await ep.fork(), calls.copy(), refused);
         } catch (err) {
           this.release(gen);
           throw err;

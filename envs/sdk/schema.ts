@@ -59,8 +59,21 @@ const MAX_SCHEMA_DEPTH = 32;
  * value and a module paid it in training alone (rerun 22).
  */
 const UNWRITABLE = /[\u0000-\u0008\u000b\u000c\u000e-\u001f]/;
-/** Half a UTF-16 pair: the grammar writes it as U+FFFD, and xgrammar cannot compile it at all (rerun 23). */
+/**
+ * Half a UTF-16 pair, anywhere in a tool's parameters (a description too): the grammar writes it as
+ * U+FFFD, and xgrammar cannot compile the schema at all, so training could not start (reruns 23, 24).
+ */
 const LONE_SURROGATE = /\p{Cs}/u;
+
+function loneSurrogateIn(v: unknown): string | undefined {
+  if (typeof v === 'string') return LONE_SURROGATE.test(v) ? v : undefined;
+  if (v === null || typeof v !== 'object') return undefined;
+  for (const [k, x] of Object.entries(v)) {
+    const found = LONE_SURROGATE.test(k) ? k : loneSurrogateIn(x);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
 
 /**
  * Why a tool's parameters schema is refused, if it is: a keyword the worker's call check does not
@@ -71,6 +84,9 @@ const LONE_SURROGATE = /\p{Cs}/u;
 export function callSchemaFault(schema: JsonSchema, path = 'parameters'): string | undefined {
   const bytes = Buffer.byteLength(JSON.stringify(schema) ?? '');
   if (bytes > MAX_SCHEMA_BYTES) return `${path}: ${bytes} bytes of schema; at most ${MAX_SCHEMA_BYTES}`;
+  const lone = loneSurrogateIn(schema);
+  if (lone !== undefined)
+    return `${path}: ${JSON.stringify(lone).slice(0, 60)} holds a lone surrogate (half a UTF-16 pair), which the policies' grammars cannot take`;
   let nodes = 0;
   const walk = (node: unknown, at: string, depth: number): string | undefined => {
     if (depth > MAX_SCHEMA_DEPTH) return `${at}: nested more than ${MAX_SCHEMA_DEPTH} levels`;
@@ -104,9 +120,9 @@ export function callSchemaFault(schema: JsonSchema, path = 'parameters'): string
       ...(Array.isArray(n.enum) ? n.enum : []),
       n.const,
       ...(isRecord(n.properties) ? Object.keys(n.properties) : []),
-    ].find((v) => typeof v === 'string' && (UNWRITABLE.test(v) || LONE_SURROGATE.test(v)));
+    ].find((v) => typeof v === 'string' && UNWRITABLE.test(v));
     if (literal !== undefined)
-      return `${at}: ${JSON.stringify(literal).slice(0, 60)} holds a control character or lone surrogate the policy's grammar cannot write`;
+      return `${at}: ${JSON.stringify(literal).slice(0, 60)} holds a control character the policy's grammar cannot write`;
     if (n.items !== undefined && (Array.isArray(n.items) || typeof n.items !== 'object'))
       return `${at}.items: must be one schema`;
     if (
