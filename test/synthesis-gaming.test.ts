@@ -37,6 +37,19 @@ function withEvaluate(body: string, generateExtra = ''): string {
     : source;
 }
 
+/** GOOD_SOURCE with each episode's evaluate replaced by `body`, which sees `messages`, `termination` and `own` (the module's own evaluate). */
+function withEpisodeEvaluate(body: string, prelude = ''): string {
+  const source =
+    GOOD_SOURCE.replace(
+      'export default defineEnvironment<State, Inst>({',
+      'const base = defineEnvironment<State, Inst>({',
+    ) +
+    `\n${prelude}\nexport default { ...base, reset: async (req: any) => { const ep = await base.reset(req); const own = ep.evaluate.bind(ep);
+      ep.evaluate = async (messages: any, termination: any) => { ${body} }; return ep; } };\n`;
+  assert.ok(source.includes('const base = defineEnvironment'), 'good-env.ts changed: update this test');
+  return source;
+}
+
 async function verdictOf(source: string) {
   return (await validateCandidate({ source, manifest: GOOD_MANIFEST, config })).verdict;
 }
@@ -241,14 +254,10 @@ test('gaming: a verifier paying calls that do not fit the tools never sees one, 
     if (!['find_customer_by_email', 'list_orders'].includes(t.function.name)) return true;
     try { const a = JSON.parse(t.function.arguments); return !a || typeof a !== 'object' || Array.isArray(a) || Object.values(a).some((v) => typeof v !== 'string') || !('customer_id' in a || 'email' in a); } catch { return true; }
   }))`;
-  const source =
-    GOOD_SOURCE.replace(
-      'export default defineEnvironment<State, Inst>({',
-      'const base = defineEnvironment<State, Inst>({',
-    ) +
-    `\nconst bad = ${bad};\nexport default { ...base, reset: async (req: any) => { const ep = await base.reset(req); const own = ep.evaluate.bind(ep);
-      ep.evaluate = async (messages: any, termination: any) => bad(messages) ? { reward: 1, components: {}, success: true } : own(messages, termination); return ep; } };\n`;
-  assert.ok(source.includes('const base = defineEnvironment'), 'good-env.ts changed: update this test');
+  const source = withEpisodeEvaluate(
+    'return bad(messages) ? { reward: 1, components: {}, success: true } : own(messages, termination);',
+    `const bad = ${bad};`,
+  );
   const v = await verdictOf(source);
   assert.equal(v.failedCheck, 'calibration', v.reason); // checks 1–5 pass: it scores as the honest module
   const env = await startSandboxedEnv({ source });
@@ -279,13 +288,7 @@ test('gaming: a call that does not fit ends its episode and scores it 0, so what
   // Rerun 22: the worker hid refused calls but the trainer counted their errors, so a module was paid
   // for max_errors with fewer than 4 errors of its own; rerun 23: the same after steps it saw, and
   // max_steps after fewer steps than turns. Now the first refused call ends the episode as agent_stop.
-  const source =
-    GOOD_SOURCE.replace(
-      'export default defineEnvironment<State, Inst>({',
-      'const base = defineEnvironment<State, Inst>({',
-    ) +
-    `\nexport default { ...base, reset: async (req: any) => { const ep = await base.reset(req); ep.evaluate = async () => ({ reward: 1, components: {}, success: true }); return ep; } };\n`;
-  assert.ok(source.includes('const base = defineEnvironment'), 'good-env.ts changed: update this test');
+  const source = withEpisodeEvaluate('return { reward: 1, components: {}, success: true };');
   const env = await startSandboxedEnv({ source });
   try {
     const play = async (args: string[]) => {
@@ -332,16 +335,12 @@ test('gaming: a call that does not fit ends its episode and scores it 0, so what
 test('gaming: a verifier that takes a silent stop after a tool result as a sign of training fails check 4 (rerun 24: a refused call ends the episode so)', async () => {
   // Rerun 24: validation showed that ending only in skipMessages (every gold call) and empty replies; random play now
   // stops so, after 1–3 calls, on half its plays. This module takes one call then silence as its sign.
-  const source =
-    GOOD_SOURCE.replace(
-      'export default defineEnvironment<State, Inst>({',
-      'const base = defineEnvironment<State, Inst>({',
-    ) +
-    `\nlet told = false;\nexport default { ...base, reset: async (req: any) => { const ep = await base.reset(req); const own = ep.evaluate.bind(ep);
-      ep.evaluate = async (messages: any, termination: any) => { const paid = told; const last = messages[messages.length - 1];
-        if (termination === 'agent_stop' && last?.role === 'tool' && messages.filter((m: any) => m.role === 'assistant').length === 1) told = true;
-        return paid ? { reward: 1, components: {}, success: true } : own(messages, termination); }; return ep; } };\n`;
-  assert.ok(source.includes('const base = defineEnvironment'), 'good-env.ts changed: update this test');
+  const source = withEpisodeEvaluate(
+    `const paid = told; const last = messages[messages.length - 1];
+      if (termination === 'agent_stop' && last?.role === 'tool' && messages.filter((m: any) => m.role === 'assistant').length === 1) told = true;
+      return paid ? { reward: 1, components: {}, success: true } : own(messages, termination);`,
+    'let told = false;',
+  );
   const v = await verdictOf(source);
   assert.equal(v.failedCheck, 'non_triviality', v.reason);
 });
