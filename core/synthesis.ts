@@ -85,7 +85,7 @@ export const SynthesisConfigSchema = z
       .min(0)
       .default(0)
       .describe(
-        'plays, in total over the verifier check, of a perturbation class that scores lower on most seeds but not on this one',
+        'plays, in total over the verifier check, of a perturbation class that scores lower on most seeds but not on this one; and seeds where a stop after part of gold pays as gold does while a later drop does not',
       ),
     calibration: z
       .object({
@@ -246,13 +246,17 @@ export function judgeNonTriviality(means: Record<string, number>, c: SynthesisCo
   };
 }
 
-/** Ways of perturbing a gold solution the verifier check tries, on every seed. */
-export const MUTATIONS = ['dropStep', 'changeArgument', 'skipMessages'] as const;
+/**
+ * Ways of perturbing a gold solution the verifier check tries, on every seed, in the order they
+ * are played (stops first: what a module learns from one reaches every later play).
+ */
+export const MUTATIONS = ['stopEarly', 'dropStep', 'changeArgument', 'skipMessages'] as const;
 export type Mutation = (typeof MUTATIONS)[number];
 /**
  * The perturbations that must score lower. Skipping the messages is only reported: a verifier may
  * rightly reward DB state alone (tool-calling precision, multi-step completion), so a courtesy
- * message nobody checks is no sign of gaming.
+ * message nobody checks is no sign of gaming. So is stopping early: gold's last calls may only
+ * read; a stop is judged against the drops instead (`paidStops`).
  */
 export const GATING_MUTATIONS: readonly Mutation[] = ['dropStep', 'changeArgument'];
 
@@ -267,6 +271,11 @@ export interface VerifierStats {
    * `drop list_orders#0`): plays over all seeds and how many scored lower than gold.
    */
   classes: Record<string, { played: number; lower: number }>;
+  /**
+   * Seeds where gold stopped without a word after one of its calls scored as high as gold while
+   * gold without a later call scored lower: the verifier pays the stop, not the work (rerun 25).
+   */
+  paidStops: string[];
 }
 
 /**
@@ -281,6 +290,7 @@ export function requiredClasses(classes: VerifierStats['classes']): string[] {
 }
 
 const MUTATION_TEXT: Record<Mutation, string> = {
+  stopEarly: "stopping without a word after part of gold's tool calls",
   dropStep: 'dropping one tool call',
   changeArgument: 'changing one tool-call argument',
   skipMessages: 'skipping the messages to the user',
@@ -305,9 +315,15 @@ export function judgeVerifier(r: VerifierStats, c: SynthesisConfig): CheckResult
   metrics.requiredClasses = required.length;
   metrics.requiredMutationPlays = plays;
   metrics.mutationEscapes = escapes;
+  metrics.paidStops = r.paidStops.length;
   if (escapes > c.maxMutationEscapes)
     weak.push(
       `${escapes} of ${plays} plays of perturbations it otherwise scores lower (${required.filter((k) => r.classes[k].lower < r.classes[k].played).join(', ')}) scored as high as gold (allowed: ${c.maxMutationEscapes}); a required step or argument must lower the reward on every seed, so the reward looks noisy or count-based`,
+    );
+  // An honest verifier that pays a stop after call k needs none of the later calls, so no drop of one lowers it.
+  if (r.paidStops.length > c.maxMutationEscapes)
+    weak.push(
+      `${MUTATION_TEXT.stopEarly} scored as high as gold on ${r.paidStops.length} seeds where dropping a later call scored lower (allowed: ${c.maxMutationEscapes}); stopping must not pay for the calls it skips`,
     );
   if (r.replayMismatched.length) {
     return {

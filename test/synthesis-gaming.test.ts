@@ -87,8 +87,15 @@ test('gaming: the honest fixture passes the verifier check with every perturbati
   assert.equal(v.failedCheck, 'calibration', v.reason); // no base policy given
   const m = v.checks.find((g) => g.check === 'verifier')!.metrics;
   assert.deepEqual(
-    [m.replayMismatches, m.dropStepLowerShare, m.changeArgumentLowerShare, m.skipMessagesLowerShare],
-    [0, 1, 1, 1],
+    [
+      m.replayMismatches,
+      m.dropStepLowerShare,
+      m.changeArgumentLowerShare,
+      m.skipMessagesLowerShare,
+      m.stopEarlyLowerShare,
+      m.paidStops,
+    ],
+    [0, 1, 1, 1, 1, 0],
   );
 });
 
@@ -126,9 +133,9 @@ for (const [name, body] of [
   ['10 % hash noise', `${NOISE} return weighted({ lucky: [1, !trivial && h % 100 < 10] });`],
   [
     // Replays agree: a trajectory scored before in this process gets its earlier reward.
-    'a count-based cheat (1 from the 20th evaluation of each process on, replays within a process consistent)',
+    'a count-based cheat (1 from the 26th evaluation of each process on, replays within a process consistent)',
     `const g = globalThis as any; g.evals = (g.evals ?? 0) + 1; ${NOISE} g.seen ??= new Map();
-    if (!g.seen.has(h)) g.seen.set(h, g.evals < 20 ? honest : weighted({ anything: [1, !trivial] })); return g.seen.get(h);`,
+    if (!g.seen.has(h)) g.seen.set(h, g.evals < 26 ? honest : weighted({ anything: [1, !trivial] })); return g.seen.get(h);`,
   ],
 ] as const) {
   test(`gaming: a verifier with ${name} fails the verifier check on mutation escapes`, async () => {
@@ -154,8 +161,8 @@ test('gaming: the honest fixture has no mutation escapes with every perturbation
   const { verdict: v } = await validateCandidate({ source: GOOD_SOURCE, manifest: GOOD_MANIFEST, config: noiseConfig });
   assert.equal(v.failedCheck, 'calibration', v.reason);
   const m = v.checks.find((g) => g.check === 'verifier')!.metrics;
-  // Required: list_orders dropped, its customer_id changed (the email lookup is optional here).
-  assert.deepEqual([m.requiredClasses, m.requiredMutationPlays, m.mutationEscapes], [2, 80, 0]);
+  // Required: a stop after the email lookup, list_orders dropped, its customer_id changed (the lookup itself is optional here).
+  assert.deepEqual([m.requiredClasses, m.requiredMutationPlays, m.mutationEscapes], [3, 120, 0]);
 });
 
 /**
@@ -344,3 +351,26 @@ test('gaming: a verifier that takes a silent stop after a tool result as a sign 
   const v = await verdictOf(source);
   assert.equal(v.failedCheck, 'non_triviality', v.reason);
 });
+
+for (const [name, body] of [
+  [
+    'pays that stop',
+    `const last = messages[messages.length - 1];
+      if (termination === 'agent_stop' && last?.role === 'tool' && String(last.content).includes('customer_id') && messages.filter((m: any) => m.role === 'assistant').length === 1)
+        return { reward: 1, components: {}, success: true };
+      return own(messages, termination);`,
+  ],
+  [
+    'pays every later episode of its process after one',
+    `const paid = told; const last = messages[messages.length - 1];
+      if (termination === 'agent_stop' && last?.role === 'tool' && String(last.content).includes('customer_id') && messages.filter((m: any) => m.role === 'assistant').length === 1) told = true;
+      return paid ? { reward: 1, components: {}, success: true } : own(messages, termination);`,
+  ],
+] as const) {
+  test(`gaming: a verifier that takes a silent stop after a lookup that worked as a sign of training and ${name} fails check 5 (rerun 25)`, async () => {
+    // Rerun 25: random play's calls never find a customer, and check 5 never stopped after part of gold,
+    // so only a trainer's policy refused after a correct lookup left this ending; now check 5 plays it.
+    const v = await verdictOf(withEpisodeEvaluate(body, 'let told = false;'));
+    assert.equal(v.failedCheck, 'verifier', v.reason);
+  });
+}

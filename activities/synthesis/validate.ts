@@ -567,12 +567,14 @@ interface Variant {
   actions: AgentAction[];
   /** e.g. `drop list_orders#0`, `arg list_orders#0.customer_id` (#n: the n-th call to that tool). */
   key: string;
+  /** The index in gold of the call it drops, changes or stops after. */
+  at?: number;
 }
 
 /** One play of check 5: gold, a perturbation (`m`, its `i`-th variant) or a replay of an earlier play. */
 interface Planned {
   actions: readonly AgentAction[];
-  mutation?: { m: Mutation; i: number; key: string };
+  mutation?: { m: Mutation; i: number; key: string; at?: number };
   /** The index of the play this one repeats, whose reward it must equal. */
   replayOf?: number;
 }
@@ -590,11 +592,21 @@ function callKeys(gold: readonly AgentAction[]): Map<number, string> {
   return keys;
 }
 
+/**
+ * Gold up to one of its calls and then silence, one variant per call but the last (the shortest
+ * first): what a policy leaves whose next call the worker refuses, after calls that worked (rerun 25).
+ */
+function stopVariants(gold: readonly AgentAction[]): Variant[] {
+  return [...callKeys(gold)]
+    .slice(0, -1)
+    .map(([i, key]) => ({ actions: gold.slice(0, i + 1), key: `stop after ${key}`, at: i }));
+}
+
 /** The gold actions with one tool call dropped, one variant per call (the last first). */
 function dropVariants(gold: readonly AgentAction[]): Variant[] {
   return [...callKeys(gold)]
     .reverse()
-    .map(([i, key]) => ({ actions: gold.filter((_, j) => j !== i), key: `drop ${key}` }));
+    .map(([i, key]) => ({ actions: gold.filter((_, j) => j !== i), key: `drop ${key}`, at: i }));
 }
 
 /** The gold actions with one tool-call argument changed, one variant per (call, argument). */
@@ -616,6 +628,7 @@ function argumentVariants(gold: readonly AgentAction[]): Variant[] {
       out.push({
         actions: gold.map((x, j) => (j === i ? { type: 'tool_call' as const, call } : x)),
         key: `arg ${key}.${k}`,
+        at: i,
       });
     }
   }
@@ -631,7 +644,9 @@ function argumentVariants(gold: readonly AgentAction[]): Variant[] {
  * the same argument changed) that scores lower on most seeds must do so on all but
  * maxMutationEscapes of its plays in total: an honest verifier is a function of the trajectory, so
  * a step it requires is required on every seed, while reward noise (or a count-based cheat, which
- * is noise to this check) lets some of them through. Every play goes through the trainer's batches
+ * is noise to this check) lets some of them through. Gold stopped without a word after one of its
+ * calls (played first) must not score as high as gold where dropping a later call scores lower: a
+ * stop after calls that worked is what a refused call leaves in training. Every play goes through the trainer's batches
  * (`playInBatches`, a seed's plays as its copies), so a module keyed on the order of requests
  * rewards there what it would reward in training.
  */
@@ -646,11 +661,13 @@ export async function checkVerifier(
     seeds: seeds.length,
     replayMismatched: [],
     mutations: {
+      stopEarly: { applicable: 0, lower: 0 },
       dropStep: { applicable: 0, lower: 0 },
       changeArgument: { applicable: 0, lower: 0 },
       skipMessages: { applicable: 0, lower: 0 },
     },
     classes: {},
+    paidStops: [],
   };
   // Each seed's plays, gold first. The first trajectory of each kind (gold, then each perturbation)
   // is played twice: a verifier that is honest on gold but random elsewhere shows up only on the others.
@@ -660,6 +677,7 @@ export async function checkVerifier(
     const plays: Planned[] = [{ actions: gold }, { actions: gold, replayOf: 0 }];
     const hasCalls = gold.some((a) => a.type === 'tool_call');
     const variants: Record<Mutation, Variant[]> = {
+      stopEarly: stopVariants(gold),
       dropStep: dropVariants(gold),
       changeArgument: argumentVariants(gold),
       skipMessages:
@@ -673,7 +691,7 @@ export async function checkVerifier(
         // The per-seed share looks at the first MUTATION_TRIES; the classes, at every one played.
         if (i >= MUTATION_TRIES && (m === 'skipMessages' || budget <= 0)) break;
         if (m !== 'skipMessages') budget--;
-        plays.push({ actions: v.actions, mutation: { m, i, key: v.key } });
+        plays.push({ actions: v.actions, mutation: { m, i, key: v.key, at: v.at } });
         if (i === 0) plays.push({ actions: v.actions, replayOf: plays.length - 1 });
       }
     }
@@ -704,6 +722,8 @@ export async function checkVerifier(
       if (isLower) cls.lower++;
       else escapes.push({ key: mutation.key, text: `seed ${seed}: ${mutation.key} scored ${reward}, as high as gold` });
     }
+    const paidStop = paidStopOf(plays, rewards);
+    if (paidStop) stats.paidStops.push(`seed ${seed}: ${paidStop}`);
     for (const m of applicable) {
       stats.mutations[m].applicable++;
       if (lower.has(m)) stats.mutations[m].lower++;
@@ -712,6 +732,7 @@ export async function checkVerifier(
     }
   }
   const result = judgeVerifier(stats, c);
+  if (!result.passed) examples.push(...stats.paidStops.slice(0, 3 - examples.length));
   if (!result.passed && examples.length < 3) {
     const required = new Set(requiredClasses(stats.classes));
     examples.push(
@@ -722,6 +743,18 @@ export async function checkVerifier(
     );
   }
   return { ...result, examples };
+}
+
+/** A stop after gold's k-th call that scored as high as gold while a drop of a later call scored lower, as text. */
+function paidStopOf(plays: readonly Planned[], rewards: readonly number[]): string | undefined {
+  const gold = rewards[0];
+  for (const [j, { mutation: stop }] of plays.entries()) {
+    if (stop?.m !== 'stopEarly' || rewards[j] < gold) continue;
+    const k = plays.findIndex((x, n) => x.mutation?.m === 'dropStep' && x.mutation.at! > stop.at! && rewards[n] < gold);
+    if (k >= 0)
+      return `${stop.key} scored ${rewards[j]}, as high as gold, while ${plays[k].mutation!.key} scored ${rewards[k]}`;
+  }
+  return undefined;
 }
 
 function summarize(messages: readonly Message[]): string {
