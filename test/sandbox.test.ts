@@ -264,6 +264,31 @@ test('sandbox: a tool whose parameters use a keyword the worker does not check c
     // Rerun 24: anywhere in the parameters (xgrammar cannot compile any of it, so training could not start).
     [{ type: 'object', properties: { s: { type: 'string', description: 'note \udc00' } } }, /lone surrogate/],
     [{ type: 'object', properties: { s: { enum: [['all\ud800']] } } }, /lone surrogate/],
+    // Rerun 25: bounds xgrammar cannot compile (training in the action format could not start).
+    [{ type: 'object', properties: { n: { type: 'integer', minimum: 0.5 } } }, /n\.minimum: an integer's bound/],
+    [{ type: 'object', properties: { n: { type: ['integer', 'string'], maximum: 1e300 } } }, /an integer's bound/],
+    [{ type: 'object', properties: { n: { type: 'integer', minimum: 3, maximum: 2 } } }, /no integer lies/],
+    [
+      { type: 'object', properties: { n: { type: 'integer', exclusiveMinimum: 2, exclusiveMaximum: 3 } } },
+      /no integer/,
+    ],
+    [{ type: 'object', properties: { n: { type: 'number', exclusiveMinimum: 2, maximum: 2 } } }, /no number lies/],
+    [{ type: 'object', properties: { s: { type: 'string', minLength: 5, maxLength: 2 } } }, /minLength 5 is above/],
+    [{ type: 'object', properties: { a: { type: 'array', minItems: 5, maxItems: 2 } } }, /minItems 5 is above/],
+    [{ type: 'object', properties: { s: { type: 'string', maxLength: 2.5 } } }, /maxLength: must be a whole number/],
+    [{ type: 'object', properties: { s: { type: 'string', minLength: -1 } } }, /minLength: must be a whole number/],
+    [{ type: 'object', properties: { s: { type: 'string', pattern: '^(a)\\1$' } } }, /keyword 'pattern' is not/],
+    [{ type: 'object', properties: { a: { type: 'array', minItems: 2 } } }, /minItems needs items/],
+    [{ type: 'object', properties: { s: { enum: [] } } }, /enum: must be a list of at least one/],
+    [{ type: 'object', properties: { s: false }, required: ['s'] }, /the schema false admits no value/],
+    [{ type: 'object', properties: { s: { $ref: '#/$defs/s' } } }, /\$ref: #\/\$defs\/s has no definition/],
+    [
+      {
+        type: 'object',
+        properties: { s: { anyOf: Array.from({ length: 9 }, (_, i) => ({ type: 'string', maxLength: 1000 + i })) } },
+      },
+      /bound string lengths 9 different ways; at most 8/,
+    ],
   ] as const) {
     const source = attackSource('return 1').replace(
       "parameters: { type: 'object', properties: {}, additionalProperties: true }",

@@ -33,7 +33,7 @@ import {
   type SandboxIsolation,
 } from './isolation.js';
 import { AgentCalls } from './agent-calls.js';
-import { callSchemaFault } from '../sdk/schema.js';
+import { callSchemaFault, lengthBounds, MAX_LENGTH_BOUNDS } from '../sdk/schema.js';
 import { SandboxError, SandboxProcess } from './process.js';
 
 export { SandboxError, type SandboxReason } from './process.js';
@@ -259,6 +259,10 @@ export function toolsFault(tools: readonly ToolSchema[]): string | undefined {
     const bad = callSchemaFault(f.parameters, `tool ${f.name}: parameters`);
     if (bad) return bad;
   }
+  const lengths = new Set<string>();
+  for (const { function: f } of tools) lengthBounds(f.parameters, lengths);
+  if (lengths.size > MAX_LENGTH_BOUNDS)
+    return `the tools bound string lengths ${lengths.size} different ways; at most ${MAX_LENGTH_BOUNDS} (the trainer's grammar compiles each apart, ~0.7 s apiece)`;
   return undefined;
 }
 

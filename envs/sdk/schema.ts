@@ -37,11 +37,16 @@ const ENFORCED = new Set([
   ...['anyOf', 'oneOf', 'allOf', '$ref', 'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum'],
   ...['minLength', 'maxLength', 'minItems', 'maxItems'],
 ]);
-/** Keywords that constrain nothing the worker checks (notes, and `format`/`pattern`, which it does not check). */
+/** Keywords that constrain nothing the worker checks (notes, and `format`, which it does not check). */
 const NOTES = new Set([
   ...['title', 'description', 'default', 'examples', '$defs', 'definitions', '$schema', '$id', '$comment'],
-  ...['format', 'pattern', 'deprecated', 'readOnly', 'writeOnly'],
+  ...['format', 'deprecated', 'readOnly', 'writeOnly'],
 ]);
+/**
+ * Lengths and item counts a bound may give: xgrammar (the trainer's grammar) reads them as 32-bit
+ * integers and refuses a schema past that, so training could not start (rerun 25).
+ */
+const MAX_COUNT = 2 ** 31 - 1;
 /** Schema nodes (enum and const values counted) and levels a tool's parameters may have, as the policy's grammar allows. */
 const MAX_SCHEMA_NODES = 20_000;
 /**
@@ -78,8 +83,10 @@ function loneSurrogateIn(v: unknown): string | undefined {
 /**
  * Why a tool's parameters schema is refused, if it is: a keyword the worker's call check does not
  * enforce (`not`, `if`, `patternProperties`, ...: a module put its types under `allOf` when the
- * check skipped it, and paid wrongly typed calls in training only, rerun 20), more than
- * MAX_SCHEMA_NODES nodes or MAX_SCHEMA_DEPTH levels.
+ * check skipped it, and paid wrongly typed calls in training only, rerun 20), `pattern`, more than
+ * MAX_SCHEMA_NODES nodes or MAX_SCHEMA_DEPTH levels, or what the trainer's grammar cannot compile
+ * (`boundsFault`, an empty enum, a `false` subschema, a `$ref` without its definition: rerun 25,
+ * cross-checked against xgrammar in test/schema-xgrammar.test.ts).
  */
 export function callSchemaFault(schema: JsonSchema, path = 'parameters'): string | undefined {
   const bytes = Buffer.byteLength(JSON.stringify(schema) ?? '');
@@ -90,7 +97,9 @@ export function callSchemaFault(schema: JsonSchema, path = 'parameters'): string
   let nodes = 0;
   const walk = (node: unknown, at: string, depth: number): string | undefined => {
     if (depth > MAX_SCHEMA_DEPTH) return `${at}: nested more than ${MAX_SCHEMA_DEPTH} levels`;
-    if (typeof node === 'boolean') return undefined;
+    // `false` admits nothing: xgrammar refuses a required property with it (additionalProperties: false is no child here).
+    if (node === false) return `${at}: the schema false admits no value`;
+    if (node === true) return undefined;
     if (node === null || typeof node !== 'object' || Array.isArray(node)) return `${at}: a schema must be an object`;
     const n = node as JsonSchema;
     nodes += 1 + (Array.isArray(n.enum) ? n.enum.length : 0);
@@ -98,22 +107,21 @@ export function callSchemaFault(schema: JsonSchema, path = 'parameters'): string
     for (const k of Object.keys(n))
       if (!ENFORCED.has(k) && !NOTES.has(k))
         return `${at}: keyword '${k}' is not supported (the worker checks calls against ${[...ENFORCED].join(', ')})`;
-    for (const k of [
-      'minimum',
-      'maximum',
-      'exclusiveMinimum',
-      'exclusiveMaximum',
-      'minLength',
-      'maxLength',
-      'minItems',
-      'maxItems',
-    ])
-      if (n[k] !== undefined && typeof n[k] !== 'number') return `${at}.${k}: must be a number`;
+    if (n.pattern !== undefined)
+      return `${at}: keyword 'pattern' is not supported (the worker cannot check a regex in bounded time, and the policies' grammars read regexes differently: the trainer's refuses backreferences and lookbehinds); say the format in the description`;
+    const bounds = boundsFault(n, at);
+    if (bounds) return bounds;
     if (n.$ref !== undefined && (typeof n.$ref !== 'string' || !LOCAL_REF.test(n.$ref)))
       return `${at}.$ref: must be '#/$defs/<name>' or '#/definitions/<name>' with a plain name (letters, digits, _ . -)`;
+    if (typeof n.$ref === 'string') {
+      const [, defs, name] = n.$ref.split('/');
+      if (!isRecord(schema[defs]) || !Object.hasOwn(schema[defs], name))
+        return `${at}.$ref: ${n.$ref} has no definition`;
+    }
     if (n.required !== undefined && !(Array.isArray(n.required) && n.required.every((r) => typeof r === 'string')))
       return `${at}.required: must be a list of property names`;
-    if (n.enum !== undefined && !Array.isArray(n.enum)) return `${at}.enum: must be a list`;
+    if (n.enum !== undefined && !(Array.isArray(n.enum) && n.enum.length))
+      return `${at}.enum: must be a list of at least one value`;
     if (n.type !== undefined && !([] as unknown[]).concat(n.type).every((t) => typeof t === 'string' && TYPES.has(t)))
       return `${at}.type: must be one of ${[...TYPES].join(', ')} (or a list of them)`;
     const literal = [
@@ -152,6 +160,57 @@ export function callSchemaFault(schema: JsonSchema, path = 'parameters'): string
     return undefined;
   };
   return walk(schema, path, 0);
+}
+
+const NUMERIC_BOUNDS = ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum'] as const;
+
+/**
+ * Why a node's bounds are refused, if they are: bounds no value meets (minimum above maximum,
+ * minLength above maxLength, ...), a fractional or unsafe bound on an integer, a length or count
+ * that is not a whole number up to MAX_COUNT. Each of these the worker took and xgrammar cannot
+ * compile, so an env validation accepted could not be trained in the action format (rerun 25).
+ */
+function boundsFault(n: JsonSchema, at: string): string | undefined {
+  for (const k of NUMERIC_BOUNDS)
+    if (n[k] !== undefined && typeof n[k] !== 'number') return `${at}.${k}: must be a number`;
+  for (const k of ['minLength', 'maxLength', 'minItems', 'maxItems'])
+    if (n[k] !== undefined && !(Number.isInteger(n[k]) && (n[k] as number) >= 0 && (n[k] as number) <= MAX_COUNT))
+      return `${at}.${k}: must be a whole number from 0 to ${MAX_COUNT}`;
+  for (const [lo, hi] of [
+    ['minLength', 'maxLength'],
+    ['minItems', 'maxItems'],
+  ])
+    if ((n[lo] as number) > (n[hi] as number)) return `${at}: ${lo} ${n[lo]} is above ${hi} ${n[hi]}, so no value fits`;
+  // xgrammar reads an array without `items` as one that takes no items.
+  if ((n.minItems as number) > 0 && n.items === undefined)
+    return `${at}: minItems needs items (the schema of each item)`;
+  const { minimum: min, maximum: max, exclusiveMinimum: xmin, exclusiveMaximum: xmax } = n as Record<string, number>;
+  if (([] as unknown[]).concat(n.type).includes('integer')) {
+    for (const k of NUMERIC_BOUNDS)
+      if (n[k] !== undefined && !Number.isSafeInteger(n[k]))
+        return `${at}.${k}: an integer's bound must be a whole number within ±(2^53 − 1)`;
+    const lo = Math.max(min ?? -Infinity, (xmin ?? -Infinity) + 1);
+    const hi = Math.min(max ?? Infinity, (xmax ?? Infinity) - 1);
+    if (lo > hi) return `${at}: no integer lies within its bounds`;
+  } else if (min > max || xmin >= max || min >= xmax || xmin >= xmax) return `${at}: no number lies within its bounds`;
+  return undefined;
+}
+
+/**
+ * Distinct string length bounds (minLength, maxLength) an env's tools may use: the trainer's
+ * grammar compiles each apart, ~0.7 s apiece (rerun 25: 300 of them held training's start-up for
+ * 337 s); equal bounds are compiled once.
+ */
+export const MAX_LENGTH_BOUNDS = 8;
+
+/** The distinct string length bounds in a schema, added to `out` as `min..max`. */
+export function lengthBounds(node: unknown, out: Set<string>): Set<string> {
+  if (node === null || typeof node !== 'object') return out;
+  const n = node as JsonSchema;
+  if (!Array.isArray(n) && (typeof n.minLength === 'number' || typeof n.maxLength === 'number'))
+    out.add(`${n.minLength ?? 0}..${n.maxLength ?? ''}`);
+  for (const v of Object.values(n)) lengthBounds(v, out);
+  return out;
 }
 
 /** Each enum's members (or its const) as JSON text, built once per schema node. */
