@@ -281,6 +281,11 @@ test('sandbox: a tool whose parameters use a keyword the worker does not check c
     [{ type: 'object', properties: { a: { type: 'array', minItems: 2 } } }, /minItems needs items/],
     [{ type: 'object', properties: { s: { enum: [] } } }, /enum: must be a list of at least one/],
     [{ type: 'object', properties: { s: false }, required: ['s'] }, /the schema false admits no value/],
+    // Validation's grammar writes every subset of up to 8 optional properties, only none or all of more.
+    [
+      { type: 'object', properties: Object.fromEntries([...'abcdefghi'].map((k) => [k, { type: 'string' }])) },
+      /9 optional properties; at most 8/,
+    ],
     [{ type: 'object', properties: { s: { $ref: '#/$defs/s' } } }, /\$ref: #\/\$defs\/s has no definition/],
     [
       {

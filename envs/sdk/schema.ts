@@ -86,7 +86,7 @@ function loneSurrogateIn(v: unknown): string | undefined {
  * check skipped it, and paid wrongly typed calls in training only, rerun 20), `pattern`, more than
  * MAX_SCHEMA_NODES nodes or MAX_SCHEMA_DEPTH levels, or what the trainer's grammar cannot compile
  * (`boundsFault`, an empty enum, a `false` subschema, a `$ref` without its definition: rerun 25,
- * cross-checked against xgrammar in test/schema-xgrammar.test.ts).
+ * cross-checked against xgrammar in test/tool-schemas.test.ts).
  */
 export function callSchemaFault(schema: JsonSchema, path = 'parameters'): string | undefined {
   const bytes = Buffer.byteLength(JSON.stringify(schema) ?? '');
@@ -111,6 +111,9 @@ export function callSchemaFault(schema: JsonSchema, path = 'parameters'): string
       return `${at}: keyword 'pattern' is not supported (the worker cannot check a regex in bounded time, and the policies' grammars read regexes differently: the trainer's refuses backreferences and lookbehinds); say the format in the description`;
     const bounds = boundsFault(n, at);
     if (bounds) return bounds;
+    const optional = optionalProperties(n, schema);
+    if (optional > MAX_OPTIONAL_PROPERTIES)
+      return `${at}: ${optional} optional properties; at most ${MAX_OPTIONAL_PROPERTIES} (validation's grammar writes every subset of up to ${MAX_OPTIONAL_PROPERTIES}, and only none or all of more)`;
     if (n.$ref !== undefined && (typeof n.$ref !== 'string' || !LOCAL_REF.test(n.$ref)))
       return `${at}.$ref: must be '#/$defs/<name>' or '#/definitions/<name>' with a plain name (letters, digits, _ . -)`;
     if (typeof n.$ref === 'string') {
@@ -160,6 +163,31 @@ export function callSchemaFault(schema: JsonSchema, path = 'parameters'): string
     return undefined;
   };
   return walk(schema, path, 0);
+}
+
+/**
+ * Optional properties one object may have: validation's grammar writes every subset of up to this
+ * many (MAX_OPTIONAL_SUBSET in infra/llm/json-schema-grammar.ts) and only none or all of more,
+ * while the trainer's writes any subset: a module could pay a subset in training alone.
+ */
+export const MAX_OPTIONAL_PROPERTIES = 8;
+
+/** Properties of an object not in its `required`, its `allOf` parts merged as the grammar merges them. */
+function optionalProperties(n: JsonSchema, root: JsonSchema): number {
+  const names = new Set<string>();
+  const required = new Set<string>();
+  const parts = [n, ...(Array.isArray(n.allOf) ? n.allOf : [])].map((p) =>
+    isRecord(p) && typeof p.$ref === 'string' ? (root[p.$ref.split('/')[1]] as JsonSchema)?.[p.$ref.split('/')[2]] : p,
+  );
+  // Each part once: 1 600 $refs to one 4 000-property definition fit in 64 KiB.
+  for (const p of new Set(parts)) {
+    if (!isRecord(p)) continue;
+    if (isRecord(p.properties)) for (const k of Object.keys(p.properties)) names.add(k);
+    if (Array.isArray(p.required)) for (const r of p.required) required.add(String(r));
+  }
+  let optional = 0;
+  for (const k of names) if (!required.has(k)) optional++;
+  return optional;
 }
 
 const NUMERIC_BOUNDS = ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum'] as const;

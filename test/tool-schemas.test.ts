@@ -3,7 +3,17 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { execa } from 'execa';
 import { PROJECT_ROOT } from '../infra/temporal.js';
-import { callSchemaFault, lengthBounds, MAX_LENGTH_BOUNDS, type JsonSchema } from '../envs/sdk/schema.js';
+import {
+  callSchemaFault,
+  lengthBounds,
+  MAX_LENGTH_BOUNDS,
+  MAX_OPTIONAL_PROPERTIES,
+  type JsonSchema,
+} from '../envs/sdk/schema.js';
+import { MAX_OPTIONAL_SUBSET } from '../infra/llm/json-schema-grammar.js';
+import { toolsFault } from '../envs/sandbox/index.js';
+import { openEnvironment } from '../envs/registry.js';
+import { parseConfig } from '../core/config.js';
 
 /**
  * Every tool schema the worker accepts from a generated env must compile in the trainer's grammar
@@ -71,10 +81,29 @@ const EDGES: JsonSchema[] = [
   { $ref: '#/$defs/missing' },
 ];
 
+/** The built-in targets' tools: a generated env keeps its target's tool interface, so each must be one it may declare. */
+async function targetTools() {
+  const out = [];
+  for (const name of ['toy-orders', 'showcase-desk', 'toolsandbox', 'tau2-airline', 'tau2-retail', 'tau2-mock']) {
+    const config = parseConfig({ env: { name } });
+    const env = await openEnvironment(config.env, { config });
+    out.push({ name, tools: env.tools() });
+    await env.close?.();
+  }
+  return out;
+}
+
+test("schema: every built-in target's tools are ones a generated env may declare", async () => {
+  for (const { name, tools } of await targetTools()) assert.equal(toolsFault(tools), undefined, name);
+});
+
 test('schema: every tool schema the worker accepts compiles in the trainer grammar (xgrammar), edges included', async () => {
   const accepted = EDGES.map(prop).filter((s) => !callSchemaFault(s));
   assert.ok(accepted.length >= 40 && accepted.length < EDGES.length, `${accepted.length} of ${EDGES.length} accepted`);
-  const tools = accepted.map((parameters, i) => ({ type: 'function', function: { name: `t${i}`, parameters } }));
+  const tools = [
+    ...accepted.map((parameters, i) => ({ type: 'function', function: { name: `t${i}`, parameters } })),
+    ...(await targetTools()).flatMap((t) => t.tools),
+  ];
   const script = `
 import json, sys
 import xgrammar as xgr
@@ -92,6 +121,22 @@ for tool in json.load(sys.stdin):
   });
   assert.equal(r.exitCode, 0, r.stderr.slice(-2000));
   assert.equal(r.stdout.trim(), '', `accepted by the worker, refused by xgrammar:\n${r.stdout}`);
+});
+
+test("schema: an object's optional properties are limited to what validation's grammar writes every subset of", () => {
+  assert.equal(MAX_OPTIONAL_PROPERTIES, MAX_OPTIONAL_SUBSET);
+  const props = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`p${i}`, { type: 'string' }]));
+  assert.equal(callSchemaFault({ type: 'object', properties: props(8) }), undefined);
+  assert.equal(callSchemaFault({ type: 'object', properties: props(9), required: ['p0'] }), undefined);
+  assert.match(callSchemaFault({ type: 'object', properties: props(9) }) ?? '', /9 optional properties; at most 8/);
+  // Merged as the grammar merges allOf (a $ref'd part too).
+  const split = {
+    type: 'object',
+    properties: { a: {}, b: {}, c: {}, d: {}, e: {} },
+    allOf: [{ $ref: '#/$defs/more' }],
+    $defs: { more: { type: 'object', properties: { f: {}, g: {}, h: {}, i: {} } } },
+  };
+  assert.match(callSchemaFault(split) ?? '', /parameters: 9 optional properties/);
 });
 
 test('schema: string length bounds are counted once per distinct (minLength, maxLength)', () => {
