@@ -281,6 +281,21 @@ test('sandbox: a tool whose parameters use a keyword the worker does not check c
     [{ type: 'object', properties: { a: { type: 'array', minItems: 2 } } }, /minItems needs items/],
     [{ type: 'object', properties: { s: { enum: [] } } }, /enum: must be a list of at least one/],
     [{ type: 'object', properties: { s: false }, required: ['s'] }, /the schema false admits no value/],
+    // Rerun 26: read differently by the worker, validation's grammar and the trainer's.
+    [{ type: 'object', properties: { t: { type: 'string', format: 'date-time' } } }, /keyword 'format' is not/],
+    [
+      { type: 'object', properties: { a: { $ref: '#/$defs/a', enum: ['x'] } }, $defs: { a: { type: 'string' } } },
+      /'enum' beside \$ref/,
+    ],
+    [
+      {
+        type: 'object',
+        properties: { n: { $ref: '#/$defs/n' } },
+        $defs: { n: { properties: { m: { $ref: '#/$defs/n' } } } },
+      },
+      /\$ref #\/\$defs\/n is recursive/,
+    ],
+    [{ type: 'object', title: { $ref: '#/$defs/x' } }, /title: must be a string/],
     // Validation's grammar writes every subset of up to 8 optional properties, only none or all of more.
     [
       { type: 'object', properties: Object.fromEntries([...'abcdefghi'].map((k) => [k, { type: 'string' }])) },

@@ -79,7 +79,37 @@ const EDGES: JsonSchema[] = [
   { nullable: true, type: 'integer', minimum: 1 },
   { type: 'boolean', enum: [true], const: false },
   { $ref: '#/$defs/missing' },
+  // Rerun 26: what the trainer's $ref inlining refused or read differently.
+  { type: 'string', format: 'date-time' },
+  {
+    type: 'object',
+    properties: { definitions: { type: 'string' }, $defs: { type: 'string' } },
+    required: ['definitions'],
+  },
+  { type: 'object', properties: { a: { $ref: '#/$defs/a', enum: ['x'] } }, $defs: { a: { type: 'string' } } },
+  { type: 'object', properties: { a: { $ref: '#/$defs/a', description: 'a note' } }, $defs: { a: { type: 'string' } } },
+  { type: 'object', properties: { a: { $ref: '#/$defs/any' } }, $defs: { any: true } },
+  {
+    type: 'object',
+    properties: { a: { $ref: '#/$defs/n' } },
+    $defs: { n: { type: 'object', properties: { next: { $ref: '#/$defs/n' } } } },
+  },
+  { type: 'object', properties: { a: { enum: Array.from({ length: 10_000 }, (_, i) => [[i]]) } } },
+  { type: 'object', title: { $ref: '#/$defs/x' } },
+  fanOut(11),
+  fanOut(12),
 ];
+
+/** 2^levels leaves through about 60 bytes a level: each definition refers twice to the one below. */
+function fanOut(levels: number): JsonSchema {
+  const $defs: JsonSchema = { d0: { type: 'string' } };
+  for (let i = 1; i <= levels; i++)
+    $defs[`d${i}`] = {
+      type: 'object',
+      properties: { a: { $ref: `#/$defs/d${i - 1}` }, b: { $ref: `#/$defs/d${i - 1}` } },
+    };
+  return { $ref: `#/$defs/d${levels}`, $defs };
+}
 
 /** The built-in targets' tools: a generated env keeps its target's tool interface, so each must be one it may declare. */
 async function targetTools() {
@@ -121,6 +151,29 @@ for tool in json.load(sys.stdin):
   });
   assert.equal(r.exitCode, 0, r.stderr.slice(-2000));
   assert.equal(r.stdout.trim(), '', `accepted by the worker, refused by xgrammar:\n${r.stdout}`);
+});
+
+test("schema: the worker's count of a tool's $ref expansion is the trainer's (rerun 26: 2^12 leaves passed validation and stopped training)", async () => {
+  const cases = [fanOut(11), fanOut(12), prop({ enum: Array.from({ length: 10_000 }, () => [[0]]) })];
+  const worker = cases.map((s) => callSchemaFault(s) === undefined);
+  const script = `
+import json, sys
+from trace_trainer.grammar import _parameters
+out = []
+for p in json.load(sys.stdin):
+    try:
+        _parameters({"function": {"name": "t", "parameters": p}})
+        out.append(True)
+    except ValueError:
+        out.append(False)
+print(json.dumps(out))
+`;
+  const r = await execa(path.join(PROJECT_ROOT, '.venv', 'bin', 'python'), ['-c', script], {
+    cwd: path.join(PROJECT_ROOT, 'trainer'),
+    input: JSON.stringify(cases),
+  });
+  assert.deepEqual(worker, JSON.parse(r.stdout));
+  assert.deepEqual(worker, [true, false, true]);
 });
 
 test("schema: an object's optional properties are limited to what validation's grammar writes every subset of", () => {

@@ -37,11 +37,18 @@ const ENFORCED = new Set([
   ...['anyOf', 'oneOf', 'allOf', '$ref', 'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum'],
   ...['minLength', 'maxLength', 'minItems', 'maxItems'],
 ]);
-/** Keywords that constrain nothing the worker checks (notes, and `format`, which it does not check). */
+/** Keywords that constrain nothing: notes. */
 const NOTES = new Set([
   ...['title', 'description', 'default', 'examples', '$defs', 'definitions', '$schema', '$id', '$comment'],
-  ...['format', 'deprecated', 'readOnly', 'writeOnly'],
+  ...['deprecated', 'readOnly', 'writeOnly'],
 ]);
+/**
+ * Keywords the worker cannot check and the policies' grammars read differently, refused: a regex
+ * (it can backtrack for hours; xgrammar refuses backreferences and lookbehinds) and a format
+ * (validation's grammar writes `date-time` with 3 fraction digits or none, xgrammar with any, and
+ * a module paid `.5Z` in training alone, rerun 26).
+ */
+const UNCHECKED = new Set(['pattern', 'format']);
 /**
  * Lengths and item counts a bound may give: xgrammar (the trainer's grammar) reads them as 32-bit
  * integers and refuses a schema past that, so training could not start (rerun 25).
@@ -107,8 +114,16 @@ export function callSchemaFault(schema: JsonSchema, path = 'parameters'): string
     for (const k of Object.keys(n))
       if (!ENFORCED.has(k) && !NOTES.has(k))
         return `${at}: keyword '${k}' is not supported (the worker checks calls against ${[...ENFORCED].join(', ')})`;
-    if (n.pattern !== undefined)
-      return `${at}: keyword 'pattern' is not supported (the worker cannot check a regex in bounded time, and the policies' grammars read regexes differently: the trainer's refuses backreferences and lookbehinds); say the format in the description`;
+    for (const k of ['title', 'description', '$comment', '$id', '$schema'])
+      if (n[k] !== undefined && typeof n[k] !== 'string') return `${at}.${k}: must be a string`;
+    for (const k of ['deprecated', 'readOnly', 'writeOnly', 'nullable'])
+      if (n[k] !== undefined && typeof n[k] !== 'boolean') return `${at}.${k}: must be true or false`;
+    for (const k of UNCHECKED)
+      if (n[k] !== undefined)
+        return `${at}: keyword '${k}' is not supported (the worker cannot check it and the policies' grammars read it differently); say the expected form in the description`;
+    // The worker and validation's grammar read only the target of a $ref; the trainer's merges the siblings over it.
+    const beside = Object.keys(n).find((k) => k !== '$ref' && !NOTES.has(k));
+    if (n.$ref !== undefined && beside) return `${at}: '${beside}' beside $ref (put it in the definition)`;
     const bounds = boundsFault(n, at);
     if (bounds) return bounds;
     const optional = optionalProperties(n, schema);
@@ -162,7 +177,49 @@ export function callSchemaFault(schema: JsonSchema, path = 'parameters'): string
     }
     return undefined;
   };
-  return walk(schema, path, 0);
+  return walk(schema, path, 0) ?? inlineFault(schema, path);
+}
+
+/** What the trainer's grammar inlines a tool's parameters to at most (trace_trainer/grammar.py MAX_SCHEMA_NODES, MAX_SCHEMA_DEPTH). */
+const INLINED_NODES = 20_000;
+const INLINED_DEPTH = 100;
+/** Keywords whose values are data, not schemas (the trainer copies them as they are). */
+const DATA = new Set(['enum', 'const', 'default', 'examples']);
+
+/**
+ * Why the trainer's grammar would refuse to inline a schema's `$ref`s, if it would: the same walk
+ * as trace_trainer/grammar.py `_inline_refs` (every object and list counted, definitions expanded
+ * where referenced), so a schema validation accepts is one training can start on: a recursive
+ * `$ref` and a fan-out of 2^12 through 1 KB both passed validation and stopped training (rerun 26).
+ */
+function inlineFault(root: JsonSchema, path: string): string | undefined {
+  let budget = INLINED_NODES;
+  const walk = (node: unknown, seen: string[], depth: number, keyword: boolean): string | undefined => {
+    if (node === null || typeof node !== 'object') return undefined;
+    if (--budget < 0) return `${path}: expands to more than ${INLINED_NODES} schema nodes through $refs`;
+    if (depth > INLINED_DEPTH) return `${path}: nests deeper than ${INLINED_DEPTH} levels through $refs`;
+    const children: [unknown, boolean][] = Array.isArray(node)
+      ? node.map((v) => [v, true])
+      : Object.entries(node as JsonSchema)
+          .filter(([k]) => !(keyword && (k === '$defs' || k === 'definitions' || DATA.has(k) || k === '$ref')))
+          .map(([k, v]) => [v, !(keyword && k === 'properties')]);
+    // Every $ref here is a local one with a definition: the walk before this checked each.
+    const ref = keyword && !Array.isArray(node) ? (node as JsonSchema).$ref : undefined;
+    if (typeof ref === 'string') {
+      if (seen.includes(ref)) return `${path}: $ref ${ref} is recursive, which the trainer's grammar cannot inline`;
+      const [, container, name] = ref.split('/');
+      const defs = root[container];
+      const target = isRecord(defs) && Object.hasOwn(defs, name) ? defs[name] : undefined;
+      if (target === undefined) return `${path}: $ref ${ref} has no definition`;
+      const bad = walk(target === true ? {} : target, [...seen, ref], depth + 1, true);
+      // The siblings are one more object in the trainer's walk.
+      if (bad || --budget < 0)
+        return bad ?? `${path}: expands to more than ${INLINED_NODES} schema nodes through $refs`;
+      return children.reduce<string | undefined>((f, [v, k]) => f ?? walk(v, seen, depth + 2, k), undefined);
+    }
+    return children.reduce<string | undefined>((f, [v, k]) => f ?? walk(v, seen, depth + 1, k), undefined);
+  };
+  return walk(root, [], 0, true);
 }
 
 /**

@@ -205,3 +205,21 @@ def test_tool_parameters_that_fan_out_through_refs_are_refused_not_inlined():
     ok = {"type": "function", "function": {"name": "h", "parameters": {
         "type": "object", "properties": {"a": {"$ref": "#/$defs/A"}}, "$defs": {"A": {"type": "integer"}}}}}
     assert action_schema([ok])["anyOf"][1]["properties"]["arguments"]["properties"]["a"] == {"type": "integer"}
+
+
+def test_refs_inline_as_the_worker_reads_them():
+    """Rerun 26: `definitions.cid` and `$defs.cid` were one name to the trainer (the gold call became
+    unwritable), a property named `definitions` was dropped, a `$ref` to `true` threw, and enum
+    members were walked as schemas."""
+    def args(parameters):
+        tool = {"type": "function", "function": {"name": "f", "parameters": parameters}}
+        return action_schema([tool])["anyOf"][1]["properties"]["arguments"]
+    clash = args({"type": "object", "properties": {"a": {"$ref": "#/definitions/cid"}, "b": {"$ref": "#/$defs/cid"}},
+                  "definitions": {"cid": {"type": "string"}}, "$defs": {"cid": {"enum": ["zz"]}}})
+    assert clash["properties"] == {"a": {"type": "string"}, "b": {"enum": ["zz"]}}
+    named = args({"type": "object", "properties": {"definitions": {"type": "string"}, "$defs": {"type": "integer"}},
+                  "required": ["definitions"]})
+    assert named["properties"] == {"definitions": {"type": "string"}, "$defs": {"type": "integer"}}
+    assert args({"type": "object", "properties": {"a": {"$ref": "#/$defs/any"}}, "$defs": {"any": True}})["properties"] == {"a": {}}
+    members = [{"$ref": "#/$defs/x"}, [[1]]]
+    assert args({"type": "object", "properties": {"a": {"enum": members}}})["properties"]["a"]["enum"] == members

@@ -38,9 +38,15 @@ MAX_SCHEMA_NODES = 20_000
 MAX_SCHEMA_DEPTH = 100
 
 
-def _inline_refs(node, defs: dict, seen: tuple = (), budget: list | None = None, depth: int = 0):
+# Keywords whose values are data, not schemas: copied as they are (a `$ref` inside an enum member is a value).
+_DATA = ("enum", "const", "default", "examples")
+
+
+def _inline_refs(node, root: dict, seen: tuple = (), budget: list | None = None, depth: int = 0, keyword: bool = True):
     """The schema with its local `#/$defs/X` (or `#/definitions/X`) references replaced by their
-    definitions: a tool's parameters move under the action schema, where its root refs would not resolve.
+    definitions in that container of `root`: a tool's parameters move under the action schema, where
+    its root refs would not resolve. `$defs`/`definitions` are dropped where they are keywords (not
+    where `properties` names a property so: `keyword` is False for a properties map).
     Refused past MAX_SCHEMA_NODES inlined nodes or MAX_SCHEMA_DEPTH levels."""
     budget = [MAX_SCHEMA_NODES] if budget is None else budget
     if not isinstance(node, (list, dict)):
@@ -51,24 +57,31 @@ def _inline_refs(node, defs: dict, seen: tuple = (), budget: list | None = None,
     if depth > MAX_SCHEMA_DEPTH:
         raise ValueError(f"tool parameters: nest deeper than {MAX_SCHEMA_DEPTH} levels")
     if isinstance(node, list):
-        return [_inline_refs(v, defs, seen, budget, depth + 1) for v in node]
-    ref = node.get("$ref")
+        return [_inline_refs(v, root, seen, budget, depth + 1) for v in node]
+    ref = node.get("$ref") if keyword else None
     if isinstance(ref, str) and ref.startswith(("#/$defs/", "#/definitions/")):
-        name = ref.rsplit("/", 1)[1]
-        if name not in defs:
+        _, container, name = ref.split("/", 2)
+        defs = root.get(container)
+        if not isinstance(defs, dict) or name not in defs:
             raise ValueError(f"tool parameters: $ref {ref} has no definition")
-        if name in seen:
+        if ref in seen:
             raise ValueError(f"tool parameters: $ref {ref} is recursive, which the action grammar cannot inline")
+        target = defs[name]
+        if target is True:
+            target = {}
+        if not isinstance(target, dict):
+            raise ValueError(f"tool parameters: $ref {ref} is not a schema object")
         rest = {k: v for k, v in node.items() if k != "$ref"}
-        return {**_inline_refs(defs[name], defs, seen + (name,), budget, depth + 1),
-                **_inline_refs(rest, defs, seen, budget, depth + 1)}
-    return {k: _inline_refs(v, defs, seen, budget, depth + 1)
-            for k, v in node.items() if k not in ("$defs", "definitions")}
+        return {**_inline_refs(target, root, seen + (ref,), budget, depth + 1),
+                **_inline_refs(rest, root, seen, budget, depth + 1)}
+    return {k: v if keyword and k in _DATA else _inline_refs(v, root, seen, budget, depth + 1,
+                                                              keyword=not (keyword and k == "properties"))
+            for k, v in node.items() if not (keyword and k in ("$defs", "definitions"))}
 
 
 def _parameters(tool: dict) -> dict:
     params = tool["function"].get("parameters") or {"type": "object"}
-    return _inline_refs(params, {**params.get("definitions", {}), **params.get("$defs", {})})
+    return _inline_refs(params, params)
 
 
 def action_schema(tools: list[dict]) -> dict:
