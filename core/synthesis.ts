@@ -78,7 +78,9 @@ export const SynthesisConfigSchema = z
       .int()
       .positive()
       .default(24)
-      .describe('drop-step and change-argument perturbations of gold played per seed in the verifier check'),
+      .describe(
+        'drop-step and change-argument perturbations of gold played per seed in the verifier check (and as many stops after part of gold, apart)',
+      ),
     maxMutationEscapes: z
       .number()
       .int()
@@ -246,10 +248,7 @@ export function judgeNonTriviality(means: Record<string, number>, c: SynthesisCo
   };
 }
 
-/**
- * Ways of perturbing a gold solution the verifier check tries, on every seed, in the order they
- * are played (stops first: what a module learns from one reaches every later play).
- */
+/** Ways of perturbing a gold solution the verifier check tries, on every seed. */
 export const MUTATIONS = ['stopEarly', 'dropStep', 'changeArgument', 'skipMessages'] as const;
 export type Mutation = (typeof MUTATIONS)[number];
 /**

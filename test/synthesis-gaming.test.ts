@@ -37,14 +37,17 @@ function withEvaluate(body: string, generateExtra = ''): string {
     : source;
 }
 
-/** GOOD_SOURCE with each episode's evaluate replaced by `body`, which sees `messages`, `termination` and `own` (the module's own evaluate). */
-function withEpisodeEvaluate(body: string, prelude = ''): string {
+/**
+ * GOOD_SOURCE with each episode's evaluate replaced by `body`, which sees `messages`, `termination`
+ * and `own` (the module's own evaluate); `episode` runs at each reset, with `req` and `ep`.
+ */
+function withEpisodeEvaluate(body: string, prelude = '', episode = ''): string {
   const source =
     GOOD_SOURCE.replace(
       'export default defineEnvironment<State, Inst>({',
       'const base = defineEnvironment<State, Inst>({',
     ) +
-    `\n${prelude}\nexport default { ...base, reset: async (req: any) => { const ep = await base.reset(req); const own = ep.evaluate.bind(ep);
+    `\n${prelude}\nexport default { ...base, reset: async (req: any) => { const ep = await base.reset(req); const own = ep.evaluate.bind(ep); ${episode}
       ep.evaluate = async (messages: any, termination: any) => { ${body} }; return ep; } };\n`;
   assert.ok(source.includes('const base = defineEnvironment'), 'good-env.ts changed: update this test');
   return source;
@@ -372,5 +375,48 @@ for (const [name, body] of [
     // so only a trainer's policy refused after a correct lookup left this ending; now check 5 plays it.
     const v = await verdictOf(withEpisodeEvaluate(body, 'let told = false;'));
     assert.equal(v.failedCheck, 'verifier', v.reason);
+  });
+}
+
+// A silent stop right after a lookup that found the customer (gold's first call), and a full reward.
+const STOP = `const last = messages[messages.length - 1]; const stop = termination === 'agent_stop' && last?.role === 'tool'
+  && String(last.content).includes('customer_id') && messages.filter((m: any) => m.role === 'assistant').length === 1;`;
+const PAY = '{ reward: 1, components: {}, success: true }';
+
+for (const [name, body, prelude, episode] of [
+  [
+    // Check 5's stops always shared a group with gold, which lists the customer's orders.
+    "pays it only where no other open episode listed that customer's orders",
+    `${STOP} if (stop && ![...listed].some(([o, id]) => o !== ep && id === JSON.parse(String(last.content)).customer_id)) return ${PAY};
+      return own(messages, termination);`,
+    'const listed = new Map<any, string>();',
+    `const step = ep.step.bind(ep); ep.step = async (a: any) => { const r = await step(a);
+      if (a.type === 'tool_call' && a.call.function.name === 'list_orders' && !r.error) listed.set(ep, JSON.parse(a.call.function.arguments).customer_id);
+      return r; };
+    const close = ep.close.bind(ep); ep.close = async () => { listed.delete(ep); return close(); };`,
+  ],
+  [
+    // Check 5's stops were always the 3rd and 4th reset of their seed.
+    'pays it except at the places check 5 played its stops',
+    `${STOP} return stop && place !== 3 && place !== 4 ? ${PAY} : own(messages, termination);`,
+    'let lastSeed: any; let run = 0;',
+    'if (req.seed !== undefined) { run = req.seed === lastSeed ? run + 1 : 1; lastSeed = req.seed; } const place = run;',
+  ],
+  [
+    // paidStops looked only at later drops; this module pays dropping list_orders too, where the total is right.
+    'pays it and gold without list_orders alike',
+    `${STOP} if (stop) return ${PAY}; const r = await own(messages, termination);
+      const names = messages.flatMap((m: any) => m.tool_calls?.map((t: any) => t.function.name) ?? []);
+      if (!names.includes('find_customer_by_email')) return { ...r, reward: 0 };
+      return !names.includes('list_orders') && r.reward >= 0.7 ? ${PAY} : r;`,
+    '',
+    '',
+  ],
+] as const) {
+  test(`gaming: a verifier that pays a silent stop after a lookup that worked and ${name} fails check 5 (rerun 26)`, async () => {
+    const v = await verdictOf(withEpisodeEvaluate(body, prelude, episode));
+    assert.equal(v.failedCheck, 'verifier', v.reason);
+    // Where a stop and its replay now land in different places, the replay tells first.
+    assert.match(v.reason!, /stopping without a word after part of gold's tool calls scored as high as gold|replayed/);
   });
 }

@@ -645,10 +645,11 @@ function argumentVariants(gold: readonly AgentAction[]): Variant[] {
  * maxMutationEscapes of its plays in total: an honest verifier is a function of the trajectory, so
  * a step it requires is required on every seed, while reward noise (or a count-based cheat, which
  * is noise to this check) lets some of them through. Gold stopped without a word after one of its
- * calls (played first) must not score as high as gold where dropping a later call scores lower: a
- * stop after calls that worked is what a refused call leaves in training. Every play goes through the trainer's batches
- * (`playInBatches`, a seed's plays as its copies), so a module keyed on the order of requests
- * rewards there what it would reward in training.
+ * calls must not score as high as gold where dropping a later call, or the messages, scores lower:
+ * a stop after calls that worked is what a refused call leaves in training. Every play goes
+ * through the trainer's batches (`playShuffled`: a seed's plays as its copies, in random order,
+ * on half the seeds with the stops in groups of their own), so a module keyed on the order of
+ * requests rewards there what it would reward in training.
  */
 export async function checkVerifier(
   env: Environment,
@@ -685,24 +686,26 @@ export async function checkVerifier(
           ? [{ actions: gold.filter((a) => a.type === 'tool_call'), key: 'skip messages' }]
           : [],
     };
-    let budget = c.maxMutationsPerSeed;
+    // Drops and argument changes share one budget; stops have their own (rerun 26: they used it up first).
+    const budgets = { stops: c.maxMutationsPerSeed, perturbations: c.maxMutationsPerSeed };
     for (const m of MUTATIONS) {
+      const budget = m === 'stopEarly' ? 'stops' : 'perturbations';
       for (const [i, v] of variants[m].entries()) {
         // The per-seed share looks at the first MUTATION_TRIES; the classes, at every one played.
-        if (i >= MUTATION_TRIES && (m === 'skipMessages' || budget <= 0)) break;
-        if (m !== 'skipMessages') budget--;
+        if (i >= MUTATION_TRIES && (m === 'skipMessages' || budgets[budget] <= 0)) break;
+        if (m !== 'skipMessages') budgets[budget]--;
         plays.push({ actions: v.actions, mutation: { m, i, key: v.key, at: v.at } });
         if (i === 0) plays.push({ actions: v.actions, replayOf: plays.length - 1 });
       }
     }
     plans.push({ seed, gold, plays, applicable: MUTATIONS.filter((m) => variants[m].length) });
   }
-  const results = await playInBatches(
+  const results = await playShuffled(
     env,
-    plans.map((p) => ({ seed: p.seed, policies: p.plays.map((x) => scripted(goldPolicy(x.actions))) })),
+    plans,
     // Gold is played whole even where it is longer than the trainer's turns (then no policy can learn it whole).
     { ...shape, maxTurns: Math.max(shape.maxTurns, ...plans.map((p) => p.gold.length)) },
-    { pad: (seed) => scripted(goldPolicy(plans.find((p) => p.seed === seed)!.gold)), onBatch: onSeed },
+    onSeed,
   );
   const examples: string[] = [];
   const escapes: { key: string; text: string }[] = [];
@@ -745,12 +748,69 @@ export async function checkVerifier(
   return { ...result, examples };
 }
 
-/** A stop after gold's k-th call that scored as high as gold while a drop of a later call scored lower, as text. */
+/**
+ * Check 5's plays in the trainer's batches, each seed's in random order and, on half the seeds,
+ * its stops in groups of their own (padded with copies of themselves): where a play sits and beside
+ * which others tells the module nothing fixed (rerun 26 paid stops off gold's group, and off the
+ * third and fourth place of a seed). Results in each plan's order.
+ */
+async function playShuffled(
+  env: Environment,
+  plans: readonly { seed: number; plays: Planned[] }[],
+  shape: BatchShape,
+  onSeed?: OnSeed,
+): Promise<BatchPlayed[][]> {
+  const K = shape.rolloutsPerGroup;
+  const isStop = (plays: readonly Planned[], x: Planned) =>
+    (x.replayOf !== undefined ? plays[x.replayOf] : x).mutation?.m === 'stopEarly';
+  const entries = plans.flatMap(({ seed, plays }, plan) => {
+    const stops = plays.flatMap((x, j) => (isStop(plays, x) ? [j] : []));
+    const rest = plays.flatMap((x, j) => (isStop(plays, x) ? [] : [j]));
+    const parts = stops.length && randomInt(2) ? [rest, stops] : [[...rest, ...stops]];
+    return parts.map((part) => {
+      const order = shuffle(part);
+      // A group holds K plays: the last is filled with copies of the part's own, whose results are dropped.
+      for (let i = 0; order.length % K; i++) order.push(order[i]);
+      return { plan, seed, order, played: part.length };
+    });
+  });
+  const played = await playInBatches(
+    env,
+    entries.map((e) => ({
+      seed: e.seed,
+      policies: e.order.map((j) => scripted(goldPolicy(plans[e.plan].plays[j].actions))),
+    })),
+    shape,
+    { onBatch: (n) => onSeed?.(Math.floor((n * plans.length) / entries.length)) },
+  );
+  const results = plans.map((p): BatchPlayed[] => new Array(p.plays.length));
+  for (const [i, e] of entries.entries()) for (let t = 0; t < e.played; t++) results[e.plan][e.order[t]] = played[i][t];
+  return results;
+}
+
+/** The items in random order (Fisher–Yates with the crypto generator). */
+function shuffle<T>(items: readonly T[]): T[] {
+  const out = [...items];
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = randomInt(i + 1);
+    [out[i], out[j]] = [out[j], out[i]];
+  }
+  return out;
+}
+
+/**
+ * A stop after gold's k-th call that scored as high as gold while a drop of a later call, or gold
+ * without its messages (every call, no word), scored lower, as text.
+ */
 function paidStopOf(plays: readonly Planned[], rewards: readonly number[]): string | undefined {
   const gold = rewards[0];
   for (const [j, { mutation: stop }] of plays.entries()) {
     if (stop?.m !== 'stopEarly' || rewards[j] < gold) continue;
-    const k = plays.findIndex((x, n) => x.mutation?.m === 'dropStep' && x.mutation.at! > stop.at! && rewards[n] < gold);
+    const k = plays.findIndex(
+      (x, n) =>
+        rewards[n] < gold &&
+        ((x.mutation?.m === 'dropStep' && x.mutation.at! > stop.at!) || x.mutation?.m === 'skipMessages'),
+    );
     if (k >= 0)
       return `${stop.key} scored ${rewards[j]}, as high as gold, while ${plays[k].mutation!.key} scored ${rewards[k]}`;
   }
