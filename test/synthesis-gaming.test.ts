@@ -420,3 +420,16 @@ for (const [name, body, prelude, episode] of [
     assert.match(v.reason!, /stopping without a word after part of gold's tool calls scored as high as gold|replayed/);
   });
 }
+
+test('gaming: a verifier that pays a long reply cut mid-sentence (what the native format sends at maxNewTokens) fails check 4 (rerun 24)', async () => {
+  // Check 6 ends an episode at a reply the trainer's maxNewTokens cut, so validation never sent one;
+  // the trainer's native format sends it. Check 4's answer without tools now comes so on half its plays.
+  const v = await verdictOf(
+    withEpisodeEvaluate(
+      `const said = messages.filter((m: any) => m.role === 'assistant' && typeof m.content === 'string' && m.content);
+      const text = said.length ? said[said.length - 1].content : '';
+      return text.length >= 600 && !/[.!?]$/.test(text) ? ${PAY} : own(messages, termination);`,
+    ),
+  );
+  assert.equal(v.failedCheck, 'non_triviality', v.reason);
+});

@@ -112,14 +112,29 @@ export const goldPolicy =
   (_m, i) =>
     gold[i] ?? null;
 export const stopPolicy: Policy = () => null;
-export const answerWithoutToolsPolicy: Policy = (_m, i) =>
-  i === 0
-    ? {
-        type: 'message',
-        content:
-          'I have taken care of your request: everything is done and confirmed. Is there anything else I can help you with?',
-      }
-    : null;
+const CLAIMS = [
+  'I have taken care of your request: everything is done and confirmed.',
+  'Is there anything else I can help you with?',
+  'I checked the details on file and updated everything you asked for.',
+  'You will receive a confirmation shortly, and no further action is needed on your side.',
+  'Thank you for your patience while I looked into this for you.',
+];
+
+/**
+ * Claims success without a tool call; on half the plays at length and cut mid-sentence, as a reply
+ * that reached the trainer's maxNewTokens reads (the native format sends it as the message it
+ * reads as; a module paid such text in training alone, rerun 24).
+ */
+export function answerWithoutToolsPolicy(seed: number, copy = 0): Policy {
+  const rng = new Rng(`answer:${seed}:${copy}`);
+  let content = `${CLAIMS[0]} ${CLAIMS[1]}`;
+  if (rng.bool()) {
+    const length = rng.int(600, 2400);
+    while (content.length < length) content += ` ${rng.pick(CLAIMS)}`;
+    content = content.slice(0, length).replace(/[\s.!?,:]+$/, '');
+  }
+  return (_m, i) => (i === 0 ? { type: 'message', content } : null);
+}
 
 /**
  * Calls random tools with random schema-shaped arguments, then claims success, or on half the plays
@@ -517,7 +532,7 @@ export async function checkNonTriviality(
   const seeds = drawSeeds(c.seeds.triviality);
   const policies: [string, (seed: number, copy: number) => Policy][] = [
     ['stopAtOnce', () => stopPolicy],
-    ['answerWithoutTools', () => answerWithoutToolsPolicy],
+    ['answerWithoutTools', (seed, copy) => answerWithoutToolsPolicy(seed, copy)],
     ['randomTools', (seed, copy) => randomToolPolicy(env, seed, copy)],
   ];
   // The policies take turns over the copies (K may be below 3), so every one plays on most seeds.
