@@ -73,6 +73,14 @@ export const SynthesisConfigSchema = z
       .describe(
         'share of seeds on which gold with one tool call dropped, and gold with one argument changed, must each score lower than gold',
       ),
+    mutationMargin: z
+      .number()
+      .min(0)
+      .max(1)
+      .default(0.1)
+      .describe(
+        'how far below gold a perturbed gold solution must score to count as lower (a stop 0.01 below gold still pays what it skips)',
+      ),
     maxMutationsPerSeed: z
       .number()
       .int()

@@ -296,6 +296,8 @@ test('sandbox: a tool whose parameters use a keyword the worker does not check c
       /\$ref #\/\$defs\/n is recursive/,
     ],
     [{ type: 'object', title: { $ref: '#/$defs/x' } }, /title: must be a string/],
+    // Rerun 27: a const outside its enum (the worker's message read "must be undefined").
+    [{ type: 'object', properties: { s: { enum: ['a'], const: 'b' } } }, /its const is not among its enum/],
     // Validation's grammar writes every subset of up to 8 optional properties, only none or all of more.
     [
       { type: 'object', properties: Object.fromEntries([...'abcdefghi'].map((k) => [k, { type: 'string' }])) },

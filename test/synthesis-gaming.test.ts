@@ -403,6 +403,26 @@ for (const [name, body, prelude, episode] of [
     'if (req.seed !== undefined) { run = req.seed === lastSeed ? run + 1 : 1; lastSeed = req.seed; } const place = run;',
   ],
   [
+    // Rerun 27: the stops (a seed's later groups) shared a process with the seed's other plays; in
+    // training no process resets a seed more than K times. Pays where the process reset it at most 16.
+    "pays it only where no other open episode listed that customer's orders and its process reset the seed at most 16 times",
+    `${STOP} if (stop && resets.get(seed)! <= 16 && ![...listed].some(([o, id]) => o !== ep && id === JSON.parse(String(last.content)).customer_id)) return ${PAY};
+      return own(messages, termination);`,
+    'const listed = new Map<any, string>(); const resets = new Map<number, number>();',
+    `const seed = req.seed; if (seed !== undefined) resets.set(seed, (resets.get(seed) ?? 0) + 1);
+    const step = ep.step.bind(ep); ep.step = async (a: any) => { const r = await step(a);
+      if (a.type === 'tool_call' && a.call.function.name === 'list_orders' && !r.error) listed.set(ep, JSON.parse(a.call.function.arguments).customer_id);
+      return r; };
+    const close = ep.close.bind(ep); ep.close = async () => { listed.delete(ep); return close(); };`,
+  ],
+  [
+    // Rerun 27: "lower" had no margin, so a stop paid 0.99 against gold's 1 counted as lower.
+    'pays it 0.99 (gold scores 1)',
+    `${STOP} return stop ? { reward: 0.99, components: {}, success: true } : own(messages, termination);`,
+    '',
+    '',
+  ],
+  [
     // paidStops looked only at later drops; this module pays dropping list_orders too, where the total is right.
     'pays it and gold without list_orders alike',
     `${STOP} if (stop) return ${PAY}; const r = await own(messages, termination);
@@ -413,7 +433,7 @@ for (const [name, body, prelude, episode] of [
     '',
   ],
 ] as const) {
-  test(`gaming: a verifier that pays a silent stop after a lookup that worked and ${name} fails check 5 (rerun 26)`, async () => {
+  test(`gaming: a verifier that pays a silent stop after a lookup that worked and ${name} fails check 5 (reruns 26-27)`, async () => {
     const v = await verdictOf(withEpisodeEvaluate(body, prelude, episode));
     assert.equal(v.failedCheck, 'verifier', v.reason);
     // Where a stop and its replay now land in different places, the replay tells first.

@@ -485,6 +485,12 @@ export async function playInBatches(
     pad?: (seed: number) => TurnPolicy;
     onBatch?: (seedsDone: number) => void;
     concurrency?: number;
+    /**
+     * Starts the next round's episodes in a fresh process, so that no process resets a seed more
+     * than K times, as none in training does (it draws G distinct seeds a batch; rerun 27 paid
+     * where a process had reset a seed more often).
+     */
+    freshProcess?: () => void;
   } = {},
 ): Promise<BatchPlayed[][]> {
   const K = shape.rolloutsPerGroup;
@@ -492,6 +498,7 @@ export async function playInBatches(
   const rounds = Math.max(0, ...perSeed.map((x) => Math.ceil(x.policies.length / K)));
   let done = 0;
   for (let round = 0; round < rounds; round++) {
+    if (round > 0) opts.freshProcess?.();
     const groups = perSeed.flatMap((x, i) => (round * K < x.policies.length ? [i] : []));
     for (let b = 0; b < groups.length; b += shape.groups) {
       const batch = groups.slice(b, b + shape.groups);
@@ -671,6 +678,7 @@ export async function checkVerifier(
   c: SynthesisConfig,
   shape: BatchShape,
   onSeed?: OnSeed,
+  freshProcess?: () => void,
 ): Promise<CheckResult> {
   const seeds = drawSeeds(c.seeds.verifier);
   const stats: VerifierStats = {
@@ -715,32 +723,38 @@ export async function checkVerifier(
     }
     plans.push({ seed, gold, plays, applicable: MUTATIONS.filter((m) => variants[m].length) });
   }
-  const results = await playShuffled(
+  const { results, copies } = await playShuffled(
     env,
     plans,
     // Gold is played whole even where it is longer than the trainer's turns (then no policy can learn it whole).
     { ...shape, maxTurns: Math.max(shape.maxTurns, ...plans.map((p) => p.gold.length)) },
     onSeed,
+    freshProcess,
   );
   const examples: string[] = [];
   const escapes: { key: string; text: string }[] = [];
   for (const [n, { seed, plays, applicable }] of plans.entries()) {
     const rewards = results[n].map((r) => r.reward);
     const reward = rewards[0];
-    if (plays.some((x, j) => x.replayOf !== undefined && rewards[j] !== rewards[x.replayOf]))
+    if (
+      plays.some((x, j) => x.replayOf !== undefined && rewards[j] !== rewards[x.replayOf]) ||
+      copies.some((x) => x.plan === n && x.reward !== rewards[x.of])
+    )
       stats.replayMismatched.push(seed);
+    // Lower by the margin at least: a perturbation 0.01 below gold still pays what it skips (rerun 27).
+    const isLower = (r: number) => r <= reward - c.mutationMargin + 1e-9;
     const lower = new Set<Mutation>();
     for (const [j, { mutation }] of plays.entries()) {
       if (!mutation) continue;
-      const isLower = rewards[j] < reward;
-      if (isLower && mutation.i < MUTATION_TRIES) lower.add(mutation.m);
+      const scoredLower = isLower(rewards[j]);
+      if (scoredLower && mutation.i < MUTATION_TRIES) lower.add(mutation.m);
       if (mutation.m === 'skipMessages') continue;
       const cls = (stats.classes[mutation.key] ??= { played: 0, lower: 0 });
       cls.played++;
-      if (isLower) cls.lower++;
+      if (scoredLower) cls.lower++;
       else escapes.push({ key: mutation.key, text: `seed ${seed}: ${mutation.key} scored ${reward}, as high as gold` });
     }
-    const paidStop = paidStopOf(plays, rewards);
+    const paidStop = paidStopOf(plays, rewards, isLower);
     if (paidStop) stats.paidStops.push(`seed ${seed}: ${paidStop}`);
     for (const m of applicable) {
       stats.mutations[m].applicable++;
@@ -765,42 +779,45 @@ export async function checkVerifier(
 
 /**
  * Check 5's plays in the trainer's batches, each seed's in random order and, on half the seeds,
- * its stops in groups of their own (padded with copies of themselves): where a play sits and beside
- * which others tells the module nothing fixed (rerun 26 paid stops off gold's group, and off the
- * third and fourth place of a seed). Results in each plan's order.
+ * its stops apart, as its later groups: where a play sits and beside which others tells the module
+ * nothing fixed (rerun 26 paid stops off gold's group, and off the third and fourth place of a
+ * seed). Each part fills whole groups with copies of its own plays, which score as replays do.
+ * Results in each plan's order, and the copies' rewards.
  */
 async function playShuffled(
   env: Environment,
   plans: readonly { seed: number; plays: Planned[] }[],
   shape: BatchShape,
   onSeed?: OnSeed,
-): Promise<BatchPlayed[][]> {
+  freshProcess?: () => void,
+): Promise<{ results: BatchPlayed[][]; copies: { plan: number; of: number; reward: number }[] }> {
   const K = shape.rolloutsPerGroup;
   const isStop = (plays: readonly Planned[], x: Planned) =>
     (x.replayOf !== undefined ? plays[x.replayOf] : x).mutation?.m === 'stopEarly';
-  const entries = plans.flatMap(({ seed, plays }, plan) => {
+  const orders = plans.map(({ plays }) => {
     const stops = plays.flatMap((x, j) => (isStop(plays, x) ? [j] : []));
     const rest = plays.flatMap((x, j) => (isStop(plays, x) ? [] : [j]));
     const parts = stops.length && randomInt(2) ? [rest, stops] : [[...rest, ...stops]];
-    return parts.map((part) => {
+    return parts.flatMap((part) => {
       const order = shuffle(part);
-      // A group holds K plays: the last is filled with copies of the part's own, whose results are dropped.
       for (let i = 0; order.length % K; i++) order.push(order[i]);
-      return { plan, seed, order, played: part.length };
+      return order;
     });
   });
   const played = await playInBatches(
     env,
-    entries.map((e) => ({
-      seed: e.seed,
-      policies: e.order.map((j) => scripted(goldPolicy(plans[e.plan].plays[j].actions))),
-    })),
+    plans.map((p, n) => ({ seed: p.seed, policies: orders[n].map((j) => scripted(goldPolicy(p.plays[j].actions))) })),
     shape,
-    { onBatch: (n) => onSeed?.(Math.floor((n * plans.length) / entries.length)) },
+    { onBatch: onSeed, freshProcess },
   );
   const results = plans.map((p): BatchPlayed[] => new Array(p.plays.length));
-  for (const [i, e] of entries.entries()) for (let t = 0; t < e.played; t++) results[e.plan][e.order[t]] = played[i][t];
-  return results;
+  const copies: { plan: number; of: number; reward: number }[] = [];
+  for (const [n, order] of orders.entries())
+    for (const [t, j] of order.entries()) {
+      if (results[n][j] === undefined) results[n][j] = played[n][t];
+      else copies.push({ plan: n, of: j, reward: played[n][t].reward });
+    }
+  return { results, copies };
 }
 
 /** The items in random order (Fisher–Yates with the crypto generator). */
@@ -817,17 +834,20 @@ function shuffle<T>(items: readonly T[]): T[] {
  * A stop after gold's k-th call that scored as high as gold while a drop of a later call, or gold
  * without its messages (every call, no word), scored lower, as text.
  */
-function paidStopOf(plays: readonly Planned[], rewards: readonly number[]): string | undefined {
-  const gold = rewards[0];
+function paidStopOf(
+  plays: readonly Planned[],
+  rewards: readonly number[],
+  isLower: (reward: number) => boolean,
+): string | undefined {
   for (const [j, { mutation: stop }] of plays.entries()) {
-    if (stop?.m !== 'stopEarly' || rewards[j] < gold) continue;
+    if (stop?.m !== 'stopEarly' || isLower(rewards[j])) continue;
     const k = plays.findIndex(
       (x, n) =>
-        rewards[n] < gold &&
+        isLower(rewards[n]) &&
         ((x.mutation?.m === 'dropStep' && x.mutation.at! > stop.at!) || x.mutation?.m === 'skipMessages'),
     );
     if (k >= 0)
-      return `${stop.key} scored ${rewards[j]}, as high as gold, while ${plays[k].mutation!.key} scored ${rewards[k]}`;
+      return `${stop.key} scored ${rewards[j]}, as high as gold (${rewards[0]}), while ${plays[k].mutation!.key} scored ${rewards[k]}`;
   }
   return undefined;
 }
@@ -1030,7 +1050,10 @@ export async function validateCandidate(
       ['determinism', () => checkDeterminism(env, c, seedDone('determinism'))],
       ['solvability', () => checkSolvability(env, c, seedDone('solvability'))],
       ['non_triviality', () => checkNonTriviality(env, c, batchShapeOf(input.config), seedDone('non_triviality'))],
-      ['verifier', () => checkVerifier(env, c, batchShapeOf(input.config), seedDone('verifier'))],
+      [
+        'verifier',
+        () => checkVerifier(env, c, batchShapeOf(input.config), seedDone('verifier'), compiled.loaded?.freshProcess),
+      ],
     ];
     if (input.policy) {
       const policy = input.policy;

@@ -140,6 +140,8 @@ export function callSchemaFault(schema: JsonSchema, path = 'parameters'): string
       return `${at}.required: must be a list of property names`;
     if (n.enum !== undefined && !(Array.isArray(n.enum) && n.enum.length))
       return `${at}.enum: must be a list of at least one value`;
+    if (n.const !== undefined && Array.isArray(n.enum) && !enumText({ enum: n.enum }).has(JSON.stringify(n.const)))
+      return `${at}: its const is not among its enum, so no value fits`;
     if (n.type !== undefined && !([] as unknown[]).concat(n.type).every((t) => typeof t === 'string' && TYPES.has(t)))
       return `${at}.type: must be one of ${[...TYPES].join(', ')} (or a list of them)`;
     const literal = [
