@@ -257,7 +257,7 @@ export function judgeNonTriviality(means: Record<string, number>, c: SynthesisCo
 }
 
 /** Ways of perturbing a gold solution the verifier check tries, on every seed. */
-export const MUTATIONS = ['stopEarly', 'dropStep', 'changeArgument', 'skipMessages'] as const;
+export const MUTATIONS = ['stopEarly', 'repeatCalls', 'dropStep', 'changeArgument', 'skipMessages'] as const;
 export type Mutation = (typeof MUTATIONS)[number];
 /**
  * The perturbations that must score lower. Skipping the messages is only reported: a verifier may
@@ -279,8 +279,8 @@ export interface VerifierStats {
    */
   classes: Record<string, { played: number; lower: number }>;
   /**
-   * Seeds where gold stopped without a word after one of its calls scored as high as gold while
-   * gold without a later call scored lower: the verifier pays the stop, not the work (rerun 25).
+   * Seeds where gold stopped without a word after one of its calls was paid for the calls it skips
+   * (`paidStopOf`): the verifier pays the stop, not the work (reruns 25–27).
    */
   paidStops: string[];
 }
@@ -298,6 +298,7 @@ export function requiredClasses(classes: VerifierStats['classes']): string[] {
 
 const MUTATION_TEXT: Record<Mutation, string> = {
   stopEarly: "stopping without a word after part of gold's tool calls",
+  repeatCalls: "repeating gold's calls to the turn limit without a word",
   dropStep: 'dropping one tool call',
   changeArgument: 'changing one tool-call argument',
   skipMessages: 'skipping the messages to the user',
@@ -330,7 +331,7 @@ export function judgeVerifier(r: VerifierStats, c: SynthesisConfig): CheckResult
   // An honest verifier that pays a stop after call k needs none of the later calls, so no drop of one lowers it.
   if (r.paidStops.length > c.maxMutationEscapes)
     weak.push(
-      `${MUTATION_TEXT.stopEarly} scored as high as gold on ${r.paidStops.length} seeds where dropping a later call scored lower (allowed: ${c.maxMutationEscapes}); stopping must not pay for the calls it skips`,
+      `${MUTATION_TEXT.stopEarly} (or ${MUTATION_TEXT.repeatCalls}) was paid for what it skips on ${r.paidStops.length} seeds: it scored as high as gold where a play making more of gold's calls scored lower, or above gold without its messages by more than ${c.mutationMargin} (allowed: ${c.maxMutationEscapes})`,
     );
   if (r.replayMismatched.length) {
     return {

@@ -6,6 +6,7 @@ import { checkCalibration, checkCompile, validateCandidate } from '../activities
 import { createLlm } from '../llm/client.js';
 import { startScriptedLlm } from './helpers/scripted-llm.js';
 import { startSandboxedEnv } from '../envs/sandbox/index.js';
+import { startGeneratedEnv } from '../activities/synthesis/candidate.js';
 import { alternatingPolicy, GOOD_MANIFEST, GOOD_SOURCE } from './fixtures/synthesis/scripts.js';
 
 /**
@@ -164,8 +165,9 @@ test('gaming: the honest fixture has no mutation escapes with every perturbation
   const { verdict: v } = await validateCandidate({ source: GOOD_SOURCE, manifest: GOOD_MANIFEST, config: noiseConfig });
   assert.equal(v.failedCheck, 'calibration', v.reason);
   const m = v.checks.find((g) => g.check === 'verifier')!.metrics;
-  // Required: a stop after the email lookup, list_orders dropped, its customer_id changed (the lookup itself is optional here).
-  assert.deepEqual([m.requiredClasses, m.requiredMutationPlays, m.mutationEscapes], [3, 120, 0]);
+  // Required: a stop after the email lookup, gold's calls repeated to the turn limit, list_orders dropped,
+  // its customer_id changed (the lookup itself is optional here).
+  assert.deepEqual([m.requiredClasses, m.requiredMutationPlays, m.mutationEscapes], [4, 160, 0]);
 });
 
 /**
@@ -423,6 +425,13 @@ for (const [name, body, prelude, episode] of [
     '',
   ],
   [
+    // Below gold by more than the margin, but above gold's calls without its messages (0.3 here).
+    'pays it 0.85 (gold scores 1)',
+    `${STOP} return stop ? { reward: 0.85, components: {}, success: true } : own(messages, termination);`,
+    '',
+    '',
+  ],
+  [
     // paidStops looked only at later drops; this module pays dropping list_orders too, where the total is right.
     'pays it and gold without list_orders alike',
     `${STOP} if (stop) return ${PAY}; const r = await own(messages, termination);
@@ -437,7 +446,10 @@ for (const [name, body, prelude, episode] of [
     const v = await verdictOf(withEpisodeEvaluate(body, prelude, episode));
     assert.equal(v.failedCheck, 'verifier', v.reason);
     // Where a stop and its replay now land in different places, the replay tells first.
-    assert.match(v.reason!, /stopping without a word after part of gold's tool calls scored as high as gold|replayed/);
+    assert.match(
+      v.reason!,
+      /stopping without a word after part of gold's tool calls .*was paid for what it skips|replayed/,
+    );
   });
 }
 
@@ -452,4 +464,40 @@ test('gaming: a verifier that pays a long reply cut mid-sentence (what the nativ
     ),
   );
   assert.equal(v.failedCheck, 'non_triviality', v.reason);
+});
+
+test("gaming: a generated env's own task list never reaches training, which plays seeds as validation does (rerun 28)", async () => {
+  // Rerun 28: a module listing `seed-<n>` tasks had the trainer reset by task id, which validation never
+  // does, and paid a stop only in those episodes (16/16 in training).
+  const source = GOOD_SOURCE.replace(
+    'export default defineEnvironment<State, Inst>({',
+    'const base = defineEnvironment<State, Inst>({',
+  ).concat(
+    '\nexport default { ...base, listTasks: async () => Array.from({ length: 64 }, (_, i) => ({ id: `seed-${i}` })) };\n',
+  );
+  assert.ok(source.includes('const base = defineEnvironment'), 'good-env.ts changed: update this test');
+  const env = await startGeneratedEnv({ source });
+  try {
+    assert.deepEqual(await env.listTasks(), []);
+    await assert.rejects(env.reset({ taskId: 'seed-3' }), /reset by seed alone/);
+    const ep = await env.reset({ seed: 3 });
+    await ep.close();
+  } finally {
+    await env.close();
+  }
+});
+
+test('gaming: a verifier that pays the turn limit reached after the right calls, with no answer, fails check 5 (rerun 28)', async () => {
+  // Rerun 28: no validation episode ended max_steps after gold's calls (check 5 raised the turn limit to
+  // gold's length), and training paid a policy that looked up, listed and then repeated lookups 16/16.
+  const v = await verdictOf(
+    withEpisodeEvaluate(
+      `const names = messages.flatMap((m: any) => m.tool_calls?.map((t: any) => t.function.name) ?? []);
+      const said = messages.some((m: any) => m.role === 'assistant' && m.content);
+      if (termination === 'max_steps' && !said && names.includes('find_customer_by_email') && names.includes('list_orders')) return ${PAY};
+      return own(messages, termination);`,
+    ),
+  );
+  assert.equal(v.failedCheck, 'verifier', v.reason);
+  assert.match(v.reason!, /repeating gold's calls to the turn limit without a word\) was paid/);
 });

@@ -224,7 +224,14 @@ export function startGeneratedEnv(
   signal?: AbortSignal,
 ): Promise<SandboxedEnvironment> {
   const { allowWeakIsolation, ...limits } = sandbox;
-  return startSandboxedEnv({ ...module, limits, allowWeakIsolation, configPath: 'synthesis.sandbox', signal });
+  return startSandboxedEnv({
+    ...module,
+    limits,
+    allowWeakIsolation,
+    seedsOnly: true,
+    configPath: 'synthesis.sandbox',
+    signal,
+  });
 }
 
 /** `signal` (validation's cancellation) kills the sandbox and fails its requests at once. */

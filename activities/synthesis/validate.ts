@@ -686,6 +686,7 @@ export async function checkVerifier(
     replayMismatched: [],
     mutations: {
       stopEarly: { applicable: 0, lower: 0 },
+      repeatCalls: { applicable: 0, lower: 0 },
       dropStep: { applicable: 0, lower: 0 },
       changeArgument: { applicable: 0, lower: 0 },
       skipMessages: { applicable: 0, lower: 0 },
@@ -696,12 +697,21 @@ export async function checkVerifier(
   // Each seed's plays, gold first. The first trajectory of each kind (gold, then each perturbation)
   // is played twice: a verifier that is honest on gold but random elsewhere shows up only on the others.
   const plans: { seed: number; gold: AgentAction[]; plays: Planned[]; applicable: Mutation[] }[] = [];
-  for (const seed of seeds) {
-    const { gold } = await inspectInstance(env, seed);
+  const golds: AgentAction[][] = [];
+  for (const seed of seeds) golds.push((await inspectInstance(env, seed)).gold);
+  // Gold is played whole even where it is longer than the trainer's turns (then no policy can learn it whole).
+  const turns = Math.max(shape.maxTurns, ...golds.map((g) => g.length));
+  for (const [n, seed] of seeds.entries()) {
+    const gold = golds[n];
     const plays: Planned[] = [{ actions: gold }, { actions: gold, replayOf: 0 }];
     const hasCalls = gold.some((a) => a.type === 'tool_call');
+    const calls = gold.filter((a) => a.type === 'tool_call');
     const variants: Record<Mutation, Variant[]> = {
       stopEarly: stopVariants(gold),
+      // Gold's calls, then its first again until the turn limit (`max_steps`), no word (rerun 28 paid that end).
+      repeatCalls: calls.length
+        ? [{ actions: [...calls, ...Array<AgentAction>(turns).fill(calls[0])], key: 'repeat calls to the turn limit' }]
+        : [],
       dropStep: dropVariants(gold),
       changeArgument: argumentVariants(gold),
       skipMessages:
@@ -716,21 +726,14 @@ export async function checkVerifier(
       for (const [i, v] of variants[m].entries()) {
         // The per-seed share looks at the first MUTATION_TRIES; the classes, at every one played.
         if (i >= MUTATION_TRIES && (m === 'skipMessages' || budgets[budget] <= 0)) break;
-        if (m !== 'skipMessages') budgets[budget]--;
+        if (m !== 'skipMessages' && m !== 'repeatCalls') budgets[budget]--;
         plays.push({ actions: v.actions, mutation: { m, i, key: v.key, at: v.at } });
         if (i === 0) plays.push({ actions: v.actions, replayOf: plays.length - 1 });
       }
     }
     plans.push({ seed, gold, plays, applicable: MUTATIONS.filter((m) => variants[m].length) });
   }
-  const { results, copies } = await playShuffled(
-    env,
-    plans,
-    // Gold is played whole even where it is longer than the trainer's turns (then no policy can learn it whole).
-    { ...shape, maxTurns: Math.max(shape.maxTurns, ...plans.map((p) => p.gold.length)) },
-    onSeed,
-    freshProcess,
-  );
+  const { results, copies } = await playShuffled(env, plans, { ...shape, maxTurns: turns }, onSeed, freshProcess);
   const examples: string[] = [];
   const escapes: { key: string; text: string }[] = [];
   for (const [n, { seed, plays, applicable }] of plans.entries()) {
@@ -754,7 +757,7 @@ export async function checkVerifier(
       if (scoredLower) cls.lower++;
       else escapes.push({ key: mutation.key, text: `seed ${seed}: ${mutation.key} scored ${reward}, as high as gold` });
     }
-    const paidStop = paidStopOf(plays, rewards, isLower);
+    const paidStop = paidStopOf(plays, rewards, isLower, c.mutationMargin);
     if (paidStop) stats.paidStops.push(`seed ${seed}: ${paidStop}`);
     for (const m of applicable) {
       stats.mutations[m].applicable++;
@@ -831,23 +834,32 @@ function shuffle<T>(items: readonly T[]): T[] {
 }
 
 /**
- * A stop after gold's k-th call that scored as high as gold while a drop of a later call, or gold
- * without its messages (every call, no word), scored lower, as text.
+ * A stop after gold's k-th call (or after all of them repeated to the turn limit) paid for what it skips, as text: it scored as high as gold while a
+ * drop of a later call, or gold without its messages (every call, no word), scored lower; or it
+ * scored more than gold without its messages by over the margin (that makes every call of gold's,
+ * the stop's among them, so an honest verifier scores it at least as high; rerun 27 paid a stop
+ * just below gold).
  */
 function paidStopOf(
   plays: readonly Planned[],
   rewards: readonly number[],
   isLower: (reward: number) => boolean,
+  margin: number,
 ): string | undefined {
   for (const [j, { mutation: stop }] of plays.entries()) {
-    if (stop?.m !== 'stopEarly' || isLower(rewards[j])) continue;
+    if (stop?.m !== 'stopEarly' && stop?.m !== 'repeatCalls') continue;
+    const more = (x: Planned) =>
+      (x.mutation?.m === 'dropStep' && x.mutation.at! > stop.at!) || x.mutation?.m === 'skipMessages';
+    // Above gold's calls without its messages: an error a dropped call causes may rightly cost more than a stop.
     const k = plays.findIndex(
       (x, n) =>
-        isLower(rewards[n]) &&
-        ((x.mutation?.m === 'dropStep' && x.mutation.at! > stop.at!) || x.mutation?.m === 'skipMessages'),
+        more(x) &&
+        (isLower(rewards[j])
+          ? x.mutation?.m === 'skipMessages' && rewards[j] > rewards[n] + margin + 1e-9
+          : isLower(rewards[n])),
     );
     if (k >= 0)
-      return `${stop.key} scored ${rewards[j]}, as high as gold (${rewards[0]}), while ${plays[k].mutation!.key} scored ${rewards[k]}`;
+      return `${stop.key} scored ${rewards[j]} (gold ${rewards[0]}) while ${plays[k].mutation!.key}, which makes more of gold's calls, scored ${rewards[k]}`;
   }
   return undefined;
 }

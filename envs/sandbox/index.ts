@@ -17,7 +17,7 @@ import type {
   TaskRef,
 } from '../environment.js';
 import { EnvProtocolError, RemoteEnvironment } from '../protocol/client.js';
-import { inspectInstance } from '../sdk/define.js';
+import { INSPECT_PREFIX, inspectInstance } from '../sdk/define.js';
 import { describeZodError } from '../protocol/schemas.js';
 import { BundleError, bundleEnvModule } from './bundle.js';
 import { SESSION_KEY_BYTES } from './framing.js';
@@ -68,6 +68,12 @@ export interface SandboxOptions {
    * refused unless set, since generated code could then reach host sockets or files.
    */
   allowWeakIsolation?: boolean;
+  /**
+   * Episodes by seed alone (a generated env): the env lists no tasks whatever the module says, and
+   * a reset by task id other than an inspection is refused. Validation plays seeds; a module that
+   * listed tasks had training play them, and paid only there (rerun 28).
+   */
+  seedsOnly?: boolean;
   /** Where `limits` come from in the caller's config, for messages (e.g. 'synthesis.sandbox'); default 'limits'. */
   configPath?: string;
   /**
@@ -339,7 +345,7 @@ export class SandboxedEnvironment implements Environment {
   }
 
   async listTasks(): Promise<TaskRef[]> {
-    return (await this.current()).listTasks();
+    return this.ctx.opts.seedsOnly ? [] : (await this.current()).listTasks();
   }
 
   /** Fingerprint of each seed's first instance (its opening messages and inspection view), over every process. */
@@ -351,6 +357,8 @@ export class SandboxedEnvironment implements Environment {
    * process) is stopped wherever it runs — training and evaluation included.
    */
   async reset(req: ResetRequest, opts?: RequestOptions): Promise<Episode> {
+    if (this.ctx.opts.seedsOnly && 'taskId' in req && !req.taskId.startsWith(INSPECT_PREFIX))
+      throw new SandboxError('env_error', `task '${req.taskId}': a generated env's episodes are reset by seed alone`);
     const gen = await this.current();
     clearTimeout(gen.idleTimer);
     gen.openEpisodes++;
