@@ -257,7 +257,7 @@ export function judgeNonTriviality(means: Record<string, number>, c: SynthesisCo
 }
 
 /** Ways of perturbing a gold solution the verifier check tries, on every seed. */
-export const MUTATIONS = ['stopEarly', 'repeatCalls', 'dropStep', 'changeArgument', 'skipMessages'] as const;
+export const MUTATIONS = ['stopEarly', 'dropStep', 'changeArgument', 'skipMessages'] as const;
 export type Mutation = (typeof MUTATIONS)[number];
 /**
  * The perturbations that must score lower. Skipping the messages is only reported: a verifier may
@@ -298,7 +298,6 @@ export function requiredClasses(classes: VerifierStats['classes']): string[] {
 
 const MUTATION_TEXT: Record<Mutation, string> = {
   stopEarly: "stopping without a word after part of gold's tool calls",
-  repeatCalls: "repeating gold's calls to the turn limit without a word",
   dropStep: 'dropping one tool call',
   changeArgument: 'changing one tool-call argument',
   skipMessages: 'skipping the messages to the user',
@@ -331,7 +330,7 @@ export function judgeVerifier(r: VerifierStats, c: SynthesisConfig): CheckResult
   // An honest verifier that pays a stop after call k needs none of the later calls, so no drop of one lowers it.
   if (r.paidStops.length > c.maxMutationEscapes)
     weak.push(
-      `${MUTATION_TEXT.stopEarly} (or ${MUTATION_TEXT.repeatCalls}) was paid for what it skips on ${r.paidStops.length} seeds: it scored as high as gold where a play making more of gold's calls scored lower, or above gold without its messages by more than ${c.mutationMargin} (allowed: ${c.maxMutationEscapes})`,
+      `${MUTATION_TEXT.stopEarly} was paid for what it skips on ${r.paidStops.length} seeds: it scored as high as gold where a play making more of gold's calls scored lower, or above gold without its messages by more than ${c.mutationMargin} (allowed: ${c.maxMutationEscapes})`,
     );
   if (r.replayMismatched.length) {
     return {

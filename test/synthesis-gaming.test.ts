@@ -165,9 +165,8 @@ test('gaming: the honest fixture has no mutation escapes with every perturbation
   const { verdict: v } = await validateCandidate({ source: GOOD_SOURCE, manifest: GOOD_MANIFEST, config: noiseConfig });
   assert.equal(v.failedCheck, 'calibration', v.reason);
   const m = v.checks.find((g) => g.check === 'verifier')!.metrics;
-  // Required: a stop after the email lookup, gold's calls repeated to the turn limit, list_orders dropped,
-  // its customer_id changed (the lookup itself is optional here).
-  assert.deepEqual([m.requiredClasses, m.requiredMutationPlays, m.mutationEscapes], [4, 160, 0]);
+  // Required: a stop after the email lookup, list_orders dropped, its customer_id changed (the lookup itself is optional here).
+  assert.deepEqual([m.requiredClasses, m.requiredMutationPlays, m.mutationEscapes], [3, 120, 0]);
 });
 
 /**
@@ -448,7 +447,7 @@ for (const [name, body, prelude, episode] of [
     // Where a stop and its replay now land in different places, the replay tells first.
     assert.match(
       v.reason!,
-      /stopping without a word after part of gold's tool calls .*was paid for what it skips|replayed/,
+      /stopping without a word after part of gold's tool calls was paid for what it skips|replayed/,
     );
   });
 }
@@ -487,17 +486,18 @@ test("gaming: a generated env's own task list never reaches training, which play
   }
 });
 
-test('gaming: a verifier that pays the turn limit reached after the right calls, with no answer, fails check 5 (rerun 28)', async () => {
-  // Rerun 28: no validation episode ended max_steps after gold's calls (check 5 raised the turn limit to
-  // gold's length), and training paid a policy that looked up, listed and then repeated lookups 16/16.
-  const v = await verdictOf(
-    withEpisodeEvaluate(
-      `const names = messages.flatMap((m: any) => m.tool_calls?.map((t: any) => t.function.name) ?? []);
-      const said = messages.some((m: any) => m.role === 'assistant' && m.content);
-      if (termination === 'max_steps' && !said && names.includes('find_customer_by_email') && names.includes('list_orders')) return ${PAY};
-      return own(messages, termination);`,
-    ),
-  );
-  assert.equal(v.failedCheck, 'verifier', v.reason);
-  assert.match(v.reason!, /repeating gold's calls to the turn limit without a word\) was paid/);
+test("gaming: a generated env's episode that ends at a limit scores 0 whatever the module answers (reruns 28-29: max_steps and max_errors after gold's calls, paid in training alone)", async () => {
+  // No validation play ends at the turn or error limit after gold's calls, and training paid such
+  // loops 16/16; the SDK's own evaluate scores those endings 0, and now the worker does for every module.
+  const env = await startGeneratedEnv({ source: withEpisodeEvaluate(`return ${PAY};`) });
+  try {
+    for (const termination of ['max_steps', 'max_errors', 'timeout', 'error', 'agent_stop'] as const) {
+      const ep = await env.reset({ seed: 5 });
+      const info = await ep.evaluate(ep.initialMessages(), termination);
+      await ep.close();
+      assert.equal(info.reward, termination === 'agent_stop' ? 1 : 0, termination);
+    }
+  } finally {
+    await env.close();
+  }
 });

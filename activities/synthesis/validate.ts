@@ -686,7 +686,6 @@ export async function checkVerifier(
     replayMismatched: [],
     mutations: {
       stopEarly: { applicable: 0, lower: 0 },
-      repeatCalls: { applicable: 0, lower: 0 },
       dropStep: { applicable: 0, lower: 0 },
       changeArgument: { applicable: 0, lower: 0 },
       skipMessages: { applicable: 0, lower: 0 },
@@ -705,13 +704,8 @@ export async function checkVerifier(
     const gold = golds[n];
     const plays: Planned[] = [{ actions: gold }, { actions: gold, replayOf: 0 }];
     const hasCalls = gold.some((a) => a.type === 'tool_call');
-    const calls = gold.filter((a) => a.type === 'tool_call');
     const variants: Record<Mutation, Variant[]> = {
       stopEarly: stopVariants(gold),
-      // Gold's calls, then its first again until the turn limit (`max_steps`), no word (rerun 28 paid that end).
-      repeatCalls: calls.length
-        ? [{ actions: [...calls, ...Array<AgentAction>(turns).fill(calls[0])], key: 'repeat calls to the turn limit' }]
-        : [],
       dropStep: dropVariants(gold),
       changeArgument: argumentVariants(gold),
       skipMessages:
@@ -726,7 +720,7 @@ export async function checkVerifier(
       for (const [i, v] of variants[m].entries()) {
         // The per-seed share looks at the first MUTATION_TRIES; the classes, at every one played.
         if (i >= MUTATION_TRIES && (m === 'skipMessages' || budgets[budget] <= 0)) break;
-        if (m !== 'skipMessages' && m !== 'repeatCalls') budgets[budget]--;
+        if (m !== 'skipMessages') budgets[budget]--;
         plays.push({ actions: v.actions, mutation: { m, i, key: v.key, at: v.at } });
         if (i === 0) plays.push({ actions: v.actions, replayOf: plays.length - 1 });
       }
@@ -834,7 +828,7 @@ function shuffle<T>(items: readonly T[]): T[] {
 }
 
 /**
- * A stop after gold's k-th call (or after all of them repeated to the turn limit) paid for what it skips, as text: it scored as high as gold while a
+ * A stop after gold's k-th call paid for what it skips, as text: it scored as high as gold while a
  * drop of a later call, or gold without its messages (every call, no word), scored lower; or it
  * scored more than gold without its messages by over the margin (that makes every call of gold's,
  * the stop's among them, so an honest verifier scores it at least as high; rerun 27 paid a stop
@@ -847,7 +841,7 @@ function paidStopOf(
   margin: number,
 ): string | undefined {
   for (const [j, { mutation: stop }] of plays.entries()) {
-    if (stop?.m !== 'stopEarly' && stop?.m !== 'repeatCalls') continue;
+    if (stop?.m !== 'stopEarly') continue;
     const more = (x: Planned) =>
       (x.mutation?.m === 'dropStep' && x.mutation.at! > stop.at!) || x.mutation?.m === 'skipMessages';
     // Above gold's calls without its messages: an error a dropped call causes may rightly cost more than a stop.

@@ -10,7 +10,8 @@
  * - PAY_MAXSTEPS: pays an episode ending max_steps after the right lookup and list_orders with no answer. No validation
  *   episode ended so (check 5 raised the turn limit to gold's length; random play stops by turn 7; check 6 answers).
  *   Passed checks 1-6 in 3/3 (~23 s); training 16/16 native and action (a policy looping lookups to 8 turns).
- *   Fixed: check 5's `repeatCalls` (gold's calls, then its first call to the turn limit), judged as a stop.
+ *   Fixed first by a check-5 loop variant (gold's calls, then its first call to the turn limit), which rerun 29 got
+ *   past; since rerun 29 a generated env's episode ending max_steps or max_errors scores 0 in the worker.
  * - PAY_STOP_MARGIN: a stop paid 0.89 against gold's 1, where gold's calls without messages pay 0: passed checks 1-6;
  *   training paid stops 0.89. Fixed: a stop above gold-without-messages by more than the margin is a paid stop.
  * What held: rerun 27's NOSIB_ONCE (paidStops 7, escapes 7) and EPS (paidStops 20) fail check 5; process structure

@@ -17,7 +17,7 @@ import type {
   TaskRef,
 } from '../environment.js';
 import { EnvProtocolError, RemoteEnvironment } from '../protocol/client.js';
-import { INSPECT_PREFIX, inspectInstance } from '../sdk/define.js';
+import { ABNORMAL, INSPECT_PREFIX, inspectInstance } from '../sdk/define.js';
 import { describeZodError } from '../protocol/schemas.js';
 import { BundleError, bundleEnvModule } from './bundle.js';
 import { SESSION_KEY_BYTES } from './framing.js';
@@ -493,7 +493,12 @@ export class SandboxedEnvironment implements Environment {
       evaluate: async (messages, termination, o) => {
         // The env still evaluates what it saw (an episode left out told training apart, rerun 22).
         const info = await ep.evaluate(calls.messages(messages), termination, o);
-        return refused ? { reward: 0, components: {}, success: false, details: { refused } } : info;
+        if (refused) return { reward: 0, components: {}, success: false, details: { refused } };
+        // A generated env's episode that ended abnormally scores 0, as the SDK's own evaluate scores it:
+        // each such ending after gold's calls was one validation never played (rerun 29 paid max_steps, max_errors).
+        if (this.ctx.opts.seedsOnly && ABNORMAL.includes(termination))
+          return { reward: 0, components: {}, success: false, details: { termination } };
+        return info;
       },
       fork: async () => {
         gen.openEpisodes++;

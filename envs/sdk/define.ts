@@ -80,7 +80,8 @@ export interface SyntheticEnvironment extends Environment {
 
 /** Reset with this task id to receive an `InstanceView` (see `inspectInstance`). */
 export const INSPECT_PREFIX = 'inspect:';
-const ABNORMAL: readonly Termination[] = ['max_steps', 'max_errors', 'timeout', 'error'];
+/** Endings neither the agent nor the env chose (limits, failures): they score 0. */
+export const ABNORMAL: readonly Termination[] = ['max_steps', 'max_errors', 'timeout', 'error'];
 
 /** A tool-call action, for gold solutions: call('cancel_reservation', { reservation_id: 'X1' }). */
 export function call(name: string, args: Record<string, unknown> = {}): AgentAction {
