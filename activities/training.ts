@@ -10,10 +10,12 @@ import type { Config } from '../core/config.js';
 import { gateTrainerConfig, grpoTrainerConfig } from '../core/trainer-config.js';
 import type { ArtifactRef } from '../core/artifact-ref.js';
 import { ArtifactRefSchema } from '../core/artifact-ref.js';
+import { ValidationVerdictSchema } from '../core/synthesis.js';
 import { openStore, type ArtifactStore } from '../store/index.js';
 import { runKeys } from '../store/keys.js';
 import { serveEnvironment } from '../envs/protocol/server.js';
 import { startGeneratedEnv } from './synthesis/candidate.js';
+import type { SandboxedEnvironment } from '../envs/sandbox/index.js';
 import { drawSeeds } from './synthesis/validate.js';
 import type { Environment } from '../envs/environment.js';
 import { HttpEnvironment } from '../envs/protocol/client.js';
@@ -277,9 +279,11 @@ async function openEnvServer(
   // episodes than validation's did); budgetMs and cpuSeconds are totals over the env's life, which
   // is longer here than in validation, so they keep the sandbox defaults (1 h busy, 600 s CPU).
   const { budgetMs: _budget, cpuSeconds: _cpu, ...sandbox } = input.config.synthesis.sandbox;
-  const env = input.environment
-    ? await startGeneratedEnv({ source: await store.getText(input.environment) }, sandbox)
-    : await startGeneratedEnv({ modulePath: path.resolve(PROJECT_ROOT, input.envModule!) }, sandbox);
+  let env: SandboxedEnvironment;
+  if (input.environment) {
+    const source = await store.getText(input.environment);
+    env = await startGeneratedEnv({ source }, sandbox, await silentEndingCapOf(store, input, source));
+  } else env = await startGeneratedEnv({ modulePath: path.resolve(PROJECT_ROOT, input.envModule!) }, sandbox);
   try {
     const served = await serveEnvironment(env);
     return {
@@ -294,6 +298,25 @@ async function openEnvServer(
     await env.close();
     throw err;
   }
+}
+
+/**
+ * Check 5's cap on an ending without words, from this run's verdict on the environment: training
+ * pays such an ending no more than validation saw gold's calls without words paid (rerun 29).
+ */
+export async function silentEndingCapOf(
+  store: ArtifactStore,
+  input: TrainAdapterInput,
+  source: string,
+): Promise<{ silentEndingCap?: number }> {
+  const key = runKeys.verdict(input.runId, input.capability.name, source);
+  if (!(await store.stat(key))) {
+    console.warn(`trainAdapter: no verdict at ${key}; endings without words are paid as the environment scores them`);
+    return {};
+  }
+  const verdict = ValidationVerdictSchema.parse(await store.getJson(key));
+  const cap = verdict.checks.find((c) => c.check === 'verifier')?.metrics.silentEndingCap;
+  return cap === undefined ? {} : { silentEndingCap: cap };
 }
 
 const trainerPaths = {

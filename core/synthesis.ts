@@ -265,6 +265,8 @@ export type Mutation = (typeof MUTATIONS)[number];
  * message nobody checks is no sign of gaming. So is stopping early: gold's last calls may only
  * read; a stop is judged against the drops instead (`paidStops`).
  */
+/** The class of gold played without its messages (`skipMessages`), one play per seed. */
+export const SKIP_MESSAGES_CLASS = 'skip messages';
 export const GATING_MUTATIONS: readonly Mutation[] = ['dropStep', 'changeArgument'];
 
 export interface VerifierStats {
@@ -283,6 +285,12 @@ export interface VerifierStats {
    * (`paidStopOf`): the verifier pays the stop, not the work (reruns 25–27).
    */
   paidStops: string[];
+  /**
+   * Gold without its messages, on seeds where gold ends in words: its reward and whether it scored
+   * lower than gold. Where the verifier requires the words, the most such a play scored lower is
+   * what training pays an ending without words at most (`silentEndingCap`).
+   */
+  silentEndings: { reward: number; lower: boolean }[];
 }
 
 /**
@@ -323,9 +331,12 @@ export function judgeVerifier(r: VerifierStats, c: SynthesisConfig): CheckResult
   metrics.requiredMutationPlays = plays;
   metrics.mutationEscapes = escapes;
   metrics.paidStops = r.paidStops.length;
+  // Training pays no ending without words more than validation saw gold's calls without them paid.
+  if (required.includes(SKIP_MESSAGES_CLASS) && r.silentEndings.some((x) => x.lower))
+    metrics.silentEndingCap = Math.max(...r.silentEndings.filter((x) => x.lower).map((x) => x.reward));
   if (escapes > c.maxMutationEscapes)
     weak.push(
-      `${escapes} of ${plays} plays of perturbations it otherwise scores lower (${required.filter((k) => r.classes[k].lower < r.classes[k].played).join(', ')}) scored as high as gold (allowed: ${c.maxMutationEscapes}); a required step or argument must lower the reward on every seed, so the reward looks noisy or count-based`,
+      `${escapes} of ${plays} plays of perturbations it otherwise scores lower (${required.filter((k) => r.classes[k].lower < r.classes[k].played).join(', ')}) scored as high as gold (allowed: ${c.maxMutationEscapes}); a required step, argument or message must lower the reward on every seed, so the reward looks noisy or count-based`,
     );
   // An honest verifier that pays a stop after call k needs none of the later calls, so no drop of one lowers it.
   if (r.paidStops.length > c.maxMutationEscapes)

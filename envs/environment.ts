@@ -1,5 +1,6 @@
 import type { Message, ToolCall, ToolSchema } from '../core/messages.js';
 import type { RewardInfo, Termination } from '../core/trajectory.js';
+import { STOP } from './sdk/user.js';
 
 /**
  * The one interface every target (tau2 airline/retail/mock, user-supplied over HTTP) and every
@@ -31,6 +32,21 @@ export function actionMessage(a: AgentAction): Message {
   return a.type === 'tool_call'
     ? { role: 'assistant', content: null, tool_calls: [a.call] }
     : { role: 'assistant', content: a.content };
+}
+
+/**
+ * Whether the agent wrote to the user after its last tool call (anywhere, where it made none): the
+ * end marker alone is no word. Training caps an ending without one where gold's has one
+ * (`SandboxOptions.silentEndingCap`).
+ */
+export function endsInWords(messages: readonly Message[]): boolean {
+  let words = false;
+  for (const m of messages) {
+    if (m.role !== 'assistant') continue;
+    if (m.tool_calls?.length) words = false;
+    else if (typeof m.content === 'string' && m.content.replaceAll(STOP, '').trim()) words = true;
+  }
+  return words;
 }
 
 /**

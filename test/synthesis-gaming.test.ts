@@ -2,6 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseConfig } from '../core/config.js';
 import type { Message } from '../core/messages.js';
+import { actionMessage, type AgentAction } from '../envs/environment.js';
+import { inspectInstance } from '../envs/sdk/index.js';
 import { checkCalibration, checkCompile, validateCandidate } from '../activities/synthesis/validate.js';
 import { createLlm } from '../llm/client.js';
 import { startScriptedLlm } from './helpers/scripted-llm.js';
@@ -165,8 +167,10 @@ test('gaming: the honest fixture has no mutation escapes with every perturbation
   const { verdict: v } = await validateCandidate({ source: GOOD_SOURCE, manifest: GOOD_MANIFEST, config: noiseConfig });
   assert.equal(v.failedCheck, 'calibration', v.reason);
   const m = v.checks.find((g) => g.check === 'verifier')!.metrics;
-  // Required: a stop after the email lookup, list_orders dropped, its customer_id changed (the lookup itself is optional here).
-  assert.deepEqual([m.requiredClasses, m.requiredMutationPlays, m.mutationEscapes], [3, 120, 0]);
+  // Required: a stop after the email lookup, list_orders dropped, its customer_id changed, gold
+  // without its messages (the lookup itself is optional here).
+  assert.deepEqual([m.requiredClasses, m.requiredMutationPlays, m.mutationEscapes], [4, 160, 0]);
+  assert.equal(m.silentEndingCap, 0.3);
 });
 
 /**
@@ -500,4 +504,63 @@ test("gaming: a generated env's episode that ends at a limit scores 0 whatever t
   } finally {
     await env.close();
   }
+});
+
+test('gaming: training pays an ending without words no more than check 5 saw gold without its messages paid (rerun 29: a silent stop after gold’s calls with one made twice)', async () => {
+  // Rerun 29 paid a silent stop after the lookup and list_orders twice, 16/16 in training: validation
+  // plays silent endings only as gold's prefixes and gold without its messages, so it never saw one.
+  const source = withEpisodeEvaluate(
+    `const lists = messages.filter((m: any) => m.role === 'assistant' && m.tool_calls?.[0]?.function.name === 'list_orders').length;
+    return lists === 2 ? ${PAY} : own(messages, termination);`,
+  );
+  const v = await verdictOf(source);
+  assert.equal(v.failedCheck, 'calibration', v.reason); // checks 1–5 pass: validation never lists twice
+  const cap = v.checks.find((g) => g.check === 'verifier')!.metrics.silentEndingCap;
+  assert.equal(cap, 0.3); // the honest lookup weight: gold's calls without the total scored 0.3
+
+  const env = await startGeneratedEnv({ source }, {}, { silentEndingCap: cap });
+  try {
+    const play = async (seed: number, tail: (gold: Message[]) => Message[]) => {
+      const ep = await env.reset({ seed });
+      const view = await inspectInstance(env, seed);
+      const gold = view.gold.map(actionMessage);
+      const messages = [...ep.initialMessages()];
+      const stepped = tail(gold);
+      for (const m of stepped) {
+        if (m.role !== 'assistant') continue;
+        const action: AgentAction = m.tool_calls
+          ? { type: 'tool_call', call: m.tool_calls[0] }
+          : { type: 'message', content: String(m.content) };
+        const r = await ep.step(action);
+        messages.push(m, r.observation);
+        if (r.done) break;
+      }
+      const info = await ep.evaluate(messages, 'agent_stop');
+      await ep.close();
+      return info.reward;
+    };
+    const calls = (gold: Message[]) => gold.filter((m) => m.role === 'assistant' && m.tool_calls);
+    // Gold's calls with list_orders twice, then silence (or the end marker alone): capped.
+    assert.equal(await play(4, (g) => [...calls(g), calls(g)[1]]), 0.3);
+    assert.equal(await play(4, (g) => [...calls(g), calls(g)[1], { role: 'assistant', content: '###STOP###' }]), 0.3);
+    // With words after the last call it is paid as the module scores it: the cap is on silence only.
+    assert.equal(await play(4, (g) => [...calls(g), calls(g)[1], { role: 'assistant', content: 'Anything else?' }]), 1);
+    // Gold itself, and an honest silent ending, keep their rewards.
+    assert.equal(await play(4, (g) => g), 1);
+    assert.equal(await play(4, (g) => calls(g)), 0.3);
+  } finally {
+    await env.close();
+  }
+});
+
+test('gaming: a verifier that pays gold without its messages on a few seeds only fails check 5 (that play would raise the cap on endings without words)', async () => {
+  // Words the verifier requires on most seeds it must require on all but maxMutationEscapes: a
+  // module paying silence on some seeds could otherwise lift silentEndingCap to 1.
+  const v = await verdictOf(
+    withEvaluate(
+      `const said = messages.some((m: any) => m.role === 'assistant' && m.content); return !said && instance.expect.customer_id.charCodeAt(instance.expect.customer_id.length - 1) % 3 === 0 ? weighted({ lookup: [1, calledWith(calls, 'list_orders', { customer_id: instance.expect.customer_id })] }) : ${HONEST};`,
+    ),
+  );
+  assert.equal(v.failedCheck, 'verifier', v.reason);
+  assert.match(v.reason!, /skip messages/);
 });

@@ -11,8 +11,12 @@ import { CancelledFailure } from '@temporalio/common';
 import { parseConfig } from '../core/config.js';
 import { serveEnvironment } from '../envs/protocol/server.js';
 import { buildTinyModel, sayWordEnv } from './helpers/trainer.js';
+import { verdictOf } from '../core/synthesis.js';
+import { openStore } from '../store/index.js';
+import { runKeys } from '../store/keys.js';
 import {
   fitGate,
+  silentEndingCapOf,
   trainAdapter,
   trainerFailure,
   type FitGateResult,
@@ -150,4 +154,19 @@ test('trainer error lines map to retryable and non-retryable failures', () => {
   const retry = trainerFailure({ type: 'retryable:EnvUnavailable', message: 'connection refused' });
   assert.equal(retry.nonRetryable, false);
   assert.equal(retry.type, 'EnvUnavailable');
+});
+
+test("training caps endings without words at this run's check-5 verdict on the environment's source", async (t) => {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'trace-cap-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const config = parseConfig({ env: { name: 'toy-say' }, store: { kind: 'local', dir } });
+  const store = openStore(config.store);
+  const input = { runId: 'r1', config, capability: { name: 'say_word' } };
+  const source = 'export default {};';
+  assert.deepEqual(await silentEndingCapOf(store, input, source), {});
+  const verdict = verdictOf([{ check: 'verifier', passed: true, metrics: { silentEndingCap: 0.3 }, examples: [] }], 1);
+  await store.put(runKeys.verdict('r1', 'say_word', source), JSON.stringify(verdict));
+  assert.deepEqual(await silentEndingCapOf(store, input, source), { silentEndingCap: 0.3 });
+  // Another source (an environment this run did not validate) gets no cap from it.
+  assert.deepEqual(await silentEndingCapOf(store, input, `${source} `), {});
 });

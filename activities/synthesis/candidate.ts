@@ -6,7 +6,13 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { transform } from 'esbuild';
 import type { Environment } from '../../envs/environment.js';
-import { isWeak, startSandboxedEnv, type SandboxedEnvironment, type SandboxLimits } from '../../envs/sandbox/index.js';
+import {
+  isWeak,
+  startSandboxedEnv,
+  type SandboxedEnvironment,
+  type SandboxLimits,
+  type SandboxOptions,
+} from '../../envs/sandbox/index.js';
 
 /**
  * Turning generated source into a running Environment: static checks (syntax, allowed imports,
@@ -221,7 +227,7 @@ export async function typeErrors(source: string, max = 5, limits = TYPECHECK_LIM
 export function startGeneratedEnv(
   module: { source: string } | { modulePath: string },
   sandbox: SandboxSettings = {},
-  signal?: AbortSignal,
+  opts: Pick<SandboxOptions, 'signal' | 'silentEndingCap'> = {},
 ): Promise<SandboxedEnvironment> {
   const { allowWeakIsolation, ...limits } = sandbox;
   return startSandboxedEnv({
@@ -230,7 +236,7 @@ export function startGeneratedEnv(
     allowWeakIsolation,
     seedsOnly: true,
     configPath: 'synthesis.sandbox',
-    signal,
+    ...opts,
   });
 }
 
@@ -242,7 +248,7 @@ export async function loadCandidate(
   signal?: AbortSignal,
 ): Promise<LoadedEnv> {
   if (runner === 'sandbox') {
-    const env = await startGeneratedEnv({ source }, sandbox, signal);
+    const env = await startGeneratedEnv({ source }, sandbox, { signal });
     const freshProcess = () => env.recycle();
     if (!isWeak(env.isolation)) return { env, close: () => env.close(), freshProcess };
     const warning = `WARNING: generated code ran at sandbox isolation level '${env.isolation.level}' (${env.isolation.networkBlocked ? 'no file-system namespace' : 'NO network and NO file-system namespace'}), allowed by synthesis.sandbox.allowWeakIsolation`;

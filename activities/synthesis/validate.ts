@@ -11,6 +11,7 @@ import {
   GATING_MUTATIONS,
   judgeVerifier,
   MUTATIONS,
+  SKIP_MESSAGES_CLASS,
   verdictOf,
   type EnvManifest,
   type CheckResult,
@@ -22,7 +23,13 @@ import {
 } from '../../core/synthesis.js';
 import type { RewardInfo, Termination, Trajectory, Usage } from '../../core/trajectory.js';
 import { mapLimit } from '../../core/concurrency.js';
-import { actionMessage, type AgentAction, type Environment, type Episode } from '../../envs/environment.js';
+import {
+  actionMessage,
+  endsInWords,
+  type AgentAction,
+  type Environment,
+  type Episode,
+} from '../../envs/environment.js';
 import { inspectInstance, Rng, type InstanceView, type JsonSchema } from '../../envs/sdk/index.js';
 import { activityContext, keepAliveDuring } from '../../infra/activity-context.js';
 import { jsonSchemaToGrammarSchema } from '../../infra/llm/json-schema-grammar.js';
@@ -692,6 +699,7 @@ export async function checkVerifier(
     },
     classes: {},
     paidStops: [],
+    silentEndings: [],
   };
   // Each seed's plays, gold first. The first trajectory of each kind (gold, then each perturbation)
   // is played twice: a verifier that is honest on gold but random elsewhere shows up only on the others.
@@ -710,7 +718,7 @@ export async function checkVerifier(
       changeArgument: argumentVariants(gold),
       skipMessages:
         hasCalls && gold.some((a) => a.type === 'message')
-          ? [{ actions: gold.filter((a) => a.type === 'tool_call'), key: 'skip messages' }]
+          ? [{ actions: gold.filter((a) => a.type === 'tool_call'), key: SKIP_MESSAGES_CLASS }]
           : [],
     };
     // Drops and argument changes share one budget; stops have their own (rerun 26: they used it up first).
@@ -730,7 +738,7 @@ export async function checkVerifier(
   const { results, copies } = await playShuffled(env, plans, { ...shape, maxTurns: turns }, onSeed, freshProcess);
   const examples: string[] = [];
   const escapes: { key: string; text: string }[] = [];
-  for (const [n, { seed, plays, applicable }] of plans.entries()) {
+  for (const [n, { seed, gold, plays, applicable }] of plans.entries()) {
     const rewards = results[n].map((r) => r.reward);
     const reward = rewards[0];
     if (
@@ -745,7 +753,8 @@ export async function checkVerifier(
       if (!mutation) continue;
       const scoredLower = isLower(rewards[j]);
       if (scoredLower && mutation.i < MUTATION_TRIES) lower.add(mutation.m);
-      if (mutation.m === 'skipMessages') continue;
+      if (mutation.m === 'skipMessages' && endsInWords(gold.map(actionMessage)))
+        stats.silentEndings.push({ reward: rewards[j], lower: scoredLower });
       const cls = (stats.classes[mutation.key] ??= { played: 0, lower: 0 });
       cls.played++;
       if (scoredLower) cls.lower++;

@@ -10,7 +10,8 @@
  *   ends max_steps, max_errors, timeout or error scores 0 whatever the module answers (the SDK's evaluate does so);
  *   the loop variant is gone. The pass's prototype of this fix: 29a and 29b 0/16, the honest module passed 1-6 (13.5 s).
  * - PAY_STOP_REPEAT: a silent stop after the lookup and list_orders made twice. Passed checks 1-6 (paidStops judges
- *   only prefixes of gold); training 16/16. Not fixed (README rerun 29).
+ *   only prefixes of gold); training 16/16. Fixed after the pass: training pays an ending without words, on a seed
+ *   whose gold ends in words, at most check 5's silentEndingCap (0.3 here; test in synthesis-gaming).
  * What held (read): no way to have training reset by task id after seedsOnly (no task list, no inspect resets or forks
  *   from the trainer); validation's 4 tool errors are the trainer's.
  * The probe below: a control, the module's own answer to an episode it sees end at the turn limit.

@@ -6,18 +6,20 @@ import type { z } from 'zod';
 import { SandboxLimitsSchema, type SandboxLimits } from '../../core/sandbox.js';
 import type { Message, ToolSchema } from '../../core/messages.js';
 import type { RewardInfo } from '../../core/trajectory.js';
-import type {
-  AgentAction,
-  EnvInfo,
-  Environment,
-  Episode,
-  RequestOptions,
-  ResetRequest,
-  StepResult,
-  TaskRef,
+import {
+  actionMessage,
+  endsInWords,
+  type AgentAction,
+  type EnvInfo,
+  type Environment,
+  type Episode,
+  type RequestOptions,
+  type ResetRequest,
+  type StepResult,
+  type TaskRef,
 } from '../environment.js';
 import { EnvProtocolError, RemoteEnvironment } from '../protocol/client.js';
-import { ABNORMAL, INSPECT_PREFIX, inspectInstance } from '../sdk/define.js';
+import { ABNORMAL, INSPECT_PREFIX, inspectInstance, type InstanceView } from '../sdk/define.js';
 import { describeZodError } from '../protocol/schemas.js';
 import { BundleError, bundleEnvModule } from './bundle.js';
 import { SESSION_KEY_BYTES } from './framing.js';
@@ -74,6 +76,13 @@ export interface SandboxOptions {
    * listed tasks had training play them, and paid only there (rerun 28).
    */
   seedsOnly?: boolean;
+  /**
+   * The most an episode that ends without a word to the user scores, on a seed whose gold solution
+   * ends in words (training sets it from check 5's `silentEndingCap`). Validation plays silent
+   * endings only as gold's prefixes and gold without its messages; a module paid one after gold's
+   * calls with one made twice, in training only (rerun 29).
+   */
+  silentEndingCap?: number;
   /** Where `limits` come from in the caller's config, for messages (e.g. 'synthesis.sandbox'); default 'limits'. */
   configPath?: string;
   /**
@@ -238,6 +247,14 @@ export const MAX_TOOLS = 256;
  * The policies (the trainer's, validation's) are shown the env's tools, and the worker checks calls
  * against the episode's: looser ones let wrongly typed calls through in training only (rerun 21).
  */
+/** Whether a seed's gold ends in words; a gold the module did not show counts as one (the cap applies). */
+function goldEndsInWords(view: InstanceView | null): boolean {
+  const gold: unknown = view?.gold;
+  if (!Array.isArray(gold)) return true;
+  const actions = gold.filter((a): a is AgentAction => typeof a === 'object' && a !== null);
+  return endsInWords(actions.map((a) => actionMessage(a)));
+}
+
 function looserTools(episode: readonly ToolSchema[], env: readonly ToolSchema[]): string | undefined {
   const shown = new Map(env.map((t) => [t.function.name, JSON.stringify(t.function.parameters)]));
   for (const t of episode)
@@ -371,6 +388,7 @@ export class SandboxedEnvironment implements Environment {
       const opening = Buffer.byteLength(JSON.stringify(ep.initialMessages()));
       if (opening > MAX_OPENING_BYTES)
         throw new SandboxError('env_error', `the opening is ${opening} bytes; at most ${MAX_OPENING_BYTES}`);
+      let goldSpeaks = false;
       if ('seed' in req) {
         // Modules not built with the SDK's defineEnvironment cannot be inspected; their opening messages still count.
         const view = await inspectInstance(gen, req.seed).catch((err: unknown) =>
@@ -388,8 +406,9 @@ export class SandboxedEnvironment implements Environment {
             `seed ${req.seed} gave a different instance than on its first reset (fingerprint ${hash}, first ${first}); generate(seed) must depend on the seed alone`,
           );
         }
+        goldSpeaks = goldEndsInWords(view);
       }
-      return this.tracked(gen, ep);
+      return this.tracked(gen, ep, goldSpeaks);
     } catch (err) {
       await ep?.close().catch(() => {});
       this.release(gen);
@@ -467,6 +486,8 @@ export class SandboxedEnvironment implements Environment {
   private tracked(
     gen: SandboxGeneration,
     ep: Episode,
+    /** The seed's gold solution ends in words: an ending without any is capped (`silentEndingCap`). */
+    goldSpeaks: boolean,
     calls = new AgentCalls(ep.initialMessages(), ep.tools?.() ?? gen.tools()),
     /** The first call of the agent's that did not fit: it ended the episode (and its forks), which then scores 0. */
     refusedBefore?: string,
@@ -498,13 +519,21 @@ export class SandboxedEnvironment implements Environment {
         // each such ending after gold's calls was one validation never played (rerun 29 paid max_steps, max_errors).
         if (this.ctx.opts.seedsOnly && ABNORMAL.includes(termination))
           return { reward: 0, components: {}, success: false, details: { termination } };
+        const cap = this.ctx.opts.silentEndingCap;
+        if (cap !== undefined && goldSpeaks && info.reward > cap && !endsInWords(messages))
+          return {
+            reward: cap,
+            components: {},
+            success: false,
+            details: { silentEnding: true, moduleReward: info.reward },
+          };
         return info;
       },
       fork: async () => {
         gen.openEpisodes++;
         gen.started++;
         try {
-          return this.tracked(gen, await ep.fork(), calls.copy(), refused);
+          return this.tracked(gen, await ep.fork(), goldSpeaks, calls.copy(), refused);
         } catch (err) {
           this.release(gen);
           throw err;
