@@ -35,16 +35,16 @@ export function actionMessage(a: AgentAction): Message {
 }
 
 /**
- * Whether the agent wrote to the user after its last tool call (anywhere, where it made none): the
- * end marker alone is no word. Training caps an ending without one where gold's has one
- * (`SandboxOptions.silentEndingCap`).
+ * Whether the agent wrote to the user after its last tool call (anywhere, where it made none): a
+ * word has a letter or a digit, so the end marker, punctuation and invisible characters are none.
+ * Training caps an ending without one where gold's has one (`SandboxOptions.silentEndingCap`).
  */
 export function endsInWords(messages: readonly Message[]): boolean {
   let words = false;
   for (const m of messages) {
     if (m.role !== 'assistant') continue;
     if (m.tool_calls?.length) words = false;
-    else if (typeof m.content === 'string' && m.content.replaceAll(STOP, '').trim()) words = true;
+    else if (typeof m.content === 'string' && /[\p{L}\p{N}]/u.test(m.content.replaceAll(STOP, ''))) words = true;
   }
   return words;
 }

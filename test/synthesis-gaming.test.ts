@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseConfig } from '../core/config.js';
 import type { Message } from '../core/messages.js';
-import { actionMessage, type AgentAction } from '../envs/environment.js';
+import { actionMessage, endsInWords, type AgentAction } from '../envs/environment.js';
 import { inspectInstance } from '../envs/sdk/index.js';
 import { checkCalibration, checkCompile, validateCandidate } from '../activities/synthesis/validate.js';
 import { createLlm } from '../llm/client.js';
@@ -563,4 +563,20 @@ test('gaming: a verifier that pays gold without its messages on a few seeds only
   );
   assert.equal(v.failedCheck, 'verifier', v.reason);
   assert.match(v.reason!, /skip messages/);
+});
+
+test('an ending in words has a letter or digit after the last tool call: the end marker, punctuation and invisible characters are none', () => {
+  const call: Message = {
+    role: 'assistant',
+    content: 'Let me look.',
+    tool_calls: [{ id: 'c', type: 'function', function: { name: 'list_orders', arguments: '{}' } }],
+  };
+  const said = (content: string): Message => ({ role: 'assistant', content });
+  const tool: Message = { role: 'tool', tool_call_id: 'c', content: '[]' };
+  assert.equal(endsInWords([said('Hi'), call, tool]), false); // words only before the last call
+  for (const content of ['', '  ', '###STOP###', '...', '\u200b', '\u00a0###STOP###\u200d'])
+    assert.equal(endsInWords([call, tool, said(content)]), false, JSON.stringify(content));
+  for (const content of ['ok', 'Done ###STOP###', '42', 'Готово'])
+    assert.equal(endsInWords([call, tool, said(content)]), true, content);
+  assert.equal(endsInWords([{ role: 'user', content: 'hi' }, said('Hello')]), true); // no call at all
 });
