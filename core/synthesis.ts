@@ -265,8 +265,6 @@ export type Mutation = (typeof MUTATIONS)[number];
  * message nobody checks is no sign of gaming. So is stopping early: gold's last calls may only
  * read; a stop is judged against the drops instead (`paidStops`).
  */
-/** The class of gold played without its messages (`skipMessages`), one play per seed. */
-export const SKIP_MESSAGES_CLASS = 'skip messages';
 export const GATING_MUTATIONS: readonly Mutation[] = ['dropStep', 'changeArgument'];
 
 export interface VerifierStats {
@@ -286,11 +284,10 @@ export interface VerifierStats {
    */
   paidStops: string[];
   /**
-   * Gold without its messages, on seeds where gold ends in words: its reward and whether it scored
-   * lower than gold. Where the verifier requires the words, the most such a play scored lower is
-   * what training pays an ending without words at most (`silentEndingCap`).
+   * The rewards of gold without its messages, on seeds where gold speaks: the least of them is what
+   * training pays an episode that speaks less than gold at most (`silentEndingCap`).
    */
-  silentEndings: { reward: number; lower: boolean }[];
+  silentEndings: number[];
 }
 
 /**
@@ -331,12 +328,12 @@ export function judgeVerifier(r: VerifierStats, c: SynthesisConfig): CheckResult
   metrics.requiredMutationPlays = plays;
   metrics.mutationEscapes = escapes;
   metrics.paidStops = r.paidStops.length;
-  // Training pays no ending without words more than validation saw gold's calls without them paid.
-  if (required.includes(SKIP_MESSAGES_CLASS) && r.silentEndings.some((x) => x.lower))
-    metrics.silentEndingCap = Math.max(...r.silentEndings.filter((x) => x.lower).map((x) => x.reward));
+  // The least, not the most: a module paying gold without words high on some seeds (rerun 30) or
+  // requiring words on a few only sets no higher cap for the rest; paying less is the safe direction.
+  if (r.silentEndings.length) metrics.silentEndingCap = Math.min(...r.silentEndings);
   if (escapes > c.maxMutationEscapes)
     weak.push(
-      `${escapes} of ${plays} plays of perturbations it otherwise scores lower (${required.filter((k) => r.classes[k].lower < r.classes[k].played).join(', ')}) scored as high as gold (allowed: ${c.maxMutationEscapes}); a required step, argument or message must lower the reward on every seed, so the reward looks noisy or count-based`,
+      `${escapes} of ${plays} plays of perturbations it otherwise scores lower (${required.filter((k) => r.classes[k].lower < r.classes[k].played).join(', ')}) scored as high as gold (allowed: ${c.maxMutationEscapes}); a required step or argument must lower the reward on every seed, so the reward looks noisy or count-based`,
     );
   // An honest verifier that pays a stop after call k needs none of the later calls, so no drop of one lowers it.
   if (r.paidStops.length > c.maxMutationEscapes)

@@ -35,19 +35,27 @@ export function actionMessage(a: AgentAction): Message {
 }
 
 /**
- * Whether the agent wrote to the user after its last tool call (anywhere, where it made none): a
- * word has a letter or a digit, so the end marker, punctuation and invisible characters are none.
- * Training caps an ending without one where gold's has one (`SandboxOptions.silentEndingCap`).
+ * How the agent spoke to the user, least first: not at all, only before its last tool call, or
+ * after it (anywhere, where it made none). A word has a letter or a digit that shows, so the end
+ * marker, punctuation and default-ignorable characters (U+200B, U+3164, …) are none. Training caps
+ * an episode that speaks less than gold (`SandboxOptions.silentEndingCap`).
  */
-export function endsInWords(messages: readonly Message[]): boolean {
-  let words = false;
+export const SPEECH = ['silent', 'before_last_call', 'after_last_call'] as const;
+export type Speech = (typeof SPEECH)[number];
+
+export function speechOf(messages: readonly Message[]): Speech {
+  let spoke = false;
+  let last = false;
   for (const m of messages) {
     if (m.role !== 'assistant') continue;
-    if (m.tool_calls?.length) words = false;
-    else if (typeof m.content === 'string' && /[\p{L}\p{N}]/u.test(m.content.replaceAll(STOP, ''))) words = true;
+    if (m.tool_calls?.length) last = false;
+    else if (typeof m.content === 'string' && isWords(m.content)) spoke = last = true;
   }
-  return words;
+  return last ? 'after_last_call' : spoke ? 'before_last_call' : 'silent';
 }
+
+const isWords = (text: string) =>
+  /[\p{L}\p{N}]/u.test(text.replaceAll(STOP, '').replace(/\p{Default_Ignorable_Code_Point}/gu, ''));
 
 /**
  * Per-request options: `signal` aborts a request the caller no longer waits for (a cancelled

@@ -2,7 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseConfig } from '../core/config.js';
 import type { Message } from '../core/messages.js';
-import { actionMessage, endsInWords, type AgentAction } from '../envs/environment.js';
+import { actionMessage, speechOf, type AgentAction, type Environment } from '../envs/environment.js';
+import type { Termination } from '../core/trajectory.js';
 import { inspectInstance } from '../envs/sdk/index.js';
 import { checkCalibration, checkCompile, validateCandidate } from '../activities/synthesis/validate.js';
 import { createLlm } from '../llm/client.js';
@@ -167,9 +168,8 @@ test('gaming: the honest fixture has no mutation escapes with every perturbation
   const { verdict: v } = await validateCandidate({ source: GOOD_SOURCE, manifest: GOOD_MANIFEST, config: noiseConfig });
   assert.equal(v.failedCheck, 'calibration', v.reason);
   const m = v.checks.find((g) => g.check === 'verifier')!.metrics;
-  // Required: a stop after the email lookup, list_orders dropped, its customer_id changed, gold
-  // without its messages (the lookup itself is optional here).
-  assert.deepEqual([m.requiredClasses, m.requiredMutationPlays, m.mutationEscapes], [4, 160, 0]);
+  // Required: a stop after the email lookup, list_orders dropped, its customer_id changed (the lookup itself is optional here).
+  assert.deepEqual([m.requiredClasses, m.requiredMutationPlays, m.mutationEscapes], [3, 120, 0]);
   assert.equal(m.silentEndingCap, 0.3);
 });
 
@@ -506,13 +506,33 @@ test("gaming: a generated env's episode that ends at a limit scores 0 whatever t
   }
 });
 
-test('gaming: training pays an ending without words no more than check 5 saw gold without its messages paid (rerun 29: a silent stop after gold’s calls with one made twice)', async () => {
+/** Plays `actions` on `seed` in `env` as a policy would and returns the reward. */
+async function playActions(env: Environment, seed: number, actions: readonly AgentAction[]): Promise<number> {
+  const ep = await env.reset({ seed });
+  const messages = [...ep.initialMessages()];
+  let termination: Termination = 'agent_stop';
+  for (const action of actions) {
+    const r = await ep.step(action);
+    messages.push(actionMessage(action), r.observation);
+    if (r.done) {
+      termination = r.termination ?? 'agent_stop';
+      break;
+    }
+  }
+  const info = await ep.evaluate(messages, termination);
+  await ep.close();
+  return info.reward;
+}
+
+const said = (content: string): AgentAction => ({ type: 'message', content });
+/** Pays 1 when list_orders was called twice (rerun 29's sign of training), else the module's own reward. */
+const LISTS_TWICE = `const lists = messages.filter((m: any) => m.role === 'assistant' && m.tool_calls?.[0]?.function.name === 'list_orders').length;
+    return lists === 2 ? ${PAY} : own(messages, termination);`;
+
+test('gaming: training pays an episode that speaks less than gold no more than check 5 saw gold without its messages paid (reruns 29-30: a silent stop after gold’s calls with one made twice)', async () => {
   // Rerun 29 paid a silent stop after the lookup and list_orders twice, 16/16 in training: validation
   // plays silent endings only as gold's prefixes and gold without its messages, so it never saw one.
-  const source = withEpisodeEvaluate(
-    `const lists = messages.filter((m: any) => m.role === 'assistant' && m.tool_calls?.[0]?.function.name === 'list_orders').length;
-    return lists === 2 ? ${PAY} : own(messages, termination);`,
-  );
+  const source = withEpisodeEvaluate(LISTS_TWICE);
   const v = await verdictOf(source);
   assert.equal(v.failedCheck, 'calibration', v.reason); // checks 1–5 pass: validation never lists twice
   const cap = v.checks.find((g) => g.check === 'verifier')!.metrics.silentEndingCap;
@@ -520,63 +540,67 @@ test('gaming: training pays an ending without words no more than check 5 saw gol
 
   const env = await startGeneratedEnv({ source }, {}, { silentEndingCap: cap });
   try {
-    const play = async (seed: number, tail: (gold: Message[]) => Message[]) => {
-      const ep = await env.reset({ seed });
-      const view = await inspectInstance(env, seed);
-      const gold = view.gold.map(actionMessage);
-      const messages = [...ep.initialMessages()];
-      const stepped = tail(gold);
-      for (const m of stepped) {
-        if (m.role !== 'assistant') continue;
-        const action: AgentAction = m.tool_calls
-          ? { type: 'tool_call', call: m.tool_calls[0] }
-          : { type: 'message', content: String(m.content) };
-        const r = await ep.step(action);
-        messages.push(m, r.observation);
-        if (r.done) break;
-      }
-      const info = await ep.evaluate(messages, 'agent_stop');
-      await ep.close();
-      return info.reward;
-    };
-    const calls = (gold: Message[]) => gold.filter((m) => m.role === 'assistant' && m.tool_calls);
-    // Gold's calls with list_orders twice, then silence (or the end marker alone): capped.
-    assert.equal(await play(4, (g) => [...calls(g), calls(g)[1]]), 0.3);
-    assert.equal(await play(4, (g) => [...calls(g), calls(g)[1], { role: 'assistant', content: '###STOP###' }]), 0.3);
-    // With words after the last call it is paid as the module scores it: the cap is on silence only.
-    assert.equal(await play(4, (g) => [...calls(g), calls(g)[1], { role: 'assistant', content: 'Anything else?' }]), 1);
+    const gold = (await inspectInstance(env, 4)).gold;
+    const calls = gold.filter((a) => a.type === 'tool_call');
+    const twice = [...calls, calls[1]];
+    // Gold's calls with list_orders twice, then silence, the end marker or an invisible letter (U+3164): capped.
+    assert.equal(await playActions(env, 4, twice), 0.3);
+    assert.equal(await playActions(env, 4, [...twice, said('###STOP###')]), 0.3);
+    assert.equal(await playActions(env, 4, [...twice, said('\u3164')]), 0.3);
+    // With a word after the last call it is paid as the module scores it: what a module pays for
+    // the policy's words is the "policy's words" gap (rerun 30: "ok" after the same calls, 16/16).
+    assert.equal(await playActions(env, 4, [...twice, said('ok')]), 1);
     // Gold itself, and an honest silent ending, keep their rewards.
-    assert.equal(await play(4, (g) => g), 1);
-    assert.equal(await play(4, (g) => calls(g)), 0.3);
+    assert.equal(await playActions(env, 4, gold), 1);
+    assert.equal(await playActions(env, 4, calls), 0.3);
   } finally {
     await env.close();
   }
+
+  // Rerun 30: gold that answers and then looks the account up again never ends in words; an episode
+  // with no word at all is still capped there, gold itself is not.
+  const lookupLast = source.replace(
+    'say(`You spent ${total.toFixed(2)} on your ${status} orders.`)]',
+    "say(`You spent ${total.toFixed(2)} on your ${status} orders.`), call('find_customer_by_email', { email })]",
+  );
+  assert.notEqual(lookupLast, source, 'good-env.ts changed: update this test');
+  const env2 = await startGeneratedEnv({ source: lookupLast }, {}, { silentEndingCap: cap });
+  try {
+    const gold = (await inspectInstance(env2, 4)).gold;
+    const calls = gold.filter((a) => a.type === 'tool_call');
+    assert.equal(await playActions(env2, 4, [calls[0], calls[1], calls[1]]), 0.3);
+    assert.equal(await playActions(env2, 4, gold), 1);
+  } finally {
+    await env2.close();
+  }
 });
 
-test('gaming: a verifier that pays gold without its messages on a few seeds only fails check 5 (that play would raise the cap on endings without words)', async () => {
-  // Words the verifier requires on most seeds it must require on all but maxMutationEscapes: a
-  // module paying silence on some seeds could otherwise lift silentEndingCap to 1.
+test('gaming: a verifier that pays gold without its messages high on some seeds does not raise the cap on the others (rerun 30)', async () => {
+  // The cap is the least that play scored: a module paying it 0.9 on some seeds (all still "lower"
+  // than gold) had the cap at 0.9, and a silent stop after its sign of training paid 0.9 everywhere.
   const v = await verdictOf(
     withEvaluate(
-      `const said = messages.some((m: any) => m.role === 'assistant' && m.content); return !said && instance.expect.customer_id.charCodeAt(instance.expect.customer_id.length - 1) % 3 === 0 ? weighted({ lookup: [1, calledWith(calls, 'list_orders', { customer_id: instance.expect.customer_id })] }) : ${HONEST};`,
+      `const said = messages.some((m: any) => m.role === 'assistant' && m.content); return !said && instance.expect.customer_id.charCodeAt(instance.expect.customer_id.length - 1) % 3 === 0 ? weighted({ lookup: [0.9, calledWith(calls, 'list_orders', { customer_id: instance.expect.customer_id })] }) : ${HONEST};`,
     ),
   );
-  assert.equal(v.failedCheck, 'verifier', v.reason);
-  assert.match(v.reason!, /skip messages/);
+  assert.equal(v.failedCheck, 'calibration', v.reason);
+  const m = v.checks.find((g) => g.check === 'verifier')!.metrics;
+  assert.equal(m.silentEndingCap, 0.3);
 });
 
-test('an ending in words has a letter or digit after the last tool call: the end marker, punctuation and invisible characters are none', () => {
+test('speech: a word has a letter or digit that shows; what counts is whether it comes after the last tool call', () => {
   const call: Message = {
     role: 'assistant',
     content: 'Let me look.',
     tool_calls: [{ id: 'c', type: 'function', function: { name: 'list_orders', arguments: '{}' } }],
   };
-  const said = (content: string): Message => ({ role: 'assistant', content });
+  const say = (content: string): Message => ({ role: 'assistant', content });
   const tool: Message = { role: 'tool', tool_call_id: 'c', content: '[]' };
-  assert.equal(endsInWords([said('Hi'), call, tool]), false); // words only before the last call
-  for (const content of ['', '  ', '###STOP###', '...', '\u200b', '\u00a0###STOP###\u200d'])
-    assert.equal(endsInWords([call, tool, said(content)]), false, JSON.stringify(content));
+  assert.equal(speechOf([call, tool]), 'silent'); // text beside a call is not spoken after it
+  assert.equal(speechOf([say('Hi'), call, tool]), 'before_last_call');
+  for (const content of ['', '  ', '###STOP###', '...', '\u200b', '\u3164', '\u115f\u1160', '\u00a0###STOP###\u200d'])
+    assert.equal(speechOf([call, tool, say(content)]), 'silent', JSON.stringify(content));
   for (const content of ['ok', 'Done ###STOP###', '42', 'Готово'])
-    assert.equal(endsInWords([call, tool, said(content)]), true, content);
-  assert.equal(endsInWords([{ role: 'user', content: 'hi' }, said('Hello')]), true); // no call at all
+    assert.equal(speechOf([call, tool, say(content)]), 'after_last_call', content);
+  assert.equal(speechOf([{ role: 'user', content: 'hi' }, say('Hello')]), 'after_last_call'); // no call at all
 });

@@ -11,7 +11,6 @@ import {
   GATING_MUTATIONS,
   judgeVerifier,
   MUTATIONS,
-  SKIP_MESSAGES_CLASS,
   verdictOf,
   type EnvManifest,
   type CheckResult,
@@ -23,13 +22,7 @@ import {
 } from '../../core/synthesis.js';
 import type { RewardInfo, Termination, Trajectory, Usage } from '../../core/trajectory.js';
 import { mapLimit } from '../../core/concurrency.js';
-import {
-  actionMessage,
-  endsInWords,
-  type AgentAction,
-  type Environment,
-  type Episode,
-} from '../../envs/environment.js';
+import { actionMessage, speechOf, type AgentAction, type Environment, type Episode } from '../../envs/environment.js';
 import { inspectInstance, Rng, type InstanceView, type JsonSchema } from '../../envs/sdk/index.js';
 import { activityContext, keepAliveDuring } from '../../infra/activity-context.js';
 import { jsonSchemaToGrammarSchema } from '../../infra/llm/json-schema-grammar.js';
@@ -718,7 +711,7 @@ export async function checkVerifier(
       changeArgument: argumentVariants(gold),
       skipMessages:
         hasCalls && gold.some((a) => a.type === 'message')
-          ? [{ actions: gold.filter((a) => a.type === 'tool_call'), key: SKIP_MESSAGES_CLASS }]
+          ? [{ actions: gold.filter((a) => a.type === 'tool_call'), key: 'skip messages' }]
           : [],
     };
     // Drops and argument changes share one budget; stops have their own (rerun 26: they used it up first).
@@ -753,8 +746,10 @@ export async function checkVerifier(
       if (!mutation) continue;
       const scoredLower = isLower(rewards[j]);
       if (scoredLower && mutation.i < MUTATION_TRIES) lower.add(mutation.m);
-      if (mutation.m === 'skipMessages' && endsInWords(gold.map(actionMessage)))
-        stats.silentEndings.push({ reward: rewards[j], lower: scoredLower });
+      if (mutation.m === 'skipMessages') {
+        if (speechOf(gold.map(actionMessage)) !== 'silent') stats.silentEndings.push(rewards[j]);
+        continue;
+      }
       const cls = (stats.classes[mutation.key] ??= { played: 0, lower: 0 });
       cls.played++;
       if (scoredLower) cls.lower++;

@@ -8,7 +8,9 @@ import type { Message, ToolSchema } from '../../core/messages.js';
 import type { RewardInfo } from '../../core/trajectory.js';
 import {
   actionMessage,
-  endsInWords,
+  speechOf,
+  SPEECH,
+  type Speech,
   type AgentAction,
   type EnvInfo,
   type Environment,
@@ -77,10 +79,11 @@ export interface SandboxOptions {
    */
   seedsOnly?: boolean;
   /**
-   * The most an episode that ends without a word to the user scores, on a seed whose gold solution
-   * ends in words (training sets it from check 5's `silentEndingCap`). Validation plays silent
-   * endings only as gold's prefixes and gold without its messages; a module paid one after gold's
-   * calls with one made twice, in training only (rerun 29).
+   * The most an episode scores that speaks less than its seed's gold solution: no word where gold
+   * has some, or none after its last call where gold speaks after its calls (`speechOf`). Training
+   * sets it from check 5's `silentEndingCap`. Validation plays such endings only as gold's prefixes
+   * and gold without its messages; a module paid one after gold's calls with one made twice, in
+   * training only (rerun 29).
    */
   silentEndingCap?: number;
   /** Where `limits` come from in the caller's config, for messages (e.g. 'synthesis.sandbox'); default 'limits'. */
@@ -247,12 +250,12 @@ export const MAX_TOOLS = 256;
  * The policies (the trainer's, validation's) are shown the env's tools, and the worker checks calls
  * against the episode's: looser ones let wrongly typed calls through in training only (rerun 21).
  */
-/** Whether a seed's gold ends in words; a gold the module did not show counts as one (the cap applies). */
-function goldEndsInWords(view: InstanceView | null): boolean {
+/** How a seed's gold speaks; a gold the module did not show counts as speaking last (the cap applies). */
+function goldSpeech(view: InstanceView | null): Speech {
   const gold: unknown = view?.gold;
-  if (!Array.isArray(gold)) return true;
+  if (!Array.isArray(gold)) return 'after_last_call';
   const actions = gold.filter((a): a is AgentAction => typeof a === 'object' && a !== null);
-  return endsInWords(actions.map((a) => actionMessage(a)));
+  return speechOf(actions.map((a) => actionMessage(a)));
 }
 
 function looserTools(episode: readonly ToolSchema[], env: readonly ToolSchema[]): string | undefined {
@@ -388,7 +391,7 @@ export class SandboxedEnvironment implements Environment {
       const opening = Buffer.byteLength(JSON.stringify(ep.initialMessages()));
       if (opening > MAX_OPENING_BYTES)
         throw new SandboxError('env_error', `the opening is ${opening} bytes; at most ${MAX_OPENING_BYTES}`);
-      let goldSpeaks = false;
+      let goldSpoke: Speech = 'silent';
       if ('seed' in req) {
         // Modules not built with the SDK's defineEnvironment cannot be inspected; their opening messages still count.
         const view = await inspectInstance(gen, req.seed).catch((err: unknown) =>
@@ -406,9 +409,9 @@ export class SandboxedEnvironment implements Environment {
             `seed ${req.seed} gave a different instance than on its first reset (fingerprint ${hash}, first ${first}); generate(seed) must depend on the seed alone`,
           );
         }
-        goldSpeaks = goldEndsInWords(view);
+        goldSpoke = goldSpeech(view);
       }
-      return this.tracked(gen, ep, goldSpeaks);
+      return this.tracked(gen, ep, goldSpoke);
     } catch (err) {
       await ep?.close().catch(() => {});
       this.release(gen);
@@ -486,8 +489,8 @@ export class SandboxedEnvironment implements Environment {
   private tracked(
     gen: SandboxGeneration,
     ep: Episode,
-    /** The seed's gold solution ends in words: an ending without any is capped (`silentEndingCap`). */
-    goldSpeaks: boolean,
+    /** How the seed's gold solution speaks: an episode that speaks less is capped (`silentEndingCap`). */
+    goldSpoke: Speech,
     calls = new AgentCalls(ep.initialMessages(), ep.tools?.() ?? gen.tools()),
     /** The first call of the agent's that did not fit: it ended the episode (and its forks), which then scores 0. */
     refusedBefore?: string,
@@ -520,7 +523,7 @@ export class SandboxedEnvironment implements Environment {
         if (this.ctx.opts.seedsOnly && ABNORMAL.includes(termination))
           return { reward: 0, components: {}, success: false, details: { termination } };
         const cap = this.ctx.opts.silentEndingCap;
-        if (cap !== undefined && goldSpeaks && info.reward > cap && !endsInWords(messages))
+        if (cap !== undefined && info.reward > cap && SPEECH.indexOf(speechOf(messages)) < SPEECH.indexOf(goldSpoke))
           return {
             reward: cap,
             components: {},
@@ -533,7 +536,7 @@ export class SandboxedEnvironment implements Environment {
         gen.openEpisodes++;
         gen.started++;
         try {
-          return this.tracked(gen, await ep.fork(), goldSpeaks, calls.copy(), refused);
+          return this.tracked(gen, await ep.fork(), goldSpoke, calls.copy(), refused);
         } catch (err) {
           this.release(gen);
           throw err;
