@@ -604,3 +604,25 @@ test('speech: a word has a letter or digit that shows; what counts is whether it
     assert.equal(speechOf([call, tool, say(content)]), 'after_last_call', content);
   assert.equal(speechOf([{ role: 'user', content: 'hi' }, say('Hello')]), 'after_last_call'); // no call at all
 });
+
+test('gaming: a module that shows gold without its words only to the inspection after a seeded reset fails validation (rerun 31: no episode was capped in training)', async () => {
+  // The worker takes the gold that says how an episode must speak from the inspection after each
+  // seeded reset; validation read gold from inspections of its own. Now every inspection the module
+  // gives follows a seeded reset, so validation replays the gold training is judged by.
+  const source = withEpisodeEvaluate(
+    LISTS_TWICE,
+    'const pending: Record<number, number> = {};',
+    `if (typeof req.taskId === 'string' && req.taskId.startsWith('inspect:')) {
+      const s = Number(req.taskId.slice(8));
+      if ((pending[s] ?? 0) > 0) {
+        pending[s]--;
+        const v = JSON.parse(String(ep.initialMessages()[0].content));
+        v.gold = v.gold.filter((a: any) => a.type === 'tool_call');
+        const opening = [{ role: 'system' as const, content: JSON.stringify(v) }];
+        ep.initialMessages = () => opening.map((m) => ({ ...m }));
+      }
+    } else if (typeof req.seed === 'number') pending[req.seed] = (pending[req.seed] ?? 0) + 1;`,
+  );
+  const v = await verdictOf(source);
+  assert.equal(v.failedCheck, 'solvability', v.reason); // gold's calls without its answer score 0.3
+});

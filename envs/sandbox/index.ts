@@ -377,8 +377,48 @@ export class SandboxedEnvironment implements Environment {
    * process) is stopped wherever it runs — training and evaluation included.
    */
   async reset(req: ResetRequest, opts?: RequestOptions): Promise<Episode> {
-    if (this.ctx.opts.seedsOnly && 'taskId' in req && !req.taskId.startsWith(INSPECT_PREFIX))
-      throw new SandboxError('env_error', `task '${req.taskId}': a generated env's episodes are reset by seed alone`);
+    if (this.ctx.opts.seedsOnly && 'taskId' in req) {
+      if (!req.taskId.startsWith(INSPECT_PREFIX))
+        throw new SandboxError('env_error', `task '${req.taskId}': a generated env's episodes are reset by seed alone`);
+      return this.inspection(req.taskId, opts);
+    }
+    return (await this.start(req, opts)).episode;
+  }
+
+  /**
+   * A generated env's inspection is the one its seeded reset takes (that episode then closed): every
+   * view of a seed the module gives follows a seeded reset of it and passes the seed's fingerprint.
+   * A module showed gold without its words only to the inspections after seeded resets, which say
+   * whether an episode speaks less than gold, and the real gold to validation's own (rerun 31).
+   */
+  private async inspection(taskId: string, opts?: RequestOptions): Promise<Episode> {
+    const seed = Number(taskId.slice(INSPECT_PREFIX.length));
+    if (!Number.isSafeInteger(seed))
+      throw new SandboxError('env_error', `task '${taskId}': an inspection names a seed (${INSPECT_PREFIX}<seed>)`);
+    const { episode, view } = await this.start({ seed }, opts);
+    await episode.close();
+    if (!view)
+      throw new SandboxError(
+        'env_error',
+        `seed ${seed}: the module cannot be inspected (build it with defineEnvironment)`,
+      );
+    const content = JSON.stringify(view);
+    const refused = () => Promise.reject(new SandboxError('env_error', `episode ${taskId} is an inspection`));
+    return {
+      id: taskId,
+      taskId,
+      initialMessages: () => [{ role: 'system', content }],
+      step: refused,
+      evaluate: refused,
+      fork: refused,
+      close: async () => {},
+    };
+  }
+
+  private async start(
+    req: ResetRequest,
+    opts?: RequestOptions,
+  ): Promise<{ episode: Episode; view: InstanceView | null }> {
     const gen = await this.current();
     clearTimeout(gen.idleTimer);
     gen.openEpisodes++;
@@ -392,9 +432,10 @@ export class SandboxedEnvironment implements Environment {
       if (opening > MAX_OPENING_BYTES)
         throw new SandboxError('env_error', `the opening is ${opening} bytes; at most ${MAX_OPENING_BYTES}`);
       let goldSpoke: Speech = 'silent';
+      let view: InstanceView | null = null;
       if ('seed' in req) {
         // Modules not built with the SDK's defineEnvironment cannot be inspected; their opening messages still count.
-        const view = await inspectInstance(gen, req.seed).catch((err: unknown) =>
+        view = await inspectInstance(gen, req.seed).catch((err: unknown) =>
           gen.proc.dead ? Promise.reject(err) : null,
         );
         const hash = createHash('sha256')
@@ -411,7 +452,7 @@ export class SandboxedEnvironment implements Environment {
         }
         goldSpoke = goldSpeech(view);
       }
-      return this.tracked(gen, ep, goldSpoke);
+      return { episode: this.tracked(gen, ep, goldSpoke), view };
     } catch (err) {
       await ep?.close().catch(() => {});
       this.release(gen);
