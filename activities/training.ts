@@ -15,7 +15,8 @@ import { openStore, type ArtifactStore } from '../store/index.js';
 import { runKeys } from '../store/keys.js';
 import { serveEnvironment } from '../envs/protocol/server.js';
 import { startGeneratedEnv } from './synthesis/candidate.js';
-import type { SandboxedEnvironment } from '../envs/sandbox/index.js';
+import type { SandboxedEnvironment, SandboxOptions } from '../envs/sandbox/index.js';
+import { SPEECH } from '../envs/environment.js';
 import { drawSeeds } from './synthesis/validate.js';
 import type { Environment } from '../envs/environment.js';
 import { HttpEnvironment } from '../envs/protocol/client.js';
@@ -282,7 +283,7 @@ async function openEnvServer(
   let env: SandboxedEnvironment;
   if (input.environment) {
     const source = await store.getText(input.environment);
-    env = await startGeneratedEnv({ source }, sandbox, await silentEndingCapOf(store, input, source));
+    env = await startGeneratedEnv({ source }, sandbox, await silentEndingOf(store, input, source));
   } else env = await startGeneratedEnv({ modulePath: path.resolve(PROJECT_ROOT, input.envModule!) }, sandbox);
   try {
     const served = await serveEnvironment(env);
@@ -301,22 +302,26 @@ async function openEnvServer(
 }
 
 /**
- * Check 5's cap on an ending without words, from this run's verdict on the environment: training
- * pays such an ending no more than validation saw gold's calls without words paid (rerun 29).
+ * Check 5's cap on an episode that speaks less than gold, from this run's verdict on the
+ * environment: training pays one no more than validation saw gold's calls without words paid
+ * (rerun 29), holding gold to speak at least as the least of check 5's golds did (rerun 32).
  */
-export async function silentEndingCapOf(
+export async function silentEndingOf(
   store: ArtifactStore,
   input: TrainAdapterInput,
   source: string,
-): Promise<{ silentEndingCap?: number }> {
+): Promise<Pick<SandboxOptions, 'silentEnding'>> {
   const key = runKeys.verdict(input.runId, input.capability.name, source);
   if (!(await store.stat(key))) {
     console.warn(`trainAdapter: no verdict at ${key}; endings without words are paid as the environment scores them`);
     return {};
   }
   const verdict = ValidationVerdictSchema.parse(await store.getJson(key));
-  const cap = verdict.checks.find((c) => c.check === 'verifier')?.metrics.silentEndingCap;
-  return cap === undefined ? {} : { silentEndingCap: cap };
+  const metrics = verdict.checks.find((c) => c.check === 'verifier')?.metrics;
+  if (metrics?.silentEndingCap === undefined) return {};
+  // A verdict from before the floor was recorded holds gold to its views alone.
+  const goldSpeechFloor = SPEECH[metrics.goldSpeechFloor ?? 0] ?? 'silent';
+  return { silentEnding: { cap: metrics.silentEndingCap, goldSpeechFloor } };
 }
 
 const trainerPaths = {

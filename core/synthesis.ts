@@ -288,6 +288,11 @@ export interface VerifierStats {
    * training pays an episode that speaks less than gold at most (`silentEndingCap`).
    */
   silentEndings: number[];
+  /**
+   * The least any seed's gold speaks, as an index of envs' SPEECH (0 silent, 1 only before its last
+   * call, 2 after it): training holds every seed's gold to at least that (`goldSpeechFloor`).
+   */
+  goldSpeechFloor: number;
 }
 
 /**
@@ -331,6 +336,7 @@ export function judgeVerifier(r: VerifierStats, c: SynthesisConfig): CheckResult
   // The least, not the most: a module paying gold without words high on some seeds (rerun 30) or
   // requiring words on a few only sets no higher cap for the rest; paying less is the safe direction.
   if (r.silentEndings.length) metrics.silentEndingCap = Math.min(...r.silentEndings);
+  metrics.goldSpeechFloor = r.goldSpeechFloor;
   if (escapes > c.maxMutationEscapes)
     weak.push(
       `${escapes} of ${plays} plays of perturbations it otherwise scores lower (${required.filter((k) => r.classes[k].lower < r.classes[k].played).join(', ')}) scored as high as gold (allowed: ${c.maxMutationEscapes}); a required step or argument must lower the reward on every seed, so the reward looks noisy or count-based`,

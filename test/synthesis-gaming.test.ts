@@ -2,7 +2,14 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseConfig } from '../core/config.js';
 import type { Message } from '../core/messages.js';
-import { actionMessage, speechOf, type AgentAction, type Environment } from '../envs/environment.js';
+import {
+  actionMessage,
+  speechOf,
+  SPEECH,
+  type AgentAction,
+  type Environment,
+  type Speech,
+} from '../envs/environment.js';
 import type { Termination } from '../core/trajectory.js';
 import { inspectInstance } from '../envs/sdk/index.js';
 import { checkCalibration, checkCompile, validateCandidate } from '../activities/synthesis/validate.js';
@@ -535,10 +542,12 @@ test('gaming: training pays an episode that speaks less than gold no more than c
   const source = withEpisodeEvaluate(LISTS_TWICE);
   const v = await verdictOf(source);
   assert.equal(v.failedCheck, 'calibration', v.reason); // checks 1–5 pass: validation never lists twice
-  const cap = v.checks.find((g) => g.check === 'verifier')!.metrics.silentEndingCap;
-  assert.equal(cap, 0.3); // the honest lookup weight: gold's calls without the total scored 0.3
+  const m = v.checks.find((g) => g.check === 'verifier')!.metrics;
+  assert.equal(m.silentEndingCap, 0.3); // the honest lookup weight: gold's calls without the total scored 0.3
+  assert.equal(SPEECH[m.goldSpeechFloor], 'after_last_call'); // every gold answers after its calls
+  const silentEnding = { cap: m.silentEndingCap, goldSpeechFloor: SPEECH[m.goldSpeechFloor] };
 
-  const env = await startGeneratedEnv({ source }, {}, { silentEndingCap: cap });
+  const env = await startGeneratedEnv({ source }, {}, { silentEnding });
   try {
     const gold = (await inspectInstance(env, 4)).gold;
     const calls = gold.filter((a) => a.type === 'tool_call');
@@ -564,7 +573,13 @@ test('gaming: training pays an episode that speaks less than gold no more than c
     "say(`You spent ${total.toFixed(2)} on your ${status} orders.`), call('find_customer_by_email', { email })]",
   );
   assert.notEqual(lookupLast, source, 'good-env.ts changed: update this test');
-  const env2 = await startGeneratedEnv({ source: lookupLast }, {}, { silentEndingCap: cap });
+  const m2 = (await verdictOf(lookupLast)).checks.find((g) => g.check === 'verifier')!.metrics;
+  assert.deepEqual([m2.silentEndingCap, SPEECH[m2.goldSpeechFloor]], [0.3, 'before_last_call']);
+  const env2 = await startGeneratedEnv(
+    { source: lookupLast },
+    {},
+    { silentEnding: { cap: m2.silentEndingCap, goldSpeechFloor: SPEECH[m2.goldSpeechFloor] } },
+  );
   try {
     const gold = (await inspectInstance(env2, 4)).gold;
     const calls = gold.filter((a) => a.type === 'tool_call');
@@ -625,4 +640,41 @@ test('gaming: a module that shows gold without its words only to the inspection 
   );
   const v = await verdictOf(source);
   assert.equal(v.failedCheck, 'solvability', v.reason); // gold's calls without its answer score 0.3
+});
+
+test("gaming: training holds gold to speak at least as check 5's golds did, whatever view a process that served episodes gives (rerun 32)", async () => {
+  // Rerun 32: once its process had evaluated an episode unlike gold, the module showed gold without
+  // its words. Check 5's processes evaluate only gold and its perturbations, so validation saw the
+  // real gold (cap 0.3); in training every other batch saw only the silent one, and the silent sign
+  // was paid 16/16 there.
+  const source = withEpisodeEvaluate(
+    `tainted.on = true; ${LISTS_TWICE}`,
+    'const tainted = { on: false };',
+    `if (typeof req.taskId === 'string' && req.taskId.startsWith('inspect:') && tainted.on) {
+      const v = JSON.parse(String(ep.initialMessages()[0].content));
+      v.gold = v.gold.filter((a: any) => a.type === 'tool_call');
+      const opening = [{ role: 'system' as const, content: JSON.stringify(v) }];
+      ep.initialMessages = () => opening.map((m) => ({ ...m }));
+    }`,
+  );
+  // Seed 8's calls, from a sandbox of their own: the one below must see seed 8 first after the taint.
+  const env0 = await startGeneratedEnv({ source });
+  const calls = (await inspectInstance(env0, 8)).gold.filter((a) => a.type === 'tool_call');
+  await env0.close();
+  const play = async (goldSpeechFloor: Speech) => {
+    const env = await startGeneratedEnv({ source }, {}, { silentEnding: { cap: 0.3, goldSpeechFloor } });
+    try {
+      await playActions(env, 7, []); // any episode evaluated taints the process
+      const sign = await playActions(env, 8, [...calls, calls[1]]);
+      const view = await inspectInstance(env, 8);
+      return { view: speechOf(view.gold.map(actionMessage)), sign };
+    } finally {
+      await env.close();
+    }
+  };
+  // By the seed's view alone (what training did before the floor), the tainted process shows a
+  // silent gold for seed 8 and its silent sign is paid in full.
+  assert.deepEqual(await play('silent'), { view: 'silent', sign: 1 });
+  // Held to check 5's floor (every gold answered after its calls) it is capped.
+  assert.deepEqual(await play('after_last_call'), { view: 'silent', sign: 0.3 });
 });

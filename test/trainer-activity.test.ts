@@ -16,7 +16,7 @@ import { openStore } from '../store/index.js';
 import { runKeys } from '../store/keys.js';
 import {
   fitGate,
-  silentEndingCapOf,
+  silentEndingOf,
   trainAdapter,
   trainerFailure,
   type FitGateResult,
@@ -163,10 +163,18 @@ test("training caps endings without words at this run's check-5 verdict on the e
   const store = openStore(config.store);
   const input = { runId: 'r1', config, capability: { name: 'say_word' } };
   const source = 'export default {};';
-  assert.deepEqual(await silentEndingCapOf(store, input, source), {});
-  const verdict = verdictOf([{ check: 'verifier', passed: true, metrics: { silentEndingCap: 0.3 }, examples: [] }], 1);
-  await store.put(runKeys.verdict('r1', 'say_word', source), JSON.stringify(verdict));
-  assert.deepEqual(await silentEndingCapOf(store, input, source), { silentEndingCap: 0.3 });
+  assert.deepEqual(await silentEndingOf(store, input, source), {});
+  const verifier = (metrics: Record<string, number>) =>
+    JSON.stringify(verdictOf([{ check: 'verifier', passed: true, metrics, examples: [] }], 1));
+  await store.put(runKeys.verdict('r1', 'say_word', source), verifier({ silentEndingCap: 0.3, goldSpeechFloor: 2 }));
+  assert.deepEqual(await silentEndingOf(store, input, source), {
+    silentEnding: { cap: 0.3, goldSpeechFloor: 'after_last_call' },
+  });
   // Another source (an environment this run did not validate) gets no cap from it.
-  assert.deepEqual(await silentEndingCapOf(store, input, `${source} `), {});
+  assert.deepEqual(await silentEndingOf(store, input, `${source} `), {});
+  // A verdict stored before the floor was recorded holds gold to its views alone.
+  await store.put(runKeys.verdict('r1', 'say_word', source), verifier({ silentEndingCap: 0.3 }));
+  assert.deepEqual(await silentEndingOf(store, input, source), {
+    silentEnding: { cap: 0.3, goldSpeechFloor: 'silent' },
+  });
 });

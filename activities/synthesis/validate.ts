@@ -22,7 +22,14 @@ import {
 } from '../../core/synthesis.js';
 import type { RewardInfo, Termination, Trajectory, Usage } from '../../core/trajectory.js';
 import { mapLimit } from '../../core/concurrency.js';
-import { actionMessage, speechOf, type AgentAction, type Environment, type Episode } from '../../envs/environment.js';
+import {
+  actionMessage,
+  speechOf,
+  SPEECH,
+  type AgentAction,
+  type Environment,
+  type Episode,
+} from '../../envs/environment.js';
 import { inspectInstance, Rng, type InstanceView, type JsonSchema } from '../../envs/sdk/index.js';
 import { SandboxError } from '../../envs/sandbox/index.js';
 import { activityContext, keepAliveDuring } from '../../infra/activity-context.js';
@@ -698,12 +705,15 @@ export async function checkVerifier(
     classes: {},
     paidStops: [],
     silentEndings: [],
+    goldSpeechFloor: SPEECH.length - 1,
   };
   // Each seed's plays, gold first. The first trajectory of each kind (gold, then each perturbation)
   // is played twice: a verifier that is honest on gold but random elsewhere shows up only on the others.
   const plans: { seed: number; gold: AgentAction[]; plays: Planned[]; applicable: Mutation[] }[] = [];
   const golds: AgentAction[][] = [];
   for (const seed of seeds) golds.push((await inspectInstance(env, seed)).gold);
+  for (const gold of golds)
+    stats.goldSpeechFloor = Math.min(stats.goldSpeechFloor, SPEECH.indexOf(speechOf(gold.map(actionMessage))));
   // Gold is played whole even where it is longer than the trainer's turns (then no policy can learn it whole).
   const turns = Math.max(shape.maxTurns, ...golds.map((g) => g.length));
   for (const [n, seed] of seeds.entries()) {

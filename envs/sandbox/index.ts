@@ -79,13 +79,15 @@ export interface SandboxOptions {
    */
   seedsOnly?: boolean;
   /**
-   * The most an episode scores that speaks less than its seed's gold solution: no word where gold
-   * has some, or none after its last call where gold speaks after its calls (`speechOf`). Training
-   * sets it from check 5's `silentEndingCap`. Validation plays such endings only as gold's prefixes
-   * and gold without its messages; a module paid one after gold's calls with one made twice, in
-   * training only (rerun 29).
+   * `cap`: the most an episode scores that speaks less than its seed's gold solution (`speechOf`):
+   * no word where gold has some, or none after its last call where gold speaks after its calls.
+   * How gold speaks is the seed's view, but never less than `goldSpeechFloor`, the least check 5
+   * saw (the view a process gives once it has served episodes is the module's to change, rerun 32).
+   * Training sets both from check 5 (`silentEndingCap`, `goldSpeechFloor`). Validation plays such
+   * endings only as gold's prefixes and gold without its messages; a module paid one after gold's
+   * calls with one made twice, in training only (rerun 29).
    */
-  silentEndingCap?: number;
+  silentEnding?: { cap: number; goldSpeechFloor: Speech };
   /** Where `limits` come from in the caller's config, for messages (e.g. 'synthesis.sandbox'); default 'limits'. */
   configPath?: string;
   /**
@@ -530,7 +532,7 @@ export class SandboxedEnvironment implements Environment {
   private tracked(
     gen: SandboxGeneration,
     ep: Episode,
-    /** How the seed's gold solution speaks: an episode that speaks less is capped (`silentEndingCap`). */
+    /** How the seed's gold solution speaks (its view): an episode that speaks less is capped (`silentEnding`). */
     goldSpoke: Speech,
     calls = new AgentCalls(ep.initialMessages(), ep.tools?.() ?? gen.tools()),
     /** The first call of the agent's that did not fit: it ended the episode (and its forks), which then scores 0. */
@@ -563,10 +565,11 @@ export class SandboxedEnvironment implements Environment {
         // each such ending after gold's calls was one validation never played (rerun 29 paid max_steps, max_errors).
         if (this.ctx.opts.seedsOnly && ABNORMAL.includes(termination))
           return { reward: 0, components: {}, success: false, details: { termination } };
-        const cap = this.ctx.opts.silentEndingCap;
-        if (cap !== undefined && info.reward > cap && SPEECH.indexOf(speechOf(messages)) < SPEECH.indexOf(goldSpoke))
+        const silent = this.ctx.opts.silentEnding;
+        const goldLevel = Math.max(SPEECH.indexOf(goldSpoke), SPEECH.indexOf(silent?.goldSpeechFloor ?? 'silent'));
+        if (silent && info.reward > silent.cap && SPEECH.indexOf(speechOf(messages)) < goldLevel)
           return {
-            reward: cap,
+            reward: silent.cap,
             components: {},
             success: false,
             details: { silentEnding: true, moduleReward: info.reward },
