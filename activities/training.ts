@@ -304,7 +304,7 @@ async function openEnvServer(
 /**
  * Check 5's cap on an episode that speaks less than gold, from this run's verdict on the
  * environment: training pays one no more than validation saw gold's calls without words paid
- * (rerun 29), holding gold to speak at least as the least of check 5's golds did (rerun 32).
+ * (rerun 29), holding every episode to speak as the most any of check 5's golds did (reruns 32–33).
  */
 export async function silentEndingOf(
   store: ArtifactStore,
@@ -319,9 +319,9 @@ export async function silentEndingOf(
   const verdict = ValidationVerdictSchema.parse(await store.getJson(key));
   const metrics = verdict.checks.find((c) => c.check === 'verifier')?.metrics;
   if (metrics?.silentEndingCap === undefined) return {};
-  // A verdict from before the floor was recorded holds gold to its views alone.
-  const goldSpeechFloor = SPEECH[metrics.goldSpeechFloor ?? 0] ?? 'silent';
-  return { silentEnding: { cap: metrics.silentEndingCap, goldSpeechFloor } };
+  // A verdict from before goldSpeech was recorded holds gold to its views alone.
+  const goldSpeech = SPEECH[metrics.goldSpeech ?? 0] ?? 'silent';
+  return { silentEnding: { cap: metrics.silentEndingCap, goldSpeech } };
 }
 
 const trainerPaths = {

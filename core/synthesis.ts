@@ -289,10 +289,11 @@ export interface VerifierStats {
    */
   silentEndings: number[];
   /**
-   * The least any seed's gold speaks, as an index of envs' SPEECH (0 silent, 1 only before its last
-   * call, 2 after it): training holds every seed's gold to at least that (`goldSpeechFloor`).
+   * The most any seed's gold speaks, as an index of envs' SPEECH (0 silent, 1 only before its last
+   * call, 2 after it): training holds every episode to that (`goldSpeech`), whatever a seed's view
+   * says; the least let one silent gold among 20 open every seed to the view (rerun 33).
    */
-  goldSpeechFloor: number;
+  goldSpeech: number;
 }
 
 /**
@@ -336,7 +337,7 @@ export function judgeVerifier(r: VerifierStats, c: SynthesisConfig): CheckResult
   // The least, not the most: a module paying gold without words high on some seeds (rerun 30) or
   // requiring words on a few only sets no higher cap for the rest; paying less is the safe direction.
   if (r.silentEndings.length) metrics.silentEndingCap = Math.min(...r.silentEndings);
-  metrics.goldSpeechFloor = r.goldSpeechFloor;
+  metrics.goldSpeech = r.goldSpeech;
   if (escapes > c.maxMutationEscapes)
     weak.push(
       `${escapes} of ${plays} plays of perturbations it otherwise scores lower (${required.filter((k) => r.classes[k].lower < r.classes[k].played).join(', ')}) scored as high as gold (allowed: ${c.maxMutationEscapes}); a required step or argument must lower the reward on every seed, so the reward looks noisy or count-based`,

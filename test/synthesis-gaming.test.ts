@@ -544,8 +544,8 @@ test('gaming: training pays an episode that speaks less than gold no more than c
   assert.equal(v.failedCheck, 'calibration', v.reason); // checks 1–5 pass: validation never lists twice
   const m = v.checks.find((g) => g.check === 'verifier')!.metrics;
   assert.equal(m.silentEndingCap, 0.3); // the honest lookup weight: gold's calls without the total scored 0.3
-  assert.equal(SPEECH[m.goldSpeechFloor], 'after_last_call'); // every gold answers after its calls
-  const silentEnding = { cap: m.silentEndingCap, goldSpeechFloor: SPEECH[m.goldSpeechFloor] };
+  assert.equal(SPEECH[m.goldSpeech], 'after_last_call'); // every gold answers after its calls
+  const silentEnding = { cap: m.silentEndingCap, goldSpeech: SPEECH[m.goldSpeech] };
 
   const env = await startGeneratedEnv({ source }, {}, { silentEnding });
   try {
@@ -574,11 +574,11 @@ test('gaming: training pays an episode that speaks less than gold no more than c
   );
   assert.notEqual(lookupLast, source, 'good-env.ts changed: update this test');
   const m2 = (await verdictOf(lookupLast)).checks.find((g) => g.check === 'verifier')!.metrics;
-  assert.deepEqual([m2.silentEndingCap, SPEECH[m2.goldSpeechFloor]], [0.3, 'before_last_call']);
+  assert.deepEqual([m2.silentEndingCap, SPEECH[m2.goldSpeech]], [0.3, 'before_last_call']);
   const env2 = await startGeneratedEnv(
     { source: lookupLast },
     {},
-    { silentEnding: { cap: m2.silentEndingCap, goldSpeechFloor: SPEECH[m2.goldSpeechFloor] } },
+    { silentEnding: { cap: m2.silentEndingCap, goldSpeech: SPEECH[m2.goldSpeech] } },
   );
   try {
     const gold = (await inspectInstance(env2, 4)).gold;
@@ -642,7 +642,7 @@ test('gaming: a module that shows gold without its words only to the inspection 
   assert.equal(v.failedCheck, 'solvability', v.reason); // gold's calls without its answer score 0.3
 });
 
-test("gaming: training holds gold to speak at least as check 5's golds did, whatever view a process that served episodes gives (rerun 32)", async () => {
+test("gaming: training holds gold to speak as check 5's golds did, whatever view a process that served episodes gives (rerun 32)", async () => {
   // Rerun 32: once its process had evaluated an episode unlike gold, the module showed gold without
   // its words. Check 5's processes evaluate only gold and its perturbations, so validation saw the
   // real gold (cap 0.3); in training every other batch saw only the silent one, and the silent sign
@@ -661,8 +661,8 @@ test("gaming: training holds gold to speak at least as check 5's golds did, what
   const env0 = await startGeneratedEnv({ source });
   const calls = (await inspectInstance(env0, 8)).gold.filter((a) => a.type === 'tool_call');
   await env0.close();
-  const play = async (goldSpeechFloor: Speech) => {
-    const env = await startGeneratedEnv({ source }, {}, { silentEnding: { cap: 0.3, goldSpeechFloor } });
+  const play = async (goldSpeech: Speech) => {
+    const env = await startGeneratedEnv({ source }, {}, { silentEnding: { cap: 0.3, goldSpeech } });
     try {
       await playActions(env, 7, []); // any episode evaluated taints the process
       const sign = await playActions(env, 8, [...calls, calls[1]]);
@@ -672,9 +672,38 @@ test("gaming: training holds gold to speak at least as check 5's golds did, what
       await env.close();
     }
   };
-  // By the seed's view alone (what training did before the floor), the tainted process shows a
+  // By the seed's view alone (what training did before rerun 32), the tainted process shows a
   // silent gold for seed 8 and its silent sign is paid in full.
   assert.deepEqual(await play('silent'), { view: 'silent', sign: 1 });
-  // Held to check 5's floor (every gold answered after its calls) it is capped.
+  // Held to how check 5's golds spoke (after their calls) it is capped.
   assert.deepEqual(await play('after_last_call'), { view: 'silent', sign: 0.3 });
+});
+
+test("gaming: one silent gold among check 5's does not open every seed to the views (rerun 33): gold is held to the most any spoke", async () => {
+  // Rerun 33: gold silent on a quarter of the seeds made the least speech over check 5's golds
+  // "silent", and rerun 32's view trick paid the silent sign 16/16 again on the seeds where gold speaks.
+  const QUIET = 'customer_id.charCodeAt(customer_id.length - 1) % 4 === 0';
+  const source = withEvaluate(
+    `const customer_id = instance.expect.customer_id; return ${QUIET} ? weighted({ lookup: [1, calledWith(calls, 'list_orders', { customer_id })] }) : ${HONEST};`,
+  ).replace(
+    'say(`You spent ${total.toFixed(2)} on your ${status} orders.`)]',
+    `...(${QUIET} ? [] : [say(\`You spent \${total.toFixed(2)} on your \${status} orders.\`)])]`,
+  );
+  assert.ok(source.includes(`...(${QUIET}`), 'good-env.ts changed: update this test');
+  const v = await verdictOf(source);
+  assert.equal(v.failedCheck, 'calibration', v.reason);
+  const m = v.checks.find((g) => g.check === 'verifier')!.metrics;
+  assert.deepEqual([m.silentEndingCap, SPEECH[m.goldSpeech]], [0.3, 'after_last_call']);
+
+  // A quiet seed's own gold now needs a closing word to be paid in full: over-capping is the safe direction.
+  const env = await startGeneratedEnv({ source }, {}, { silentEnding: { cap: 0.3, goldSpeech: 'after_last_call' } });
+  try {
+    let seed = 0;
+    let gold = (await inspectInstance(env, seed)).gold;
+    while (gold.some((a) => a.type === 'message')) gold = (await inspectInstance(env, ++seed)).gold;
+    assert.equal(await playActions(env, seed, gold), 0.3);
+    assert.equal(await playActions(env, seed, [...gold, said('Your orders are listed.')]), 1);
+  } finally {
+    await env.close();
+  }
 });

@@ -166,15 +166,15 @@ test("training caps endings without words at this run's check-5 verdict on the e
   assert.deepEqual(await silentEndingOf(store, input, source), {});
   const verifier = (metrics: Record<string, number>) =>
     JSON.stringify(verdictOf([{ check: 'verifier', passed: true, metrics, examples: [] }], 1));
-  await store.put(runKeys.verdict('r1', 'say_word', source), verifier({ silentEndingCap: 0.3, goldSpeechFloor: 2 }));
+  await store.put(runKeys.verdict('r1', 'say_word', source), verifier({ silentEndingCap: 0.3, goldSpeech: 2 }));
   assert.deepEqual(await silentEndingOf(store, input, source), {
-    silentEnding: { cap: 0.3, goldSpeechFloor: 'after_last_call' },
+    silentEnding: { cap: 0.3, goldSpeech: 'after_last_call' },
   });
   // Another source (an environment this run did not validate) gets no cap from it.
   assert.deepEqual(await silentEndingOf(store, input, `${source} `), {});
-  // A verdict stored before the floor was recorded holds gold to its views alone.
+  // A verdict stored before goldSpeech was recorded holds gold to its views alone.
   await store.put(runKeys.verdict('r1', 'say_word', source), verifier({ silentEndingCap: 0.3 }));
   assert.deepEqual(await silentEndingOf(store, input, source), {
-    silentEnding: { cap: 0.3, goldSpeechFloor: 'silent' },
+    silentEnding: { cap: 0.3, goldSpeech: 'silent' },
   });
 });

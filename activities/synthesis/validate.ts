@@ -705,7 +705,7 @@ export async function checkVerifier(
     classes: {},
     paidStops: [],
     silentEndings: [],
-    goldSpeechFloor: SPEECH.length - 1,
+    goldSpeech: 0,
   };
   // Each seed's plays, gold first. The first trajectory of each kind (gold, then each perturbation)
   // is played twice: a verifier that is honest on gold but random elsewhere shows up only on the others.
@@ -713,7 +713,7 @@ export async function checkVerifier(
   const golds: AgentAction[][] = [];
   for (const seed of seeds) golds.push((await inspectInstance(env, seed)).gold);
   for (const gold of golds)
-    stats.goldSpeechFloor = Math.min(stats.goldSpeechFloor, SPEECH.indexOf(speechOf(gold.map(actionMessage))));
+    stats.goldSpeech = Math.max(stats.goldSpeech, SPEECH.indexOf(speechOf(gold.map(actionMessage))));
   // Gold is played whole even where it is longer than the trainer's turns (then no policy can learn it whole).
   const turns = Math.max(shape.maxTurns, ...golds.map((g) => g.length));
   for (const [n, seed] of seeds.entries()) {

@@ -81,13 +81,13 @@ export interface SandboxOptions {
   /**
    * `cap`: the most an episode scores that speaks less than its seed's gold solution (`speechOf`):
    * no word where gold has some, or none after its last call where gold speaks after its calls.
-   * How gold speaks is the seed's view, but never less than `goldSpeechFloor`, the least check 5
-   * saw (the view a process gives once it has served episodes is the module's to change, rerun 32).
-   * Training sets both from check 5 (`silentEndingCap`, `goldSpeechFloor`). Validation plays such
+   * Gold is held to speak as the most any of check 5's golds did (`goldSpeech`), or as the seed's
+   * view says where that is more: a view a process gives once it has served episodes is the
+   * module's to change (reruns 32–33). Training sets both from check 5 (`silentEndingCap`, `goldSpeech`). Validation plays such
    * endings only as gold's prefixes and gold without its messages; a module paid one after gold's
    * calls with one made twice, in training only (rerun 29).
    */
-  silentEnding?: { cap: number; goldSpeechFloor: Speech };
+  silentEnding?: { cap: number; goldSpeech: Speech };
   /** Where `limits` come from in the caller's config, for messages (e.g. 'synthesis.sandbox'); default 'limits'. */
   configPath?: string;
   /**
@@ -566,7 +566,7 @@ export class SandboxedEnvironment implements Environment {
         if (this.ctx.opts.seedsOnly && ABNORMAL.includes(termination))
           return { reward: 0, components: {}, success: false, details: { termination } };
         const silent = this.ctx.opts.silentEnding;
-        const goldLevel = Math.max(SPEECH.indexOf(goldSpoke), SPEECH.indexOf(silent?.goldSpeechFloor ?? 'silent'));
+        const goldLevel = Math.max(SPEECH.indexOf(goldSpoke), SPEECH.indexOf(silent?.goldSpeech ?? 'silent'));
         if (silent && info.reward > silent.cap && SPEECH.indexOf(speechOf(messages)) < goldLevel)
           return {
             reward: silent.cap,
