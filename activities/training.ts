@@ -318,10 +318,11 @@ export async function silentEndingOf(
   }
   const verdict = ValidationVerdictSchema.parse(await store.getJson(key));
   const metrics = verdict.checks.find((c) => c.check === 'verifier')?.metrics;
-  if (metrics?.silentEndingCap === undefined) return {};
   // A verdict from before goldSpeech was recorded holds gold to its views alone.
-  const goldSpeech = SPEECH[metrics.goldSpeech ?? 0] ?? 'silent';
-  return { silentEnding: { cap: metrics.silentEndingCap, goldSpeech } };
+  const goldSpeech = SPEECH[metrics?.goldSpeech ?? 0] ?? 'silent';
+  // Gold spoke but nothing measured what speaking less is worth: it is worth nothing.
+  const cap = metrics?.silentEndingCap ?? (goldSpeech === 'silent' ? undefined : 0);
+  return cap === undefined ? {} : { silentEnding: { cap, goldSpeech } };
 }
 
 const trainerPaths = {

@@ -707,3 +707,41 @@ test("gaming: one silent gold among check 5's does not open every seed to the vi
     await env.close();
   }
 });
+
+test('gaming: a gold that only speaks sets the cap on episodes that speak less (rerun 34: golds that spoke never called, none was played without its words, no cap was set)', async () => {
+  // Check 5 played gold without its messages only where gold also made calls; now, on a gold that
+  // makes none, it is a stop at once.
+  const speakOnly = withEvaluate(
+    `return weighted({ communicate: [1, communicated(messages, [instance.expect.total]).ok] });`,
+  )
+    .replace(
+      "gold: [call('find_customer_by_email', { email }), call('list_orders', { customer_id }), say(",
+      'gold: [say(',
+    )
+    .replace('export default defineEnvironment<State, Inst>({', 'const base = defineEnvironment<State, Inst>({');
+  assert.ok(
+    speakOnly.includes('gold: [say(') && speakOnly.includes('const base'),
+    'good-env.ts changed: update this test',
+  );
+  const source = `${speakOnly}\nexport default { ...base, reset: async (req: any) => { const ep = await base.reset(req); const own = ep.evaluate.bind(ep);
+    ep.evaluate = async (messages: any, termination: any) => { ${LISTS_TWICE} }; return ep; } };\n`;
+  const v = await verdictOf(source);
+  assert.equal(v.failedCheck, 'calibration', v.reason);
+  const m = v.checks.find((g) => g.check === 'verifier')!.metrics;
+  assert.deepEqual([m.silentEndingCap, SPEECH[m.goldSpeech], m.skipMessagesSeeds], [0, 'after_last_call', 20]);
+
+  const env = await startGeneratedEnv({ source }, {}, { silentEnding: { cap: 0, goldSpeech: 'after_last_call' } });
+  try {
+    const tool = (name: string, args: object): AgentAction => ({
+      type: 'tool_call',
+      call: { id: 'c', type: 'function', function: { name, arguments: JSON.stringify(args) } },
+    });
+    const lookup = tool('find_customer_by_email', { email: 'x@example.com' });
+    const list = tool('list_orders', { customer_id: 'cus_x' });
+    // The module pays list_orders twice whatever else: silent, it is now paid nothing.
+    assert.equal(await playActions(env, 3, [lookup, list, list]), 0);
+    assert.equal(await playActions(env, 3, (await inspectInstance(env, 3)).gold), 1);
+  } finally {
+    await env.close();
+  }
+});

@@ -172,6 +172,11 @@ test("training caps endings without words at this run's check-5 verdict on the e
   });
   // Another source (an environment this run did not validate) gets no cap from it.
   assert.deepEqual(await silentEndingOf(store, input, `${source} `), {});
+  // Gold spoke but no play measured what speaking less is worth: nothing.
+  await store.put(runKeys.verdict('r1', 'say_word', source), verifier({ goldSpeech: 2 }));
+  assert.deepEqual(await silentEndingOf(store, input, source), {
+    silentEnding: { cap: 0, goldSpeech: 'after_last_call' },
+  });
   // A verdict stored before goldSpeech was recorded holds gold to its views alone.
   await store.put(runKeys.verdict('r1', 'say_word', source), verifier({ silentEndingCap: 0.3 }));
   assert.deepEqual(await silentEndingOf(store, input, source), {

@@ -719,15 +719,15 @@ export async function checkVerifier(
   for (const [n, seed] of seeds.entries()) {
     const gold = golds[n];
     const plays: Planned[] = [{ actions: gold }, { actions: gold, replayOf: 0 }];
-    const hasCalls = gold.some((a) => a.type === 'tool_call');
+    // Without its messages a gold that makes no call is a stop at once: played all the same, since a
+    // gold that only speaks sets the cap on episodes that speak less (rerun 34 had none set).
     const variants: Record<Mutation, Variant[]> = {
       stopEarly: stopVariants(gold),
       dropStep: dropVariants(gold),
       changeArgument: argumentVariants(gold),
-      skipMessages:
-        hasCalls && gold.some((a) => a.type === 'message')
-          ? [{ actions: gold.filter((a) => a.type === 'tool_call'), key: 'skip messages' }]
-          : [],
+      skipMessages: gold.some((a) => a.type === 'message')
+        ? [{ actions: gold.filter((a) => a.type === 'tool_call'), key: 'skip messages' }]
+        : [],
     };
     // Drops and argument changes share one budget; stops have their own (rerun 26: they used it up first).
     const budgets = { stops: c.maxMutationsPerSeed, perturbations: c.maxMutationsPerSeed };
