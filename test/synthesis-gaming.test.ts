@@ -12,7 +12,13 @@ import {
 } from '../envs/environment.js';
 import type { Termination } from '../core/trajectory.js';
 import { inspectInstance } from '../envs/sdk/index.js';
-import { checkCalibration, checkCompile, validateCandidate } from '../activities/synthesis/validate.js';
+import {
+  batchShapeOf,
+  checkCalibration,
+  checkCompile,
+  checkVerifier,
+  validateCandidate,
+} from '../activities/synthesis/validate.js';
 import { createLlm } from '../llm/client.js';
 import { startScriptedLlm } from './helpers/scripted-llm.js';
 import { startSandboxedEnv } from '../envs/sandbox/index.js';
@@ -708,10 +714,12 @@ test("gaming: one silent gold among check 5's does not open every seed to the vi
   }
 });
 
-test('gaming: a gold that only speaks sets the cap on episodes that speak less (rerun 34: golds that spoke never called, none was played without its words, no cap was set)', async () => {
-  // Check 5 played gold without its messages only where gold also made calls; now, on a gold that
-  // makes none, it is a stop at once.
-  const speakOnly = withEvaluate(
+/**
+ * GOOD_SOURCE whose gold only speaks (the total, no call), paid for communicating it, with each
+ * episode's evaluate replaced by `body` (it sees `messages`, `termination` and `own`).
+ */
+function speakOnly(body: string): string {
+  const source = withEvaluate(
     `return weighted({ communicate: [1, communicated(messages, [instance.expect.total]).ok] });`,
   )
     .replace(
@@ -719,12 +727,15 @@ test('gaming: a gold that only speaks sets the cap on episodes that speak less (
       'gold: [say(',
     )
     .replace('export default defineEnvironment<State, Inst>({', 'const base = defineEnvironment<State, Inst>({');
-  assert.ok(
-    speakOnly.includes('gold: [say(') && speakOnly.includes('const base'),
-    'good-env.ts changed: update this test',
-  );
-  const source = `${speakOnly}\nexport default { ...base, reset: async (req: any) => { const ep = await base.reset(req); const own = ep.evaluate.bind(ep);
-    ep.evaluate = async (messages: any, termination: any) => { ${LISTS_TWICE} }; return ep; } };\n`;
+  assert.ok(source.includes('gold: [say(') && source.includes('const base'), 'good-env.ts changed: update this test');
+  return `${source}\nexport default { ...base, reset: async (req: any) => { const ep = await base.reset(req); const own = ep.evaluate.bind(ep);
+    ep.evaluate = async (messages: any, termination: any) => { ${body} }; return ep; } };\n`;
+}
+
+test('gaming: a gold that only speaks sets the cap on episodes that speak less (rerun 34: golds that spoke never called, none was played without its words, no cap was set)', async () => {
+  // Check 5 played gold without its messages only where gold also made calls; now, on a gold that
+  // makes none, it is a stop at once.
+  const source = speakOnly(LISTS_TWICE);
   const v = await verdictOf(source);
   assert.equal(v.failedCheck, 'calibration', v.reason);
   const m = v.checks.find((g) => g.check === 'verifier')!.metrics;
@@ -741,6 +752,23 @@ test('gaming: a gold that only speaks sets the cap on episodes that speak less (
     // The module pays list_orders twice whatever else: silent, it is now paid nothing.
     assert.equal(await playActions(env, 3, [lookup, list, list]), 0);
     assert.equal(await playActions(env, 3, (await inspectInstance(env, 3)).gold), 1);
+  } finally {
+    await env.close();
+  }
+});
+
+test('gaming: a stop at once paid as a gold that only speaks fails check 5 (rerun 35: it set the cap at 1)', async () => {
+  // On a gold that makes no call, gold without its words is the stop at once: nothing required it
+  // to score lower, so a module paying it 1 put silentEndingCap at 1, and training capped nothing.
+  const source = speakOnly(
+    `return messages.some((m: any) => m.role === 'assistant') ? own(messages, termination) : ${PAY};`,
+  );
+  const env = await startGeneratedEnv({ source });
+  try {
+    const r = await checkVerifier(env, config.synthesis, batchShapeOf(config));
+    assert.equal(r.passed, false, JSON.stringify(r.metrics));
+    assert.match(r.reason!, /paid for what it skips on 20 seeds/);
+    assert.match(r.examples.join(' '), /a stop at once scored 1 \(gold 1\)/);
   } finally {
     await env.close();
   }

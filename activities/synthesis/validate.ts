@@ -770,7 +770,15 @@ export async function checkVerifier(
       if (scoredLower) cls.lower++;
       else escapes.push({ key: mutation.key, text: `seed ${seed}: ${mutation.key} scored ${reward}, as high as gold` });
     }
-    const paidStop = paidStopOf(plays, rewards, isLower, c.mutationMargin);
+    // A gold that makes no call, without its words, is a stop at once: paid as gold, it pays doing
+    // nothing, and it would set the cap on every episode that speaks less (rerun 35).
+    const atOnce = gold.some((a) => a.type === 'tool_call')
+      ? -1
+      : plays.findIndex((x, j) => x.mutation?.m === 'skipMessages' && !isLower(rewards[j]));
+    const paidStop =
+      atOnce >= 0
+        ? `a stop at once scored ${rewards[atOnce]} (gold ${reward}), where gold makes no call and only speaks`
+        : paidStopOf(plays, rewards, isLower, c.mutationMargin);
     if (paidStop) stats.paidStops.push(`seed ${seed}: ${paidStop}`);
     for (const m of applicable) {
       stats.mutations[m].applicable++;
