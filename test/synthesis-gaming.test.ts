@@ -757,19 +757,23 @@ test('gaming: a gold that only speaks sets the cap on episodes that speak less (
   }
 });
 
-test('gaming: a stop at once paid as a gold that only speaks fails check 5 (rerun 35: it set the cap at 1)', async () => {
-  // On a gold that makes no call, gold without its words is the stop at once: nothing required it
-  // to score lower, so a module paying it 1 put silentEndingCap at 1, and training capped nothing.
-  const source = speakOnly(
-    `return messages.some((m: any) => m.role === 'assistant') ? own(messages, termination) : ${PAY};`,
-  );
-  const env = await startGeneratedEnv({ source });
-  try {
-    const r = await checkVerifier(env, config.synthesis, batchShapeOf(config));
-    assert.equal(r.passed, false, JSON.stringify(r.metrics));
-    assert.match(r.reason!, /paid for what it skips on 20 seeds/);
-    assert.match(r.examples.join(' '), /a stop at once scored 1 \(gold 1\)/);
-  } finally {
-    await env.close();
-  }
-});
+for (const [paid, rerun] of [
+  ['1', 'rerun 35: as gold'],
+  ['0.9', 'rerun 36: at gold less the margin'],
+] as const)
+  test(`gaming: a stop at once paid more than a trivial policy may be, where gold only speaks, fails check 5 (${rerun}: it set the cap there)`, async () => {
+    // On a gold that makes no call, gold without its words is the stop at once: nothing required it
+    // to score lower, so a module paying it 1 put silentEndingCap at 1, and training capped nothing.
+    const source = speakOnly(
+      `return messages.some((m: any) => m.role === 'assistant') ? own(messages, termination) : { reward: ${paid}, components: {}, success: false };`,
+    );
+    const env = await startGeneratedEnv({ source });
+    try {
+      const r = await checkVerifier(env, config.synthesis, batchShapeOf(config));
+      assert.equal(r.passed, false, JSON.stringify(r.metrics));
+      assert.match(r.reason!, /paid for what it skips on 20 seeds/);
+      assert.match(r.examples.join(' '), new RegExp(`a stop at once scored ${paid} \\(gold 1;`));
+    } finally {
+      await env.close();
+    }
+  });

@@ -770,14 +770,15 @@ export async function checkVerifier(
       if (scoredLower) cls.lower++;
       else escapes.push({ key: mutation.key, text: `seed ${seed}: ${mutation.key} scored ${reward}, as high as gold` });
     }
-    // A gold that makes no call, without its words, is a stop at once: paid as gold, it pays doing
-    // nothing, and it would set the cap on every episode that speaks less (rerun 35).
+    // A gold that makes no call, without its words, is a stop at once: paid more than a trivial
+    // policy may be (maxTrivialReward, per seed), it pays doing nothing and sets the cap on every
+    // episode that speaks less (rerun 35 paid it as gold; rerun 36 at gold - margin, 0.9).
     const atOnce = gold.some((a) => a.type === 'tool_call')
       ? -1
-      : plays.findIndex((x, j) => x.mutation?.m === 'skipMessages' && !isLower(rewards[j]));
+      : plays.findIndex((x, j) => x.mutation?.m === 'skipMessages' && rewards[j] > c.maxTrivialReward);
     const paidStop =
       atOnce >= 0
-        ? `a stop at once scored ${rewards[atOnce]} (gold ${reward}), where gold makes no call and only speaks`
+        ? `a stop at once scored ${rewards[atOnce]} (gold ${reward}; a trivial policy may score ${c.maxTrivialReward}), where gold makes no call and only speaks`
         : paidStopOf(plays, rewards, isLower, c.mutationMargin);
     if (paidStop) stats.paidStops.push(`seed ${seed}: ${paidStop}`);
     for (const m of applicable) {
