@@ -283,7 +283,7 @@ async function openEnvServer(
   let env: SandboxedEnvironment;
   if (input.environment) {
     const source = await store.getText(input.environment);
-    env = await startGeneratedEnv({ source }, sandbox, await silentEndingOf(store, input, source));
+    env = await startGeneratedEnv({ source }, sandbox, await goldAnchorCapsOf(store, input, source));
   } else env = await startGeneratedEnv({ modulePath: path.resolve(PROJECT_ROOT, input.envModule!) }, sandbox);
   try {
     const served = await serveEnvironment(env);
@@ -302,27 +302,28 @@ async function openEnvServer(
 }
 
 /**
- * Check 5's cap on an episode that speaks less than gold, from this run's verdict on the
- * environment: training pays one no more than validation saw gold's calls without words paid
- * (rerun 29), holding every episode to speak as the most any of check 5's golds did (reruns 32–33).
+ * What training holds its episodes to, from this run's verdict on the environment: an episode that
+ * lacks one of its seed's gold calls is paid no more than check 5 saw gold's calls perturbed paid,
+ * one that lacks gold's words no more than gold without its messages (`SandboxOptions.goldAnchor`).
  */
-export async function silentEndingOf(
+export async function goldAnchorCapsOf(
   store: ArtifactStore,
   input: TrainAdapterInput,
   source: string,
-): Promise<Pick<SandboxOptions, 'silentEnding'>> {
+): Promise<Pick<SandboxOptions, 'goldAnchor'>> {
   const key = runKeys.verdict(input.runId, input.capability.name, source);
   if (!(await store.stat(key))) {
-    console.warn(`trainAdapter: no verdict at ${key}; endings without words are paid as the environment scores them`);
+    console.warn(`trainAdapter: no verdict at ${key}; episodes are paid as the environment scores them`);
     return {};
   }
   const verdict = ValidationVerdictSchema.parse(await store.getJson(key));
   const metrics = verdict.checks.find((c) => c.check === 'verifier')?.metrics;
   // A verdict from before goldSpeech was recorded holds gold to its views alone.
   const goldSpeech = SPEECH[metrics?.goldSpeech ?? 0] ?? 'silent';
-  // Gold spoke but nothing measured what speaking less is worth: it is worth nothing.
-  const cap = metrics?.silentEndingCap ?? (goldSpeech === 'silent' ? undefined : 0);
-  return cap === undefined ? {} : { silentEnding: { cap, goldSpeech } };
+  // What no play measured is worth nothing: a verdict from before missingCallCap, or no gold that spoke or called.
+  return {
+    goldAnchor: { callsCap: metrics?.missingCallCap ?? 0, wordsCap: metrics?.silentEndingCap ?? 0, goldSpeech },
+  };
 }
 
 const trainerPaths = {

@@ -289,6 +289,12 @@ export interface VerifierStats {
    */
   silentEndings: number[];
   /**
+   * The rewards of gold's perturbations that lack one of its calls (a stop, a drop, a changed
+   * argument): the least of them is what training pays an episode that lacks one at most
+   * (`missingCallCap`).
+   */
+  missingCalls: number[];
+  /**
    * The most any seed's gold speaks, as an index of envs' SPEECH (0 silent, 1 only before its last
    * call, 2 after it): training holds every episode to that (`goldSpeech`), whatever a seed's view
    * says; the least let one silent gold among 20 open every seed to the view (rerun 33).
@@ -337,6 +343,7 @@ export function judgeVerifier(r: VerifierStats, c: SynthesisConfig): CheckResult
   // The least, not the most: a module paying gold without words high on some seeds (rerun 30) or
   // requiring words on a few only sets no higher cap for the rest; paying less is the safe direction.
   if (r.silentEndings.length) metrics.silentEndingCap = Math.min(...r.silentEndings);
+  if (r.missingCalls.length) metrics.missingCallCap = Math.min(...r.missingCalls);
   metrics.goldSpeech = r.goldSpeech;
   if (escapes > c.maxMutationEscapes)
     weak.push(

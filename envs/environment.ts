@@ -38,7 +38,7 @@ export function actionMessage(a: AgentAction): Message {
  * How the agent spoke to the user, least first: not at all, only before its last tool call, or
  * after it (anywhere, where it made none). A word has a letter or a digit that shows, so the end
  * marker, punctuation and default-ignorable characters (U+200B, U+3164, …) are none. Training caps
- * an episode that speaks less than gold (`SandboxOptions.silentEnding`).
+ * an episode that speaks less than gold (`envs/gold-anchor.ts`).
  */
 export const SPEECH = ['silent', 'before_last_call', 'after_last_call'] as const;
 export type Speech = (typeof SPEECH)[number];

@@ -9,6 +9,7 @@ import {
 } from '../envs/reference/index.js';
 import { call, say, type AgentAction, type SyntheticEnvironment } from '../envs/sdk/index.js';
 import { parseConfig } from '../core/config.js';
+import { anchorMiss, goldAnchorOf } from '../envs/gold-anchor.js';
 import { createLlm } from '../llm/client.js';
 import { episodeNumbers, startScriptedLlm, type ChatRequest, type ScriptedReply } from './helpers/scripted-llm.js';
 import {
@@ -38,6 +39,14 @@ for (const cap of caps) {
     for (const r of checks) assert.equal(r.passed, true, `${r.check}: ${r.reason} ${r.examples.join(' | ')}`);
     assert.equal(checks[1].metrics.failingSeeds, 0, 'the gold solver scores 1.0 on every seed');
     assert.equal(checks[1].metrics.meanGoldReward, 1);
+    // Gold played is what training's gold anchor holds an episode to: it never caps gold itself.
+    for (let seed = 0; seed < 30; seed++) {
+      const view = env.inspect(seed);
+      const played = await playPolicy(env, seed, goldPolicy(view.gold));
+      const miss = anchorMiss(goldAnchorOf(view)!, played.messages, 'after_last_call');
+      const spoke = view.gold.some((a) => a.type === 'message');
+      assert.ok(!miss || (!spoke && miss.what.startsWith('speaks less')), `seed ${seed}: ${miss?.what}`);
+    }
   });
 }
 

@@ -146,7 +146,7 @@ test('sleeper: the instance re-check spans processes, and a process with open ep
     const a = await env.reset({ seed: 7 });
     const b = await env.reset({ seed: 8 }); // the first process's last episode: it retires
     const c = await env.reset({ seed: 7 }); // in the second process, checked against the first's instance
-    assert.equal(env.processesStarted, 2);
+    assert.equal(env.processesStarted, 3); // two that serve episodes, and the one that took seeds 7 and 8 first
     assert.deepEqual(c.initialMessages(), a.initialMessages());
     for (const ep of [a, b, c]) assert.equal((await ep.evaluate(ep.initialMessages(), 'agent_stop')).reward, 0);
     await Promise.all([a.close(), b.close(), c.close()]);
@@ -166,9 +166,9 @@ test('sleeper: a fresh process must describe the same environment as the first',
   assert.notEqual(source, GOOD_SOURCE, 'good-env.ts changed: update this test');
   const env = await startGeneratedEnv({ source }, { ...config.synthesis.sandbox, episodesPerProcess: 1 });
   try {
-    await (await env.reset({ seed: 1 })).close(); // the first process retires here
+    // The first reset of a seed starts a second process, which takes the seed's first instance.
     await assert.rejects(
-      env.reset({ seed: 2 }),
+      env.reset({ seed: 1 }),
       (e: Error) =>
         e.name === 'SandboxError' &&
         /sandbox nondeterministic: a fresh sandbox process of the module described a different environment/.test(
@@ -187,17 +187,18 @@ test('sleeper: a process idle for idleRetireMs takes no new episodes, and a succ
   );
   try {
     await sleep(200); // the first process, started to describe the env, retires unused
+    // Each count below is processes that serve episodes plus those that take seeds' first instances.
     const a = await env.reset({ seed: 1 });
-    assert.equal(env.processesStarted, 2);
+    assert.equal(env.processesStarted, 3);
     const b = await env.reset({ seed: 2 }); // a is open, so this process is not idle; b is its last
     await Promise.all([a.close(), b.close()]);
     await sleep(200);
-    assert.equal(env.processesStarted, 2, 'no process starts before a reset needs one');
+    assert.equal(env.processesStarted, 3, 'no process starts before a reset needs one');
     await (await env.reset({ seed: 3 })).close();
-    assert.equal(env.processesStarted, 3);
-    await sleep(200); // idle past idleRetireMs: the third process retires
+    assert.equal(env.processesStarted, 5);
+    await sleep(200); // idle past idleRetireMs: the third process (and the second inspector) retire
     const ep = await env.reset({ seed: 4 });
-    assert.equal(env.processesStarted, 4);
+    assert.equal(env.processesStarted, 7);
     await ep.close();
   } finally {
     await env.close();

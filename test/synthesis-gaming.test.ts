@@ -21,7 +21,7 @@ import {
 } from '../activities/synthesis/validate.js';
 import { createLlm } from '../llm/client.js';
 import { startScriptedLlm } from './helpers/scripted-llm.js';
-import { startSandboxedEnv } from '../envs/sandbox/index.js';
+import { SandboxError, startSandboxedEnv } from '../envs/sandbox/index.js';
 import { startGeneratedEnv } from '../activities/synthesis/candidate.js';
 import { alternatingPolicy, GOOD_MANIFEST, GOOD_SOURCE } from './fixtures/synthesis/scripts.js';
 
@@ -542,7 +542,12 @@ const said = (content: string): AgentAction => ({ type: 'message', content });
 const LISTS_TWICE = `const lists = messages.filter((m: any) => m.role === 'assistant' && m.tool_calls?.[0]?.function.name === 'list_orders').length;
     return lists === 2 ? ${PAY} : own(messages, termination);`;
 
-test('gaming: training pays an episode that speaks less than gold no more than check 5 saw gold without its messages paid (reruns 29-30: a silent stop after gold’s calls with one made twice)', async () => {
+/** Training's hold on a module's rewards (`goldAnchor`), as trainAdapter takes it from check 5's metrics. */
+const anchorOf = (m: Record<string, number>) => ({
+  goldAnchor: { callsCap: m.missingCallCap ?? 0, wordsCap: m.silentEndingCap ?? 0, goldSpeech: SPEECH[m.goldSpeech] },
+});
+
+test('gaming: training pays an episode that lacks gold’s words no more than check 5 saw gold without its messages paid (reruns 29-30: gold’s calls with one made twice, then silence or "ok")', async () => {
   // Rerun 29 paid a silent stop after the lookup and list_orders twice, 16/16 in training: validation
   // plays silent endings only as gold's prefixes and gold without its messages, so it never saw one.
   const source = withEpisodeEvaluate(LISTS_TWICE);
@@ -551,9 +556,9 @@ test('gaming: training pays an episode that speaks less than gold no more than c
   const m = v.checks.find((g) => g.check === 'verifier')!.metrics;
   assert.equal(m.silentEndingCap, 0.3); // the honest lookup weight: gold's calls without the total scored 0.3
   assert.equal(SPEECH[m.goldSpeech], 'after_last_call'); // every gold answers after its calls
-  const silentEnding = { cap: m.silentEndingCap, goldSpeech: SPEECH[m.goldSpeech] };
+  assert.equal(m.missingCallCap, 0); // a stop after the customer lookup scored 0
 
-  const env = await startGeneratedEnv({ source }, {}, { silentEnding });
+  const env = await startGeneratedEnv({ source }, {}, anchorOf(m));
   try {
     const gold = (await inspectInstance(env, 4)).gold;
     const calls = gold.filter((a) => a.type === 'tool_call');
@@ -562,11 +567,13 @@ test('gaming: training pays an episode that speaks less than gold no more than c
     assert.equal(await playActions(env, 4, twice), 0.3);
     assert.equal(await playActions(env, 4, [...twice, said('###STOP###')]), 0.3);
     assert.equal(await playActions(env, 4, [...twice, said('\u3164')]), 0.3);
-    // With a word after the last call it is paid as the module scores it: what a module pays for
-    // the policy's words is the "policy's words" gap (rerun 30: "ok" after the same calls, 16/16).
-    assert.equal(await playActions(env, 4, [...twice, said('ok')]), 1);
-    // Gold itself, and an honest silent ending, keep their rewards.
+    // A word that says none of what gold says (its total and the orders' status) is no answer
+    // either (rerun 30: "ok" after the same calls was paid 16/16).
+    assert.equal(await playActions(env, 4, [...twice, said('ok')]), 0.3);
+    // Gold itself, an answer in other words, and an honest silent ending keep their rewards.
     assert.equal(await playActions(env, 4, gold), 1);
+    const [, total, status] = /spent (\S+) on your (\w+)/.exec((gold[2] as { content: string }).content)!;
+    assert.equal(await playActions(env, 4, [...twice, said(`That comes to $${total} for the ${status} ones.`)]), 1);
     assert.equal(await playActions(env, 4, calls), 0.3);
   } finally {
     await env.close();
@@ -574,25 +581,79 @@ test('gaming: training pays an episode that speaks less than gold no more than c
 
   // Rerun 30: gold that answers and then looks the account up again never ends in words; an episode
   // with no word at all is still capped there, gold itself is not.
-  const lookupLast = source.replace(
-    'say(`You spent ${total.toFixed(2)} on your ${status} orders.`)]',
-    "say(`You spent ${total.toFixed(2)} on your ${status} orders.`), call('find_customer_by_email', { email })]",
-  );
+  // (The user answers once, so the episode goes on to gold's last lookup.)
+  const lookupLast = source
+    .replace(
+      'say(`You spent ${total.toFixed(2)} on your ${status} orders.`)]',
+      "say(`You spent ${total.toFixed(2)} on your ${status} orders.`), call('find_customer_by_email', { email })]",
+    )
+    .replace(
+      '      expect: { customer_id, total },',
+      "      userTurns: ['Thanks. Is my account still on file?'],\n      expect: { customer_id, total },",
+    );
   assert.notEqual(lookupLast, source, 'good-env.ts changed: update this test');
   const m2 = (await verdictOf(lookupLast)).checks.find((g) => g.check === 'verifier')!.metrics;
-  assert.deepEqual([m2.silentEndingCap, SPEECH[m2.goldSpeech]], [0.3, 'before_last_call']);
-  const env2 = await startGeneratedEnv(
-    { source: lookupLast },
-    {},
-    { silentEnding: { cap: m2.silentEndingCap, goldSpeech: SPEECH[m2.goldSpeech] } },
-  );
+  assert.deepEqual([m2.silentEndingCap, SPEECH[m2.goldSpeech], m2.missingCallCap], [0.3, 'before_last_call', 0]);
+  const env2 = await startGeneratedEnv({ source: lookupLast }, {}, anchorOf(m2));
   try {
     const gold = (await inspectInstance(env2, 4)).gold;
     const calls = gold.filter((a) => a.type === 'tool_call');
-    assert.equal(await playActions(env2, 4, [calls[0], calls[1], calls[1]]), 0.3);
+    // Without gold's last lookup it lacks a call: paid what check 5 saw gold's calls perturbed paid.
+    assert.equal(await playActions(env2, 4, [calls[0], calls[1], calls[1]]), m2.missingCallCap);
+    assert.equal(await playActions(env2, 4, [...calls, calls[1]]), 0.3);
     assert.equal(await playActions(env2, 4, gold), 1);
   } finally {
     await env2.close();
+  }
+});
+
+test("gaming: training pays an episode that lacks one of gold's calls no more than check 5 saw gold's calls perturbed paid (reruns 31, 36: gold answers through a tool, the silent sign was paid 16/16)", async () => {
+  // Gold answers through submit_total and never speaks, so no cap on words applies; the module pays
+  // rerun 29's sign (the lookup, list_orders twice, no answer) 1. Check 5 never plays it.
+  const source = withEpisodeEvaluate(LISTS_TWICE)
+    .replace('type State = { customers', 'type State = { submitted?: number; customers')
+    .replace(
+      '  ],\n  generate(seed, rng) {',
+      `    defineTool<State, { total: number }>({
+      name: 'submit_total',
+      description: 'Record the total for the customer (this is how the answer is given).',
+      parameters: { type: 'object', properties: { total: { type: 'number' } }, required: ['total'], additionalProperties: false },
+      run: ({ total }, { state }) => { state.submitted = total; return { ok: true }; },
+    }),
+  ],
+  generate(seed, rng) {`,
+    )
+    .replace('say(`You spent ${total.toFixed(2)} on your ${status} orders.`)]', "call('submit_total', { total })]")
+    .replace(
+      'communicate: [0.7, communicated(messages, [instance.expect.total]).ok],',
+      "communicate: [0.7, calledWith(calls, 'submit_total', { total: instance.expect.total })],",
+    );
+  assert.ok(
+    source.includes("call('submit_total'") && source.includes("calledWith(calls, 'submit_total'"),
+    'good-env.ts changed: update this test',
+  );
+  const probe = await startGeneratedEnv({ source });
+  let m: Record<string, number>;
+  try {
+    const r = await checkVerifier(probe, config.synthesis, batchShapeOf(config));
+    assert.ok(r.passed, r.reason);
+    m = r.metrics;
+  } finally {
+    await probe.close();
+  }
+  // No gold speaks; a stop after the customer lookup scored 0.
+  assert.deepEqual([m.silentEndingCap, SPEECH[m.goldSpeech], m.missingCallCap], [undefined, 'silent', 0]);
+  const env = await startGeneratedEnv({ source }, {}, anchorOf(m));
+  try {
+    const gold = (await inspectInstance(env, 5)).gold;
+    const [find, list, submit] = gold;
+    assert.equal(await playActions(env, 5, [find, list, list]), 0);
+    assert.equal(await playActions(env, 5, [find, list, list, said('ok')]), 0);
+    // Gold, and gold with a call made twice, keep their rewards.
+    assert.equal(await playActions(env, 5, gold), 1);
+    assert.equal(await playActions(env, 5, [find, list, list, submit]), 1);
+  } finally {
+    await env.close();
   }
 });
 
@@ -648,11 +709,11 @@ test('gaming: a module that shows gold without its words only to the inspection 
   assert.equal(v.failedCheck, 'solvability', v.reason); // gold's calls without its answer score 0.3
 });
 
-test("gaming: training holds gold to speak as check 5's golds did, whatever view a process that served episodes gives (rerun 32)", async () => {
+test("gaming: a seed's view is the one a process gives that has evaluated nothing; a process that served episodes must give the same (rerun 32)", async () => {
   // Rerun 32: once its process had evaluated an episode unlike gold, the module showed gold without
   // its words. Check 5's processes evaluate only gold and its perturbations, so validation saw the
-  // real gold (cap 0.3); in training every other batch saw only the silent one, and the silent sign
-  // was paid 16/16 there.
+  // real gold; in training every other batch saw only the silent one, and the silent sign was paid
+  // 16/16 there. Each seed's first instance is now taken by a process that serves no episode.
   const source = withEpisodeEvaluate(
     `tainted.on = true; ${LISTS_TWICE}`,
     'const tainted = { on: false };',
@@ -663,26 +724,26 @@ test("gaming: training holds gold to speak as check 5's golds did, whatever view
       ep.initialMessages = () => opening.map((m) => ({ ...m }));
     }`,
   );
-  // Seed 8's calls, from a sandbox of their own: the one below must see seed 8 first after the taint.
-  const env0 = await startGeneratedEnv({ source });
-  const calls = (await inspectInstance(env0, 8)).gold.filter((a) => a.type === 'tool_call');
-  await env0.close();
-  const play = async (goldSpeech: Speech) => {
-    const env = await startGeneratedEnv({ source }, {}, { silentEnding: { cap: 0.3, goldSpeech } });
-    try {
-      await playActions(env, 7, []); // any episode evaluated taints the process
-      const sign = await playActions(env, 8, [...calls, calls[1]]);
-      const view = await inspectInstance(env, 8);
-      return { view: speechOf(view.gold.map(actionMessage)), sign };
-    } finally {
-      await env.close();
-    }
-  };
-  // By the seed's view alone (what training did before rerun 32), the tainted process shows a
-  // silent gold for seed 8 and its silent sign is paid in full.
-  assert.deepEqual(await play('silent'), { view: 'silent', sign: 1 });
-  // Held to how check 5's golds spoke (after their calls) it is capped.
-  assert.deepEqual(await play('after_last_call'), { view: 'silent', sign: 0.3 });
+  const env = await startGeneratedEnv(
+    { source },
+    {},
+    { goldAnchor: { callsCap: 0, wordsCap: 0.3, goldSpeech: 'silent' } },
+  );
+  try {
+    await playActions(env, 7, []); // any episode evaluated taints the process
+    await assert.rejects(playActions(env, 8, []), (err: Error) => {
+      assert.equal((err as SandboxError).reason, 'nondeterministic');
+      assert.match(err.message, /seed 8 gave a different instance than on its first reset/);
+      return true;
+    });
+    // So is the tainted process's inspection of it; a fresh process shows the real gold, which speaks.
+    await assert.rejects(inspectInstance(env, 8), /seed 8 gave a different instance than on its first reset/);
+    const fresh = await startGeneratedEnv({ source });
+    assert.equal(speechOf((await inspectInstance(fresh, 8)).gold.map(actionMessage)), 'after_last_call');
+    await fresh.close();
+  } finally {
+    await env.close();
+  }
 });
 
 test("gaming: one silent gold among check 5's does not open every seed to the views (rerun 33): gold is held to the most any spoke", async () => {
@@ -702,7 +763,7 @@ test("gaming: one silent gold among check 5's does not open every seed to the vi
   assert.deepEqual([m.silentEndingCap, SPEECH[m.goldSpeech]], [0.3, 'after_last_call']);
 
   // A quiet seed's own gold now needs a closing word to be paid in full: over-capping is the safe direction.
-  const env = await startGeneratedEnv({ source }, {}, { silentEnding: { cap: 0.3, goldSpeech: 'after_last_call' } });
+  const env = await startGeneratedEnv({ source }, {}, anchorOf(m));
   try {
     let seed = 0;
     let gold = (await inspectInstance(env, seed)).gold;
@@ -741,7 +802,7 @@ test('gaming: a gold that only speaks sets the cap on episodes that speak less (
   const m = v.checks.find((g) => g.check === 'verifier')!.metrics;
   assert.deepEqual([m.silentEndingCap, SPEECH[m.goldSpeech], m.skipMessagesSeeds], [0, 'after_last_call', 20]);
 
-  const env = await startGeneratedEnv({ source }, {}, { silentEnding: { cap: 0, goldSpeech: 'after_last_call' } });
+  const env = await startGeneratedEnv({ source }, {}, anchorOf(m));
   try {
     const tool = (name: string, args: object): AgentAction => ({
       type: 'tool_call',

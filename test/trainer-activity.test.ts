@@ -16,7 +16,7 @@ import { openStore } from '../store/index.js';
 import { runKeys } from '../store/keys.js';
 import {
   fitGate,
-  silentEndingOf,
+  goldAnchorCapsOf,
   trainAdapter,
   trainerFailure,
   type FitGateResult,
@@ -156,30 +156,28 @@ test('trainer error lines map to retryable and non-retryable failures', () => {
   assert.equal(retry.type, 'EnvUnavailable');
 });
 
-test("training caps endings without words at this run's check-5 verdict on the environment's source", async (t) => {
+test("training holds episodes to gold at this run's check-5 verdict on the environment's source", async (t) => {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'trace-cap-'));
   t.after(() => rm(dir, { recursive: true, force: true }));
   const config = parseConfig({ env: { name: 'toy-say' }, store: { kind: 'local', dir } });
   const store = openStore(config.store);
   const input = { runId: 'r1', config, capability: { name: 'say_word' } };
   const source = 'export default {};';
-  assert.deepEqual(await silentEndingOf(store, input, source), {});
+  assert.deepEqual(await goldAnchorCapsOf(store, input, source), {});
   const verifier = (metrics: Record<string, number>) =>
     JSON.stringify(verdictOf([{ check: 'verifier', passed: true, metrics, examples: [] }], 1));
-  await store.put(runKeys.verdict('r1', 'say_word', source), verifier({ silentEndingCap: 0.3, goldSpeech: 2 }));
-  assert.deepEqual(await silentEndingOf(store, input, source), {
-    silentEnding: { cap: 0.3, goldSpeech: 'after_last_call' },
+  await store.put(
+    runKeys.verdict('r1', 'say_word', source),
+    verifier({ silentEndingCap: 0.3, missingCallCap: 0.1, goldSpeech: 2 }),
+  );
+  assert.deepEqual(await goldAnchorCapsOf(store, input, source), {
+    goldAnchor: { callsCap: 0.1, wordsCap: 0.3, goldSpeech: 'after_last_call' },
   });
-  // Another source (an environment this run did not validate) gets no cap from it.
-  assert.deepEqual(await silentEndingOf(store, input, `${source} `), {});
-  // Gold spoke but no play measured what speaking less is worth: nothing.
-  await store.put(runKeys.verdict('r1', 'say_word', source), verifier({ goldSpeech: 2 }));
-  assert.deepEqual(await silentEndingOf(store, input, source), {
-    silentEnding: { cap: 0, goldSpeech: 'after_last_call' },
-  });
-  // A verdict stored before goldSpeech was recorded holds gold to its views alone.
-  await store.put(runKeys.verdict('r1', 'say_word', source), verifier({ silentEndingCap: 0.3 }));
-  assert.deepEqual(await silentEndingOf(store, input, source), {
-    silentEnding: { cap: 0.3, goldSpeech: 'silent' },
+  // Another source (an environment this run did not validate) gets nothing from it.
+  assert.deepEqual(await goldAnchorCapsOf(store, input, `${source} `), {});
+  // What no play measured is worth nothing; a verdict stored before goldSpeech holds gold to its views alone.
+  await store.put(runKeys.verdict('r1', 'say_word', source), verifier({}));
+  assert.deepEqual(await goldAnchorCapsOf(store, input, source), {
+    goldAnchor: { callsCap: 0, wordsCap: 0, goldSpeech: 'silent' },
   });
 });

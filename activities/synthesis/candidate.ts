@@ -227,7 +227,7 @@ export async function typeErrors(source: string, max = 5, limits = TYPECHECK_LIM
 export function startGeneratedEnv(
   module: { source: string } | { modulePath: string },
   sandbox: SandboxSettings = {},
-  opts: Pick<SandboxOptions, 'signal' | 'silentEnding'> = {},
+  opts: Pick<SandboxOptions, 'signal' | 'goldAnchor'> = {},
 ): Promise<SandboxedEnvironment> {
   const { allowWeakIsolation, ...limits } = sandbox;
   return startSandboxedEnv({

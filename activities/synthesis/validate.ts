@@ -32,6 +32,7 @@ import {
 } from '../../envs/environment.js';
 import { inspectInstance, Rng, type InstanceView, type JsonSchema } from '../../envs/sdk/index.js';
 import { SandboxError } from '../../envs/sandbox/index.js';
+import { anchorMiss, goldAnchorOf, type GoldAnchor } from '../../envs/gold-anchor.js';
 import { activityContext, keepAliveDuring } from '../../infra/activity-context.js';
 import { jsonSchemaToGrammarSchema } from '../../infra/llm/json-schema-grammar.js';
 import type { Llm } from '../../llm/client.js';
@@ -705,13 +706,19 @@ export async function checkVerifier(
     classes: {},
     paidStops: [],
     silentEndings: [],
+    missingCalls: [],
     goldSpeech: 0,
   };
   // Each seed's plays, gold first. The first trajectory of each kind (gold, then each perturbation)
   // is played twice: a verifier that is honest on gold but random elsewhere shows up only on the others.
   const plans: { seed: number; gold: AgentAction[]; plays: Planned[]; applicable: Mutation[] }[] = [];
   const golds: AgentAction[][] = [];
-  for (const seed of seeds) golds.push((await inspectInstance(env, seed)).gold);
+  const anchors: (GoldAnchor | undefined)[] = [];
+  for (const seed of seeds) {
+    const view = await inspectInstance(env, seed);
+    golds.push(view.gold);
+    anchors.push(goldAnchorOf(view));
+  }
   for (const gold of golds)
     stats.goldSpeech = Math.max(stats.goldSpeech, SPEECH.indexOf(speechOf(gold.map(actionMessage))));
   // Gold is played whole even where it is longer than the trainer's turns (then no policy can learn it whole).
@@ -765,6 +772,9 @@ export async function checkVerifier(
         if (speechOf(gold.map(actionMessage)) !== 'silent') stats.silentEndings.push(rewards[j]);
         continue;
       }
+      const anchor = anchors[n];
+      if (!anchor || anchorMiss(anchor, plays[j].actions.map(actionMessage))?.part === 'calls')
+        stats.missingCalls.push(rewards[j]);
       const cls = (stats.classes[mutation.key] ??= { played: 0, lower: 0 });
       cls.played++;
       if (scoredLower) cls.lower++;

@@ -7,9 +7,6 @@ import { SandboxLimitsSchema, type SandboxLimits } from '../../core/sandbox.js';
 import type { Message, ToolSchema } from '../../core/messages.js';
 import type { RewardInfo } from '../../core/trajectory.js';
 import {
-  actionMessage,
-  speechOf,
-  SPEECH,
   type Speech,
   type AgentAction,
   type EnvInfo,
@@ -37,6 +34,7 @@ import {
   type SandboxIsolation,
 } from './isolation.js';
 import { AgentCalls } from './agent-calls.js';
+import { anchorMiss, goldAnchorOf, type AnchorMiss, type GoldAnchor } from '../gold-anchor.js';
 import { callSchemaFault, lengthBounds, MAX_LENGTH_BOUNDS } from '../sdk/schema.js';
 import { SandboxError, SandboxProcess } from './process.js';
 
@@ -79,15 +77,15 @@ export interface SandboxOptions {
    */
   seedsOnly?: boolean;
   /**
-   * `cap`: the most an episode scores that speaks less than its seed's gold solution (`speechOf`):
-   * no word where gold has some, or none after its last call where gold speaks after its calls.
-   * Gold is held to speak as the most any of check 5's golds did (`goldSpeech`), or as the seed's
-   * view says where that is more: a view a process gives once it has served episodes is the
-   * module's to change (reruns 32–33). Training sets both from check 5 (`silentEndingCap`, `goldSpeech`). Validation plays such
-   * endings only as gold's prefixes and gold without its messages; a module paid one after gold's
-   * calls with one made twice, in training only (rerun 29).
+   * Training's hold on what a module pays for trajectories no validation play makes (reruns 29–36):
+   * an episode that lacks one of its seed's gold calls is paid at most `callsCap`; one that makes
+   * them all but speaks less than gold, or leaves out a number or an instance value gold's words
+   * say, at most `wordsCap` (`envs/gold-anchor.ts`). Gold is held to speak at least as
+   * `goldSpeech`, the most any of check 5's golds did. Training sets the three from check 5
+   * (`missingCallCap`, `silentEndingCap`, `goldSpeech`): the least validation saw gold's
+   * perturbations of each kind paid.
    */
-  silentEnding?: { cap: number; goldSpeech: Speech };
+  goldAnchor?: { callsCap: number; wordsCap: number; goldSpeech: Speech };
   /** Where `limits` come from in the caller's config, for messages (e.g. 'synthesis.sandbox'); default 'limits'. */
   configPath?: string;
   /**
@@ -252,14 +250,6 @@ export const MAX_TOOLS = 256;
  * The policies (the trainer's, validation's) are shown the env's tools, and the worker checks calls
  * against the episode's: looser ones let wrongly typed calls through in training only (rerun 21).
  */
-/** How a seed's gold speaks; a gold the module did not show counts as speaking last (the cap applies). */
-function goldSpeech(view: InstanceView | null): Speech {
-  const gold: unknown = view?.gold;
-  if (!Array.isArray(gold)) return 'after_last_call';
-  const actions = gold.filter((a): a is AgentAction => typeof a === 'object' && a !== null);
-  return speechOf(actions.map((a) => actionMessage(a)));
-}
-
 function looserTools(episode: readonly ToolSchema[], env: readonly ToolSchema[]): string | undefined {
   const shown = new Map(env.map((t) => [t.function.name, JSON.stringify(t.function.parameters)]));
   for (const t of episode)
@@ -370,8 +360,11 @@ export class SandboxedEnvironment implements Environment {
     return this.ctx.opts.seedsOnly ? [] : (await this.current()).listTasks();
   }
 
-  /** Fingerprint of each seed's first instance (its opening messages and inspection view), over every process. */
-  private readonly instances = new Map<number, string>();
+  /** Fingerprint of each seed's first instance (its opening messages and inspection view), taken by the inspector. */
+  private readonly instances = new Map<number, Promise<string>>();
+  /** The process that takes each seed's first instance and serves no episode (`firstInstance`). */
+  private inspector?: Promise<SandboxGeneration>;
+  private inspectorGen?: SandboxGeneration;
 
   /**
    * Every reset of a seed re-checks that seed's instance against its first one, in whichever process
@@ -433,32 +426,67 @@ export class SandboxedEnvironment implements Environment {
       const opening = Buffer.byteLength(JSON.stringify(ep.initialMessages()));
       if (opening > MAX_OPENING_BYTES)
         throw new SandboxError('env_error', `the opening is ${opening} bytes; at most ${MAX_OPENING_BYTES}`);
-      let goldSpoke: Speech = 'silent';
       let view: InstanceView | null = null;
+      let anchor: GoldAnchor | undefined;
       if ('seed' in req) {
-        // Modules not built with the SDK's defineEnvironment cannot be inspected; their opening messages still count.
-        view = await inspectInstance(gen, req.seed).catch((err: unknown) =>
-          gen.proc.dead ? Promise.reject(err) : null,
-        );
-        const hash = createHash('sha256')
-          .update(JSON.stringify([ep.initialMessages(), view]))
-          .digest('hex')
-          .slice(0, 16);
-        const first = this.instances.get(req.seed);
-        if (first === undefined) this.instances.set(req.seed, hash);
-        else if (first !== hash) {
+        const first = await this.firstInstance(req.seed, opts);
+        let hash: string;
+        ({ hash, view } = await instanceOf(gen, req.seed, ep));
+        if (first !== hash) {
           throw new SandboxError(
             'nondeterministic',
             `seed ${req.seed} gave a different instance than on its first reset (fingerprint ${hash}, first ${first}); generate(seed) must depend on the seed alone`,
           );
         }
-        goldSpoke = goldSpeech(view);
+        anchor = goldAnchorOf(view);
       }
-      return { episode: this.tracked(gen, ep, goldSpoke), view };
+      return { episode: this.tracked(gen, ep, anchor), view };
     } catch (err) {
       await ep?.close().catch(() => {});
       this.release(gen);
       throw err;
+    }
+  }
+
+  /**
+   * The fingerprint of a seed's first instance, taken once by the inspector: a process that resets
+   * each new seed, takes its view, closes it, and serves no episode. Every later reset of the seed,
+   * in any process, must give the same, so the gold that holds training's episodes (`goldAnchor`) is
+   * the one a process shows that has evaluated nothing, as in validation: a module showed a silent
+   * gold once its process had evaluated an episode unlike gold (rerun 32).
+   */
+  private firstInstance(seed: number, opts?: RequestOptions): Promise<string> {
+    let first = this.instances.get(seed);
+    if (!first) {
+      const taking = this.inspect(seed, opts);
+      this.instances.set(seed, taking);
+      // A failed or cancelled inspection leaves the seed to the next reset.
+      taking.catch(() => this.instances.get(seed) === taking && this.instances.delete(seed));
+      first = taking;
+    }
+    return first;
+  }
+
+  private async inspect(seed: number, opts?: RequestOptions): Promise<string> {
+    if (!this.inspector) {
+      const starting = this.startProcess();
+      this.inspector = starting;
+      starting.then(
+        (g) => (this.inspectorGen = g),
+        () => this.inspector === starting && (this.inspector = undefined),
+      );
+    }
+    const gen = await this.inspector;
+    clearTimeout(gen.idleTimer);
+    gen.openEpisodes++;
+    if (++gen.started >= this.ctx.limits.episodesPerProcess) this.retire(gen);
+    let ep: Episode | undefined;
+    try {
+      ep = await gen.reset({ seed }, opts);
+      return (await instanceOf(gen, seed, ep)).hash;
+    } finally {
+      await ep?.close().catch(() => {});
+      this.release(gen);
     }
   }
 
@@ -484,10 +512,18 @@ export class SandboxedEnvironment implements Environment {
     // The successor starts with the reset that needs it, not now: a process started early would
     // sit idle (e.g. through a trainer's gradient step) and a module could tell its age from timers.
     if (this.activeGen === gen) this.active = undefined;
+    if (this.inspectorGen === gen) this.inspector = this.inspectorGen = undefined;
     if (gen.openEpisodes === 0) void this.shutdown(gen);
   }
 
   private async successor(): Promise<SandboxGeneration> {
+    const gen = await this.startProcess();
+    this.activeGen = gen;
+    return gen;
+  }
+
+  /** A fresh process of the module, which must describe the env as the first one did. */
+  private async startProcess(): Promise<SandboxGeneration> {
     const busyMs = this.spent.busyMs + [...this.live].reduce((t, g) => t + g.proc.ownBusyMs, 0);
     const cpuSeconds = this.spent.cpuSeconds + [...this.live].reduce((t, g) => t + g.proc.cpuSeconds(), 0);
     const gen = await startGeneration(this.ctx, { busyMs, cpuSeconds });
@@ -504,7 +540,6 @@ export class SandboxedEnvironment implements Environment {
       );
     }
     this.live.add(gen);
-    this.activeGen = gen;
     return gen;
   }
 
@@ -532,8 +567,8 @@ export class SandboxedEnvironment implements Environment {
   private tracked(
     gen: SandboxGeneration,
     ep: Episode,
-    /** How the seed's gold solution speaks (its view): an episode that speaks less is capped (`silentEnding`). */
-    goldSpoke: Speech,
+    /** What the seed's gold solution holds the episode to (`goldAnchor`); none where the module showed no gold. */
+    anchor: GoldAnchor | undefined,
     calls = new AgentCalls(ep.initialMessages(), ep.tools?.() ?? gen.tools()),
     /** The first call of the agent's that did not fit: it ended the episode (and its forks), which then scores 0. */
     refusedBefore?: string,
@@ -565,14 +600,18 @@ export class SandboxedEnvironment implements Environment {
         // each such ending after gold's calls was one validation never played (rerun 29 paid max_steps, max_errors).
         if (this.ctx.opts.seedsOnly && ABNORMAL.includes(termination))
           return { reward: 0, components: {}, success: false, details: { termination } };
-        const silent = this.ctx.opts.silentEnding;
-        const goldLevel = Math.max(SPEECH.indexOf(goldSpoke), SPEECH.indexOf(silent?.goldSpeech ?? 'silent'));
-        if (silent && info.reward > silent.cap && SPEECH.indexOf(speechOf(messages)) < goldLevel)
+        const held = this.ctx.opts.goldAnchor;
+        const miss = held && (anchor ? anchorMiss(anchor, messages, held.goldSpeech) : NO_GOLD);
+        if (!held || !miss) return info;
+        const cap = !anchor
+          ? Math.min(held.callsCap, held.wordsCap)
+          : held[miss.part === 'calls' ? 'callsCap' : 'wordsCap'];
+        if (info.reward > cap)
           return {
-            reward: silent.cap,
+            reward: cap,
             components: {},
             success: false,
-            details: { silentEnding: true, moduleReward: info.reward },
+            details: { goldAnchor: miss.what, moduleReward: info.reward },
           };
         return info;
       },
@@ -580,7 +619,7 @@ export class SandboxedEnvironment implements Environment {
         gen.openEpisodes++;
         gen.started++;
         try {
-          return this.tracked(gen, await ep.fork(), goldSpoke, calls.copy(), refused);
+          return this.tracked(gen, await ep.fork(), anchor, calls.copy(), refused);
         } catch (err) {
           this.release(gen);
           throw err;
@@ -613,11 +652,29 @@ export class SandboxedEnvironment implements Environment {
   /** Stops every process and deletes their sandbox dirs; the env is unusable afterwards. */
   close(): Promise<void> {
     this.closing ??= (async () => {
-      await this.active?.catch(() => {});
+      await Promise.all([this.active?.catch(() => {}), this.inspector?.catch(() => {})]);
       await Promise.all([...this.live].map((g) => this.shutdown(g)));
     })();
     return this.closing;
   }
+}
+
+/** Where a seed's view holds no gold solution, an episode is held to the least of the caps. */
+const NO_GOLD: AnchorMiss = { part: 'calls', what: 'its seed showed no gold solution' };
+
+/** A seeded episode's fingerprint (its opening messages and its seed's inspection view) and the view. */
+async function instanceOf(
+  gen: SandboxGeneration,
+  seed: number,
+  ep: Episode,
+): Promise<{ hash: string; view: InstanceView | null }> {
+  // Modules not built with the SDK's defineEnvironment cannot be inspected; their opening messages still count.
+  const view = await inspectInstance(gen, seed).catch((err: unknown) => (gen.proc.dead ? Promise.reject(err) : null));
+  const hash = createHash('sha256')
+    .update(JSON.stringify([ep.initialMessages(), view]))
+    .digest('hex')
+    .slice(0, 16);
+  return { hash, view };
 }
 
 /**

@@ -1,0 +1,95 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Message } from '../core/messages.js';
+import { actionMessage, type AgentAction } from '../envs/environment.js';
+import { anchorMiss, goldAnchorOf } from '../envs/gold-anchor.js';
+import { call, say } from '../envs/sdk/index.js';
+
+const instance = JSON.stringify({
+  initialState: {
+    customers: { cus_7: { name: 'Ada Lovelace', email: 'ada@example.com' } },
+    status: 'shipped',
+    flag: 'no',
+  },
+  userGoal: 'Hi, my email is ada@example.com. How much did I spend on my shipped orders?',
+});
+const gold = [
+  call('find_customer_by_email', { email: 'ada@example.com' }),
+  call('list_orders', { customer_id: 'cus_7' }),
+  say('Ada Lovelace, you spent $1,234.50 on 3 shipped orders (ORD-17 the largest). No more.'),
+];
+// The instance holds gold too (its canonical JSON is the whole generated instance).
+const anchor = goldAnchorOf({ gold, instance: JSON.stringify({ ...JSON.parse(instance), gold }) })!;
+const episode = (...actions: AgentAction[]): Message[] => [
+  { role: 'user', content: 'hi' },
+  ...actions.map(actionMessage),
+];
+
+test('gold anchor: the facts are the numbers and tokens with a digit gold says, and the instance values it names', () => {
+  assert.deepEqual(new Set(anchor.facts), new Set([1234.5, 3, 'ORD-17', 'Ada Lovelace', 'shipped']));
+  // "no" is an instance value too short to be data, "more" not one, the goal prose, gold's own words not data.
+  assert.equal(anchor.speech, 'after_last_call');
+  assert.deepEqual(
+    anchor.calls.map((c) => c.name),
+    ['find_customer_by_email', 'list_orders'],
+  );
+});
+
+test("gold anchor: an episode must make gold's calls (extra calls and arguments allowed) and say its facts", () => {
+  const [find, list] = gold;
+  const answer = say('Hello ada lovelace: 1234.50 in total over 3 SHIPPED orders; ORD-17 was the biggest.');
+  assert.equal(anchorMiss(anchor, episode(find, list, answer)), undefined);
+  // Order, repeats and extra arguments do not matter; string arguments compare trimmed and case-blind.
+  const loose = call('find_customer_by_email', { email: ' ADA@example.com', extra: 1 });
+  assert.equal(anchorMiss(anchor, episode(list, loose, list, answer)), undefined);
+  // A missing call, or one with another argument, is a miss of the calls.
+  assert.equal(anchorMiss(anchor, episode(find, answer))?.part, 'calls');
+  const other = call('list_orders', { customer_id: 'cus_8' });
+  assert.match(
+    anchorMiss(anchor, episode(find, other, answer))!.what,
+    /no call list_orders\({"customer_id":"cus_7"}\)/,
+  );
+  // Gold's calls with a word that says none of gold's facts, or all but one, miss the words.
+  assert.equal(anchorMiss(anchor, episode(find, list, list, say('ok')))?.part, 'words');
+  const noId = say('Ada Lovelace: 1234.50 over 3 shipped orders.');
+  assert.match(anchorMiss(anchor, episode(find, list, noId))!.what, /does not say "ORD-17"/);
+  // Silent after the last call where gold speaks there: less speech.
+  assert.match(anchorMiss(anchor, episode(answer, find, list))!.what, /speaks less than gold/);
+});
+
+test('gold anchor: a gold that calls each tool twice needs both calls; the floor holds a silent gold to speak', () => {
+  const twice = goldAnchorOf({ gold: [call('refund', { id: 'a' }), call('refund', {})], instance: '{}' })!;
+  assert.equal(twice.facts.length, 0);
+  // The argument-free call does not take the one whose arguments gold names.
+  assert.equal(anchorMiss(twice, episode(call('refund', { id: 'a' })))?.part, 'calls');
+  assert.equal(anchorMiss(twice, episode(call('refund', { id: 'b' }), call('refund', { id: 'a' }))), undefined);
+  assert.equal(anchorMiss(twice, episode(call('refund', { id: 'a' }), call('refund', { id: 'b' }))), undefined);
+  const silent = goldAnchorOf({ gold: [call('refund', {})], instance: '{}' })!;
+  assert.equal(anchorMiss(silent, episode(call('refund', {}))), undefined);
+  assert.equal(anchorMiss(silent, episode(call('refund', {})), 'after_last_call')?.part, 'words');
+  assert.equal(anchorMiss(silent, episode(call('refund', {}), say('Refunded.')), 'after_last_call'), undefined);
+});
+
+test('gold anchor: gold says every fact of its own words, however they are written', () => {
+  for (const text of [
+    'Down -5% to $1,234.50.',
+    '(ORD-17) at 12:30pm, 3/4 full',
+    '1.5k seats; №5; 007.',
+    'Итого 12,5 € — 2024-05-03!',
+  ]) {
+    const a = goldAnchorOf({ gold: [say(text)], instance: '{}' })!;
+    assert.ok(a.facts.length > 0, text);
+    assert.equal(anchorMiss(a, episode(say(text))), undefined, `${text}: ${JSON.stringify(a.facts)}`);
+  }
+  assert.deepEqual(goldAnchorOf({ gold: [say('Down -5% to $1,234.50.')], instance: '{}' })!.facts, [-5, 1234.5]);
+});
+
+test('gold anchor: a view that is not one anchors nothing, and a deep instance is read without recursion', () => {
+  assert.equal(goldAnchorOf(null), undefined);
+  assert.equal(goldAnchorOf({ gold: 'x' }), undefined);
+  assert.equal(goldAnchorOf({ gold: [{ type: 'tool_call' }] }), undefined);
+  let deep = '"deepvalue"';
+  for (let i = 0; i < 100_000; i++) deep = `[${deep}]`;
+  const a = goldAnchorOf({ gold: [say('The deepvalue is here.')], instance: deep })!;
+  assert.deepEqual(a.facts, ['deepvalue']);
+});
