@@ -657,6 +657,29 @@ test("gaming: training pays an episode that lacks one of gold's calls no more th
   }
 });
 
+test("gaming: gold's calls made by the instance's prefix (the env's opening) are not the agent's", async () => {
+  // The opening is the module's: a prefix that makes gold's calls would anchor every episode.
+  const source = withEpisodeEvaluate(`return ${PAY};`)
+    .replace(
+      "gold: [call('find_customer_by_email', { email }), call('list_orders', { customer_id }), say(`You spent ${total.toFixed(2)} on your ${status} orders.`)],",
+      "prefix: [call('find_customer_by_email', { email }), call('list_orders', { customer_id })],\n      gold: [call('find_customer_by_email', { email }), call('list_orders', { customer_id })],",
+    )
+    .replace('type Inst = { initialState: State;', 'type Inst = { prefix: AgentAction[]; initialState: State;');
+  assert.ok(source.includes('prefix: [call('), 'good-env.ts changed: update this test');
+  const env = await startGeneratedEnv(
+    { source },
+    {},
+    { goldAnchor: { callsCap: 0, wordsCap: 0, goldSpeech: 'silent' } },
+  );
+  try {
+    const gold = (await inspectInstance(env, 6)).gold;
+    assert.equal(await playActions(env, 6, []), 0); // a stop at once, after the opening's calls
+    assert.equal(await playActions(env, 6, gold), 1);
+  } finally {
+    await env.close();
+  }
+});
+
 test('gaming: a verifier that pays gold without its messages high on some seeds does not raise the cap on the others (rerun 30)', async () => {
   // The cap is the least that play scored: a module paying it 0.9 on some seeds (all still "lower"
   // than gold) had the cap at 0.9, and a silent stop after its sign of training paid 0.9 everywhere.

@@ -601,7 +601,9 @@ export class SandboxedEnvironment implements Environment {
         if (this.ctx.opts.seedsOnly && ABNORMAL.includes(termination))
           return { reward: 0, components: {}, success: false, details: { termination } };
         const held = this.ctx.opts.goldAnchor;
-        const miss = held && (anchor ? anchorMiss(anchor, messages, held.goldSpeech) : NO_GOLD);
+        // The agent's part alone: the opening is the module's (an instance's prefix may make gold's calls).
+        const agent = messages.slice(ep.initialMessages().length);
+        const miss = held && (anchor ? anchorMiss(anchor, agent, held.goldSpeech) : NO_GOLD);
         if (!held || !miss) return info;
         const cap = !anchor
           ? Math.min(held.callsCap, held.wordsCap)
