@@ -1,6 +1,6 @@
 import type { Message } from '../core/messages.js';
 import { actionMessage, speechOf, SPEECH, type AgentAction, type Speech } from './environment.js';
-import { communicated, partialMatch, toolCallsOf, type CallRecord } from './sdk/verify.js';
+import { communicated, toolCallsOf, type CallRecord } from './sdk/verify.js';
 
 /**
  * What a seed's gold solution holds an episode to before the episode may be paid more than
@@ -11,7 +11,10 @@ import { communicated, partialMatch, toolCallsOf, type CallRecord } from './sdk/
  * answers through a tool).
  */
 export interface GoldAnchor {
-  /** Gold's tool calls; an episode must make each (name, and gold's arguments at least). */
+  /**
+   * Gold's tool calls; an episode must make each: the name, and gold's arguments at least, each
+   * value exactly (an id in another case is another id: the verifier's own match may be looser).
+   */
   calls: CallRecord[];
   /** The numbers, and the values of the seed's instance, that gold's words say. */
   facts: (string | number)[];
@@ -46,6 +49,9 @@ export function goldAnchorOf(view: { gold?: unknown; instance?: unknown } | null
     else return undefined;
   }
   const messages = gold.map(actionMessage);
+  const calls = toolCallsOf(messages);
+  // A call whose arguments are not an object would match any call of its name.
+  if (calls.some((c) => c.args === undefined)) return undefined;
   const words = gold.flatMap((a) => (a.type === 'message' ? [a.content] : [])).join('\n');
   let instance: unknown;
   try {
@@ -53,11 +59,11 @@ export function goldAnchorOf(view: { gold?: unknown; instance?: unknown } | null
   } catch {
     instance = undefined;
   }
-  return { calls: toolCallsOf(messages), facts: factsOf(words, instance), speech: speechOf(messages) };
+  return { calls, facts: factsOf(words, instance), speech: speechOf(messages) };
 }
 
 /**
- * What `messages` (an episode, opening included) lack of `anchor`, the calls first; `floor` holds
+ * What `messages` (the agent's part of an episode) lack of `anchor`, the calls first; `floor` holds
  * the episode to speak at least so (training's: the most any of check 5's golds spoke).
  */
 export function anchorMiss(
@@ -71,24 +77,60 @@ export function anchorMiss(
   const byArgs = [...anchor.calls].sort((a, b) => argCount(b) - argCount(a));
   for (const c of byArgs) {
     const i = made.findIndex(
-      (m, j) =>
-        !used.has(j) &&
-        m.name === c.name &&
-        (c.args === undefined || (m.args !== undefined && partialMatch(c.args, m.args))),
+      (m, j) => !used.has(j) && m.name === c.name && m.args !== undefined && holds(c.args, m.args),
     );
-    if (i < 0) return { part: 'calls', what: `no call ${c.name}(${JSON.stringify(c.args ?? {})}) as gold makes` };
+    if (i < 0) return { part: 'calls', what: `no call ${c.name}(${shown(c.args)}) as gold makes` };
     used.add(i);
   }
   const speech = SPEECH[Math.max(SPEECH.indexOf(anchor.speech), SPEECH.indexOf(floor))];
   if (SPEECH.indexOf(speechOf(messages)) < SPEECH.indexOf(speech))
     return { part: 'words', what: `speaks less than gold (${speechOf(messages)}; gold ${speech})` };
   const { missing } = communicated(messages, anchor.facts);
-  if (missing.length)
-    return { part: 'words', what: `does not say ${missing.map((f) => JSON.stringify(f)).join(', ')} as gold does` };
+  if (missing.length) {
+    const more = missing.length > 3 ? ` and ${missing.length - 3} more` : '';
+    return {
+      part: 'words',
+      what: `does not say ${missing
+        .slice(0, 3)
+        .map((f) => JSON.stringify(f).slice(0, MAX_SHOWN))
+        .join(', ')}${more} as gold does`,
+    };
+  }
   return undefined;
 }
 
+/** Gold's arguments for a reason, at most MAX_SHOWN characters (they are the module's: any size or depth). */
+function shown(args: CallRecord['args']): string {
+  let text: string;
+  try {
+    text = JSON.stringify(args ?? {});
+  } catch {
+    text = '…';
+  }
+  return text.length > MAX_SHOWN ? `${text.slice(0, MAX_SHOWN)}…` : text;
+}
+const MAX_SHOWN = 200;
+
 const argCount = (c: CallRecord) => Object.keys(c.args ?? {}).length;
+
+/** Nesting past which gold's arguments match nothing (they are the module's: any depth). */
+const MAX_ARG_DEPTH = 32;
+
+/** Whether `actual` holds `expected`: the same value, where objects may have more keys. */
+function holds(expected: unknown, actual: unknown, depth = 0): boolean {
+  if (depth > MAX_ARG_DEPTH) return false;
+  if (Array.isArray(expected))
+    return (
+      Array.isArray(actual) &&
+      actual.length === expected.length &&
+      expected.every((e, i) => holds(e, actual[i], depth + 1))
+    );
+  if (expected !== null && typeof expected === 'object') {
+    if (actual === null || typeof actual !== 'object' || Array.isArray(actual)) return false;
+    return Object.entries(expected).every(([k, v]) => holds(v, (actual as Record<string, unknown>)[k], depth + 1));
+  }
+  return expected === actual;
+}
 
 /**
  * The facts of gold's words: each number or token with a digit in them (an id, a date, an amount),

@@ -39,9 +39,11 @@ test("gold anchor: an episode must make gold's calls (extra calls and arguments 
   const [find, list] = gold;
   const answer = say('Hello ada lovelace: 1234.50 in total over 3 SHIPPED orders; ORD-17 was the biggest.');
   assert.equal(anchorMiss(anchor, episode(find, list, answer)), undefined);
-  // Order, repeats and extra arguments do not matter; string arguments compare trimmed and case-blind.
-  const loose = call('find_customer_by_email', { email: ' ADA@example.com', extra: 1 });
-  assert.equal(anchorMiss(anchor, episode(list, loose, list, answer)), undefined);
+  // Order, repeats and extra arguments do not matter; each of gold's values must be the same.
+  const more = call('find_customer_by_email', { email: 'ada@example.com', extra: 1 });
+  assert.equal(anchorMiss(anchor, episode(list, more, list, answer)), undefined);
+  for (const email of ['ADA@example.com', ' ada@example.com'])
+    assert.equal(anchorMiss(anchor, episode(call('find_customer_by_email', { email }), list, answer))?.part, 'calls');
   // A missing call, or one with another argument, is a miss of the calls.
   assert.equal(anchorMiss(anchor, episode(find, answer))?.part, 'calls');
   const other = call('list_orders', { customer_id: 'cus_8' });
@@ -85,9 +87,20 @@ test('gold anchor: gold says every fact of its own words, however they are writt
 });
 
 test('gold anchor: a view that is not one anchors nothing, and a deep instance is read without recursion', () => {
+  let args: unknown = 1;
+  for (let i = 0; i < 100_000; i++) args = { a: args };
+  const deepCall = {
+    type: 'tool_call' as const,
+    call: { id: 'g', type: 'function' as const, function: { name: 'f', arguments: JSON.stringify({ a: 1 }) } },
+  };
+  const deepGold = goldAnchorOf({ gold: [deepCall], instance: '{}' })!;
+  deepGold.calls[0].args = args as Record<string, unknown>;
+  assert.equal(anchorMiss(deepGold, episode(deepCall))?.part, 'calls'); // past MAX_ARG_DEPTH: no match, no stack overflow
   assert.equal(goldAnchorOf(null), undefined);
   assert.equal(goldAnchorOf({ gold: 'x' }), undefined);
   assert.equal(goldAnchorOf({ gold: [{ type: 'tool_call' }] }), undefined);
+  const loose = { type: 'tool_call', call: { id: 'g', type: 'function', function: { name: 'f', arguments: '[1]' } } };
+  assert.equal(goldAnchorOf({ gold: [loose] }), undefined); // arguments that are no object would match any call of f
   let deep = '"deepvalue"';
   for (let i = 0; i < 100_000; i++) deep = `[${deep}]`;
   const a = goldAnchorOf({ gold: [say('The deepvalue is here.')], instance: deep })!;

@@ -89,8 +89,7 @@ export function calledWith(
   return calls.some((c) => c.name === name && c.args !== undefined && partialMatch(expected, c.args));
 }
 
-/** `calledWith`'s match of one value: `actual` holds everything `expected` does. */
-export function partialMatch(expected: unknown, actual: unknown): boolean {
+function partialMatch(expected: unknown, actual: unknown): boolean {
   if (Array.isArray(expected)) {
     return (
       Array.isArray(actual) && actual.length === expected.length && expected.every((e, i) => partialMatch(e, actual[i]))
