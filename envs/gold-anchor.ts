@@ -48,6 +48,8 @@ export function goldAnchorOf(view: { gold?: unknown; instance?: unknown } | null
     else if (x.type === 'tool_call' && typeof x.call?.function?.name === 'string') gold.push(x);
     else return undefined;
   }
+  // A gold that does nothing holds nothing: every trajectory would pass it (the SDK's rules forbid paying it).
+  if (!gold.length) return undefined;
   const messages = gold.map(actionMessage);
   const calls = toolCallsOf(messages);
   // A call whose arguments are not an object would match any call of its name.

@@ -98,6 +98,7 @@ test('gold anchor: a view that is not one anchors nothing, and a deep instance i
   assert.equal(anchorMiss(deepGold, episode(deepCall))?.part, 'calls'); // past MAX_ARG_DEPTH: no match, no stack overflow
   assert.equal(goldAnchorOf(null), undefined);
   assert.equal(goldAnchorOf({ gold: 'x' }), undefined);
+  assert.equal(goldAnchorOf({ gold: [] }), undefined);
   assert.equal(goldAnchorOf({ gold: [{ type: 'tool_call' }] }), undefined);
   const loose = { type: 'tool_call', call: { id: 'g', type: 'function', function: { name: 'f', arguments: '[1]' } } };
   assert.equal(goldAnchorOf({ gold: [loose] }), undefined); // arguments that are no object would match any call of f
