@@ -304,7 +304,8 @@ async function openEnvServer(
 /**
  * What training holds its episodes to, from this run's verdict on the environment: an episode that
  * lacks one of its seed's gold calls is paid no more than check 5 saw gold's calls perturbed paid,
- * one that lacks gold's words no more than gold without its messages (`SandboxOptions.goldAnchor`).
+ * nor than a trivial policy may be (`synthesis.maxTrivialReward`), one that lacks gold's words no
+ * more than gold without its messages (`SandboxOptions.goldAnchor`).
  */
 export async function goldAnchorCapsOf(
   store: ArtifactStore,
@@ -321,9 +322,10 @@ export async function goldAnchorCapsOf(
   // A verdict from before goldSpeech was recorded holds gold to its views alone.
   const goldSpeech = SPEECH[metrics?.goldSpeech ?? 0] ?? 'silent';
   // What no play measured is worth nothing: a verdict from before missingCallCap, or no gold that spoke or called.
-  return {
-    goldAnchor: { callsCap: metrics?.missingCallCap ?? 0, wordsCap: metrics?.silentEndingCap ?? 0, goldSpeech },
-  };
+  // Lacking one of gold's calls is worth no more than a trivial policy may score: check 5 counts gold
+  // perturbed at gold less the margin (0.9) as lower, and rerun 37 had every such play paid 0.9.
+  const callsCap = Math.min(metrics?.missingCallCap ?? 0, input.config.synthesis.maxTrivialReward);
+  return { goldAnchor: { callsCap, wordsCap: metrics?.silentEndingCap ?? 0, goldSpeech } };
 }
 
 const trainerPaths = {

@@ -25,9 +25,21 @@ const episode = (...actions: AgentAction[]): Message[] => [
   ...actions.map(actionMessage),
 ];
 
-test('gold anchor: the facts are the numbers and tokens with a digit gold says, and the instance values it names', () => {
-  assert.deepEqual(new Set(anchor.facts), new Set([1234.5, 3, 'ORD-17', 'Ada Lovelace', 'shipped']));
-  // "no" is an instance value too short to be data, "more" not one, the goal prose, gold's own words not data.
+test('gold anchor: the facts are the numbers and tokens with a digit gold says, else the instance values it names', () => {
+  assert.deepEqual(new Set(anchor.facts), new Set([1234.5, 3, 'ORD-17']));
+  // Without a number, the instance values: "no" is one too short to be data, "more" not one, the
+  // goal prose and gold's own words no data.
+  const named = goldAnchorOf({
+    gold: [say('Ada Lovelace, your shipped orders are on their way. No more.')],
+    instance: JSON.stringify({ ...JSON.parse(instance), gold }),
+  })!;
+  assert.deepEqual(new Set(named.facts), new Set(['Ada Lovelace', 'shipped']));
+  assert.equal(named.speech, 'after_last_call');
+  assert.equal(anchorMiss(named, episode(say('ok')))?.part, 'words');
+  assert.match(
+    anchorMiss(named, episode(say('Your orders are on their way, Ada Lovelace.')))!.what,
+    /does not say "shipped"/,
+  );
   assert.equal(anchor.speech, 'after_last_call');
   assert.deepEqual(
     anchor.calls.map((c) => c.name),
@@ -37,7 +49,7 @@ test('gold anchor: the facts are the numbers and tokens with a digit gold says, 
 
 test("gold anchor: an episode must make gold's calls (extra calls and arguments allowed) and say its facts", () => {
   const [find, list] = gold;
-  const answer = say('Hello ada lovelace: 1234.50 in total over 3 SHIPPED orders; ORD-17 was the biggest.');
+  const answer = say('1234.50 in total over 3 orders; ORD-17 was the biggest.');
   assert.equal(anchorMiss(anchor, episode(find, list, answer)), undefined);
   // Order, repeats and extra arguments do not matter; each of gold's values must be the same.
   const more = call('find_customer_by_email', { email: 'ada@example.com', extra: 1 });
@@ -53,7 +65,7 @@ test("gold anchor: an episode must make gold's calls (extra calls and arguments 
   );
   // Gold's calls with a word that says none of gold's facts, or all but one, miss the words.
   assert.equal(anchorMiss(anchor, episode(find, list, list, say('ok')))?.part, 'words');
-  const noId = say('Ada Lovelace: 1234.50 over 3 shipped orders.');
+  const noId = say('1234.50 over 3 orders.');
   assert.match(anchorMiss(anchor, episode(find, list, noId))!.what, /does not say "ORD-17"/);
   // Silent after the last call where gold speaks there: less speech.
   assert.match(anchorMiss(anchor, episode(answer, find, list))!.what, /speaks less than gold/);

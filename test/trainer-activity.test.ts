@@ -173,6 +173,9 @@ test("training holds episodes to gold at this run's check-5 verdict on the envir
   assert.deepEqual(await goldAnchorCapsOf(store, input, source), {
     goldAnchor: { callsCap: 0.1, wordsCap: 0.3, goldSpeech: 'after_last_call' },
   });
+  // Lacking a call is worth no more than a trivial policy may score (rerun 37 paid every such play 0.9).
+  await store.put(runKeys.verdict('r1', 'say_word', source), verifier({ missingCallCap: 0.9, goldSpeech: 0 }));
+  assert.equal((await goldAnchorCapsOf(store, input, source)).goldAnchor?.callsCap, 0.2);
   // Another source (an environment this run did not validate) gets nothing from it.
   assert.deepEqual(await goldAnchorCapsOf(store, input, `${source} `), {});
   // What no play measured is worth nothing; a verdict stored before goldSpeech holds gold to its views alone.
