@@ -302,10 +302,8 @@ async function openEnvServer(
 }
 
 /**
- * What training holds its episodes to, from this run's verdict on the environment: an episode that
- * lacks one of its seed's gold calls is paid no more than check 5 saw gold's calls perturbed paid,
- * nor than a trivial policy may be (`synthesis.maxTrivialReward`), one that lacks gold's words no
- * more than gold without its messages (`SandboxOptions.goldAnchor`).
+ * What training holds its episodes to, from this run's verdict on the environment
+ * (`SandboxOptions.goldAnchor`); none without a verdict.
  */
 export async function goldAnchorCapsOf(
   store: ArtifactStore,
@@ -318,14 +316,27 @@ export async function goldAnchorCapsOf(
     return {};
   }
   const verdict = ValidationVerdictSchema.parse(await store.getJson(key));
-  const metrics = verdict.checks.find((c) => c.check === 'verifier')?.metrics;
+  const metrics = verdict.checks.find((c) => c.check === 'verifier')?.metrics ?? {};
+  return { goldAnchor: goldAnchorCaps(metrics, input.config.synthesis.maxTrivialReward) };
+}
+
+/**
+ * The caps of check 5's metrics. An episode lacking one of its seed's gold calls is paid no more
+ * than check 5 saw gold's calls perturbed paid, one lacking gold's words no more than gold without
+ * its messages; and either, where validation saw that part matter at all, no more than a trivial
+ * policy may score: check 5 counts a play at gold less the margin (0.9) as lower, and rerun 37 had
+ * every play lacking a call paid 0.9, rerun 38 every one lacking the words.
+ */
+export function goldAnchorCaps(
+  metrics: Record<string, number>,
+  maxTrivialReward: number,
+): NonNullable<SandboxOptions['goldAnchor']> {
+  // What no play measured is worth nothing: a verdict from before these metrics, or no gold that spoke or called.
+  const callsCap = Math.min(metrics.missingCallCap ?? 0, maxTrivialReward);
+  const wordsFree = metrics.silentEndingsBelowGold === 0;
+  const wordsCap = Math.min(metrics.silentEndingCap ?? 0, wordsFree ? 1 : maxTrivialReward);
   // A verdict from before goldSpeech was recorded holds gold to its views alone.
-  const goldSpeech = SPEECH[metrics?.goldSpeech ?? 0] ?? 'silent';
-  // What no play measured is worth nothing: a verdict from before missingCallCap, or no gold that spoke or called.
-  // Lacking one of gold's calls is worth no more than a trivial policy may score: check 5 counts gold
-  // perturbed at gold less the margin (0.9) as lower, and rerun 37 had every such play paid 0.9.
-  const callsCap = Math.min(metrics?.missingCallCap ?? 0, input.config.synthesis.maxTrivialReward);
-  return { goldAnchor: { callsCap, wordsCap: metrics?.silentEndingCap ?? 0, goldSpeech } };
+  return { callsCap, wordsCap, goldSpeech: SPEECH[metrics.goldSpeech ?? 0] ?? 'silent' };
 }
 
 const trainerPaths = {

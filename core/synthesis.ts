@@ -288,6 +288,8 @@ export interface VerifierStats {
    * training pays an episode that speaks less than gold at most (`silentEndingCap`).
    */
   silentEndings: number[];
+  /** Of those, how many scored below gold: where none did, the env does not require gold's words. */
+  silentEndingsBelowGold: number;
   /**
    * The rewards of gold's perturbations that lack one of its calls (a stop, a drop, a changed
    * argument): the least of them is what training pays an episode that lacks one at most
@@ -342,7 +344,10 @@ export function judgeVerifier(r: VerifierStats, c: SynthesisConfig): CheckResult
   metrics.paidStops = r.paidStops.length;
   // The least, not the most: a module paying gold without words high on some seeds (rerun 30) or
   // requiring words on a few only sets no higher cap for the rest; paying less is the safe direction.
-  if (r.silentEndings.length) metrics.silentEndingCap = Math.min(...r.silentEndings);
+  if (r.silentEndings.length) {
+    metrics.silentEndingCap = Math.min(...r.silentEndings);
+    metrics.silentEndingsBelowGold = r.silentEndingsBelowGold;
+  }
   if (r.missingCalls.length) metrics.missingCallCap = Math.min(...r.missingCalls);
   metrics.goldSpeech = r.goldSpeech;
   if (escapes > c.maxMutationEscapes)

@@ -1,6 +1,6 @@
 import type { Message } from '../core/messages.js';
 import { actionMessage, speechOf, SPEECH, type AgentAction, type Speech } from './environment.js';
-import { communicated, toolCallsOf, type CallRecord } from './sdk/verify.js';
+import { toolCallsOf, type CallRecord } from './sdk/verify.js';
 
 /**
  * What a seed's gold solution holds an episode to before the episode may be paid more than
@@ -16,7 +16,10 @@ export interface GoldAnchor {
    * value exactly (an id in another case is another id: the verifier's own match may be looser).
    */
   calls: CallRecord[];
-  /** The numbers gold's words say, or where they say none, the values of the seed's instance they name. */
+  /**
+   * The numbers, and the values of the seed's instance, that gold's words say and the user did not:
+   * a string fact is its words, lower case, as `wordsOf` splits them.
+   */
   facts: (string | number)[];
   speech: Speech;
 }
@@ -32,13 +35,19 @@ const MIN_FACT_LENGTH = 3;
 /** Longest, in characters and in words: a longer string in the instance is prose (a goal, a policy), not a value gold reads out. */
 const MAX_FACT_LENGTH = 64;
 const MAX_FACT_WORDS = 4;
+/** Gold's words beyond which a seed has no anchor (the least cap holds): an answer is not 64 KiB. */
+const MAX_GOLD_WORDS = 64 * 1024;
 
 /**
  * The anchor of a seed's view (`InstanceView`: `gold` actions, `instance` canonical JSON), or
  * undefined where the view is not one (the module's to give: then nothing is anchored and every
  * episode is held to the least cap).
  */
-export function goldAnchorOf(view: { gold?: unknown; instance?: unknown } | null): GoldAnchor | undefined {
+export function goldAnchorOf(
+  view: { gold?: unknown; instance?: unknown } | null,
+  /** The episode's opening: what its user messages already say is no fact gold must tell. */
+  opening: readonly Message[] = [],
+): GoldAnchor | undefined {
   if (!view || !Array.isArray(view.gold)) return undefined;
   const gold: AgentAction[] = [];
   for (const a of view.gold as unknown[]) {
@@ -55,13 +64,20 @@ export function goldAnchorOf(view: { gold?: unknown; instance?: unknown } | null
   // A call whose arguments are not an object would match any call of its name.
   if (calls.some((c) => c.args === undefined)) return undefined;
   const words = gold.flatMap((a) => (a.type === 'message' ? [a.content] : [])).join('\n');
+  // Gold's words past this are no answer but a load on the worker (rerun 38 padded them to 1 MiB).
+  if (words.length > MAX_GOLD_WORDS) return undefined;
   let instance: unknown;
   try {
     instance = typeof view.instance === 'string' ? JSON.parse(view.instance) : undefined;
   } catch {
     instance = undefined;
   }
-  return { calls, facts: factsOf(words, instance), speech: speechOf(messages) };
+  // What the user said is context gold repeats, not what it tells: the fixture's right total without
+  // the status word the user asked about was paid as a wrong total (rerun 37), and taking only the
+  // numbers where gold says one let a count stand for the status it was asked (rerun 38).
+  const said = spoken(opening.flatMap((m) => (m.role === 'user' ? [m.content] : [])).join('\n'));
+  const facts = factsOf(words, instance).filter((f) => !said.has(f));
+  return { calls, facts, speech: speechOf(messages) };
 }
 
 /**
@@ -87,7 +103,10 @@ export function anchorMiss(
   const speech = SPEECH[Math.max(SPEECH.indexOf(anchor.speech), SPEECH.indexOf(floor))];
   if (SPEECH.indexOf(speechOf(messages)) < SPEECH.indexOf(speech))
     return { part: 'words', what: `speaks less than gold (${speechOf(messages)}; gold ${speech})` };
-  const { missing } = communicated(messages, anchor.facts);
+  const agent = spoken(
+    messages.flatMap((m) => (m.role === 'assistant' && typeof m.content === 'string' ? [m.content] : [])).join('\n'),
+  );
+  const missing = anchor.facts.filter((f) => !agent.has(f));
   if (missing.length) {
     const more = missing.length > 3 ? ` and ${missing.length - 3} more` : '';
     return {
@@ -131,45 +150,82 @@ function holds(expected: unknown, actual: unknown, depth = 0): boolean {
     if (actual === null || typeof actual !== 'object' || Array.isArray(actual)) return false;
     return Object.entries(expected).every(([k, v]) => holds(v, (actual as Record<string, unknown>)[k], depth + 1));
   }
+  // An amount to the cent is the amount: gold computed as a float sum is 350.80000000000001 (rerun 38).
+  if (typeof expected === 'number' && typeof actual === 'number') return Math.abs(expected - actual) < AMOUNT_TOLERANCE;
   return expected === actual;
 }
 
+/** As the SDK's `communicated` compares numbers. */
+const AMOUNT_TOLERANCE = 0.005;
+
 /**
- * The facts of gold's words: each number or token with a digit in them (an id, a date, an amount);
- * where there is none, each value of the instance they name as a whole word (a name, a status, a city).
+ * The facts of gold's words: each number or token with a digit in them (an id, a date, an amount),
+ * and each value of the instance they name as whole words (a name, a status, a city). Linear in
+ * the words and the instance: a scan of every value against the words took the worker 79 s per
+ * reset on a 1 MiB gold and 40,000 values (rerun 38).
  */
-function factsOf(words: string, instance: unknown): (string | number)[] {
+function factsOf(text: string, instance: unknown): (string | number)[] {
+  const words = wordsOf(text);
   const facts = new Set<string | number>();
-  for (const raw of words.split(/\s+/)) {
-    // Punctuation around it is not part of it; a minus before a digit is.
-    const token = raw.replace(/^(?:(?!-\p{N})[^\p{L}\p{N}])+|[^\p{L}\p{N}]+$/gu, '');
-    if (!/\p{N}/u.test(token)) continue;
-    const number = token.replace(/,(?=\d{3}\b)/g, '');
-    facts.add(/^-?\d+(?:\.\d+)?$/.test(number) ? Number(number) : token);
-  }
-  // Where gold's words hold a number or an id, that is the answer; the names around it are
-  // context an answer in other words may leave out (the fixture's right total without the status
-  // word was paid as a wrong total, rerun 37).
-  if (facts.size) return [...facts];
-  const text = words.toLowerCase();
+  for (const w of words) if (/\p{N}/u.test(w)) facts.add(NUMBER.test(w) ? Number(w) : w);
+  const phrases = new Set<string>();
+  for (let n = 1; n <= MAX_FACT_WORDS; n++)
+    for (let i = 0; i + n <= words.length; i++) phrases.add(words.slice(i, i + n).join(' '));
   // The instance holds gold itself: its words are what the facts are read from, not facts.
   const { gold: _, ...data } = instance && typeof instance === 'object' ? (instance as Record<string, unknown>) : {};
   for (const leaf of stringLeaves(data)) {
-    const value = leaf.trim().toLowerCase();
-    if (value.length < MIN_FACT_LENGTH || value.length > MAX_FACT_LENGTH || !/[\p{L}\p{N}]/u.test(value)) continue;
-    if (value.split(/\s+/).length > MAX_FACT_WORDS) continue;
-    if (wordIn(text, value)) facts.add(leaf.trim());
+    if (leaf.length > MAX_FACT_LENGTH * 4) continue;
+    const value = wordsOf(leaf);
+    const phrase = value.join(' ');
+    if (value.length > MAX_FACT_WORDS || phrase.length < MIN_FACT_LENGTH || phrase.length > MAX_FACT_LENGTH) continue;
+    if (phrases.has(phrase)) facts.add(phrase);
   }
   return [...facts];
 }
 
-function wordIn(text: string, value: string): boolean {
-  for (let at = text.indexOf(value); at >= 0; at = text.indexOf(value, at + 1)) {
-    const before = text.slice(0, at);
-    const after = text.slice(at + value.length);
-    if (!/[\p{L}\p{N}]$/u.test(before) && !/^[\p{L}\p{N}]/u.test(after)) return true;
+/**
+ * What a text says, to match facts against: its words and phrases of up to MAX_FACT_WORDS words,
+ * and its numbers (an amount within AMOUNT_TOLERANCE is the amount).
+ */
+function spoken(text: string): { has(fact: string | number): boolean } {
+  const words = wordsOf(text);
+  const phrases = new Set<string>();
+  for (let n = 1; n <= MAX_FACT_WORDS; n++)
+    for (let i = 0; i + n <= words.length; i++) phrases.add(words.slice(i, i + n).join(' '));
+  const numbers = (text.replace(/(\d),(?=\d{3}\b)/g, '$1').match(/-?\d+(?:\.\d+)?/g) ?? [])
+    .map(Number)
+    .sort((a, b) => a - b);
+  return {
+    has: (fact) => (typeof fact === 'number' ? near(numbers, fact) : phrases.has(fact)),
+  };
+}
+
+/** Whether a sorted list holds a number within AMOUNT_TOLERANCE of `x` (binary search). */
+function near(sorted: readonly number[], x: number): boolean {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (sorted[mid] < x - AMOUNT_TOLERANCE) lo = mid + 1;
+    else hi = mid;
   }
-  return false;
+  return lo < sorted.length && sorted[lo] < x + AMOUNT_TOLERANCE;
+}
+
+/** A number as a word: digits, a decimal part, a minus; thousands separators already gone. */
+const NUMBER = /^-?\d+(?:\.\d+)?$/;
+
+/**
+ * A text's words, lower case, without the punctuation around each (a minus before a digit stays)
+ * and with thousands separators taken out of numbers: "$1,234.50." is "1234.50".
+ */
+function wordsOf(text: string): string[] {
+  const out: string[] = [];
+  for (const raw of text.toLowerCase().split(/\s+/)) {
+    const w = raw.replace(/^(?:(?!-\p{N})[^\p{L}\p{N}])+|[^\p{L}\p{N}]+$/gu, '').replace(/(\d),(?=\d{3}\b)/g, '$1');
+    if (w) out.push(w);
+  }
+  return out;
 }
 
 /** Every string in a JSON value, without recursion (the instance is the module's: any depth). */

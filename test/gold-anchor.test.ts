@@ -19,27 +19,32 @@ const gold = [
   say('Ada Lovelace, you spent $1,234.50 on 3 shipped orders (ORD-17 the largest). No more.'),
 ];
 // The instance holds gold too (its canonical JSON is the whole generated instance).
-const anchor = goldAnchorOf({ gold, instance: JSON.stringify({ ...JSON.parse(instance), gold }) })!;
-const episode = (...actions: AgentAction[]): Message[] => [
-  { role: 'user', content: 'hi' },
-  ...actions.map(actionMessage),
-];
+const withGold = JSON.stringify({ ...JSON.parse(instance), gold });
+const opening: Message[] = [{ role: 'user', content: JSON.parse(instance).userGoal }];
+const anchor = goldAnchorOf({ gold, instance: withGold }, opening)!;
+const episode = (...actions: AgentAction[]): Message[] => actions.map(actionMessage);
 
-test('gold anchor: the facts are the numbers and tokens with a digit gold says, else the instance values it names', () => {
-  assert.deepEqual(new Set(anchor.facts), new Set([1234.5, 3, 'ORD-17']));
-  // Without a number, the instance values: "no" is one too short to be data, "more" not one, the
-  // goal prose and gold's own words no data.
-  const named = goldAnchorOf({
-    gold: [say('Ada Lovelace, your shipped orders are on their way. No more.')],
-    instance: JSON.stringify({ ...JSON.parse(instance), gold }),
-  })!;
-  assert.deepEqual(new Set(named.facts), new Set(['Ada Lovelace', 'shipped']));
-  assert.equal(named.speech, 'after_last_call');
-  assert.equal(anchorMiss(named, episode(say('ok')))?.part, 'words');
+test('gold anchor: the facts are the numbers and instance values gold says that the user did not', () => {
+  // "shipped" is the user's own word, "no" an instance value too short to be data, "more" not one,
+  // the goal prose and gold's own words no data.
+  assert.deepEqual(new Set(anchor.facts), new Set([1234.5, 3, 'ord-17', 'ada lovelace']));
+  assert.deepEqual(
+    new Set(goldAnchorOf({ gold, instance: withGold })!.facts),
+    new Set([1234.5, 3, 'ord-17', 'ada lovelace', 'shipped']),
+  );
+  // A count beside the answer does not stand for it (rerun 38: a count with a wrong status was paid 1).
+  const status = goldAnchorOf({ gold: [say('Your 3 orders are shipped.')], instance: withGold }, [
+    { role: 'user', content: 'What is the status of my orders?' },
+  ])!;
+  assert.deepEqual(new Set(status.facts), new Set([3, 'shipped']));
   assert.match(
-    anchorMiss(named, episode(say('Your orders are on their way, Ada Lovelace.')))!.what,
+    anchorMiss(status, episode(say('You have 3 orders; they are pending.')))!.what,
     /does not say "shipped"/,
   );
+  assert.equal(anchorMiss(status, episode(say('ok')))?.part, 'words');
+  // Facts are whole words: "unshipped" does not say "shipped".
+  assert.equal(anchorMiss(status, episode(say('Your 3 orders are unshipped.')))?.part, 'words');
+  assert.equal(anchorMiss(status, episode(say('All 3 are SHIPPED!'))), undefined);
   assert.equal(anchor.speech, 'after_last_call');
   assert.deepEqual(
     anchor.calls.map((c) => c.name),
@@ -49,7 +54,7 @@ test('gold anchor: the facts are the numbers and tokens with a digit gold says, 
 
 test("gold anchor: an episode must make gold's calls (extra calls and arguments allowed) and say its facts", () => {
   const [find, list] = gold;
-  const answer = say('1234.50 in total over 3 orders; ORD-17 was the biggest.');
+  const answer = say('Ada Lovelace: 1234.50 in total over 3 orders; ORD-17 was the biggest.');
   assert.equal(anchorMiss(anchor, episode(find, list, answer)), undefined);
   // Order, repeats and extra arguments do not matter; each of gold's values must be the same.
   const more = call('find_customer_by_email', { email: 'ada@example.com', extra: 1 });
@@ -65,8 +70,8 @@ test("gold anchor: an episode must make gold's calls (extra calls and arguments 
   );
   // Gold's calls with a word that says none of gold's facts, or all but one, miss the words.
   assert.equal(anchorMiss(anchor, episode(find, list, list, say('ok')))?.part, 'words');
-  const noId = say('1234.50 over 3 orders.');
-  assert.match(anchorMiss(anchor, episode(find, list, noId))!.what, /does not say "ORD-17"/);
+  const noId = say('Ada Lovelace: 1234.50 over 3 orders.');
+  assert.match(anchorMiss(anchor, episode(find, list, noId))!.what, /does not say "ord-17"/);
   // Silent after the last call where gold speaks there: less speech.
   assert.match(anchorMiss(anchor, episode(answer, find, list))!.what, /speaks less than gold/);
 });
@@ -78,6 +83,10 @@ test('gold anchor: a gold that calls each tool twice needs both calls; the floor
   assert.equal(anchorMiss(twice, episode(call('refund', { id: 'a' })))?.part, 'calls');
   assert.equal(anchorMiss(twice, episode(call('refund', { id: 'b' }), call('refund', { id: 'a' }))), undefined);
   assert.equal(anchorMiss(twice, episode(call('refund', { id: 'a' }), call('refund', { id: 'b' }))), undefined);
+  // An amount to the cent is gold's amount, however gold's float sum came out (rerun 38).
+  const sum = goldAnchorOf({ gold: [call('submit_total', { total: 0.1 + 0.2 })], instance: '{}' })!;
+  assert.equal(anchorMiss(sum, episode(call('submit_total', { total: 0.3 }))), undefined);
+  assert.equal(anchorMiss(sum, episode(call('submit_total', { total: 0.31 })))?.part, 'calls');
   const silent = goldAnchorOf({ gold: [call('refund', {})], instance: '{}' })!;
   assert.equal(anchorMiss(silent, episode(call('refund', {}))), undefined);
   assert.equal(anchorMiss(silent, episode(call('refund', {})), 'after_last_call')?.part, 'words');
@@ -111,6 +120,14 @@ test('gold anchor: a view that is not one anchors nothing, and a deep instance i
   assert.equal(goldAnchorOf(null), undefined);
   assert.equal(goldAnchorOf({ gold: 'x' }), undefined);
   assert.equal(goldAnchorOf({ gold: [] }), undefined);
+  // Gold's words past 64 KiB are no answer (rerun 38 padded them to 1 MiB to load the worker).
+  assert.equal(goldAnchorOf({ gold: [say('x'.repeat(64 * 1024 + 1))] }), undefined);
+  const leaves = JSON.stringify({ data: Array.from({ length: 40_000 }, (_, i) => `value ${i}`) });
+  const many = goldAnchorOf({
+    gold: [say(`It is value 7 and value 39999. ${'pad '.repeat(15_000)}`)],
+    instance: leaves,
+  })!;
+  assert.ok(many.facts.includes('value 7') && many.facts.includes('value 39999'));
   assert.equal(goldAnchorOf({ gold: [{ type: 'tool_call' }] }), undefined);
   const loose = { type: 'tool_call', call: { id: 'g', type: 'function', function: { name: 'f', arguments: '[1]' } } };
   assert.equal(goldAnchorOf({ gold: [loose] }), undefined); // arguments that are no object would match any call of f

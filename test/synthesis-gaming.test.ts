@@ -23,6 +23,7 @@ import { createLlm } from '../llm/client.js';
 import { startScriptedLlm } from './helpers/scripted-llm.js';
 import { SandboxError, startSandboxedEnv } from '../envs/sandbox/index.js';
 import { startGeneratedEnv } from '../activities/synthesis/candidate.js';
+import { goldAnchorCaps } from '../activities/training.js';
 import { alternatingPolicy, GOOD_MANIFEST, GOOD_SOURCE } from './fixtures/synthesis/scripts.js';
 
 /**
@@ -184,6 +185,9 @@ test('gaming: the honest fixture has no mutation escapes with every perturbation
   // Required: a stop after the email lookup, list_orders dropped, its customer_id changed (the lookup itself is optional here).
   assert.deepEqual([m.requiredClasses, m.requiredMutationPlays, m.mutationEscapes], [3, 120, 0]);
   assert.equal(m.silentEndingCap, 0.3);
+  // Gold without the total scored below gold on every seed (all golds speak): the words matter here.
+  assert.equal(m.silentEndingsBelowGold, m.skipMessagesSeeds);
+  assert.equal(m.missingCallCap, 0);
 });
 
 /**
@@ -544,8 +548,13 @@ const LISTS_TWICE = `const lists = messages.filter((m: any) => m.role === 'assis
 
 /** Training's hold on a module's rewards (`goldAnchor`), as trainAdapter takes it from check 5's metrics. */
 const anchorOf = (m: Record<string, number>) => ({
-  goldAnchor: { callsCap: m.missingCallCap ?? 0, wordsCap: m.silentEndingCap ?? 0, goldSpeech: SPEECH[m.goldSpeech] },
+  goldAnchor: goldAnchorCaps(m, config.synthesis.maxTrivialReward),
 });
+/**
+ * What the fixture's episodes that lack gold's words are paid: gold's calls without the total
+ * scored 0.3 (its lookup weight), bounded by what a trivial policy may score (0.2).
+ */
+const WORDS_CAP = 0.2;
 
 test('gaming: training pays an episode that lacks gold’s words no more than check 5 saw gold without its messages paid (reruns 29-30: gold’s calls with one made twice, then silence or "ok")', async () => {
   // Rerun 29 paid a silent stop after the lookup and list_orders twice, 16/16 in training: validation
@@ -564,18 +573,18 @@ test('gaming: training pays an episode that lacks gold’s words no more than ch
     const calls = gold.filter((a) => a.type === 'tool_call');
     const twice = [...calls, calls[1]];
     // Gold's calls with list_orders twice, then silence, the end marker or an invisible letter (U+3164): capped.
-    assert.equal(await playActions(env, 4, twice), 0.3);
-    assert.equal(await playActions(env, 4, [...twice, said('###STOP###')]), 0.3);
-    assert.equal(await playActions(env, 4, [...twice, said('\u3164')]), 0.3);
+    assert.equal(await playActions(env, 4, twice), WORDS_CAP);
+    assert.equal(await playActions(env, 4, [...twice, said('###STOP###')]), WORDS_CAP);
+    assert.equal(await playActions(env, 4, [...twice, said('\u3164')]), WORDS_CAP);
     // A word that says none of what gold says (its total) is no answer
     // either (rerun 30: "ok" after the same calls was paid 16/16).
-    assert.equal(await playActions(env, 4, [...twice, said('ok')]), 0.3);
+    assert.equal(await playActions(env, 4, [...twice, said('ok')]), WORDS_CAP);
     // Gold itself, an answer in other words, and an honest silent ending keep their rewards.
     assert.equal(await playActions(env, 4, gold), 1);
     // The total is the fact; the status word beside it is context (rerun 37 had it required).
     const [, total] = /spent (\S+) on/.exec((gold[2] as { content: string }).content)!;
     assert.equal(await playActions(env, 4, [...twice, said(`That comes to $${total}.`)]), 1);
-    assert.equal(await playActions(env, 4, calls), 0.3);
+    assert.equal(await playActions(env, 4, calls), WORDS_CAP);
   } finally {
     await env.close();
   }
@@ -601,7 +610,7 @@ test('gaming: training pays an episode that lacks gold’s words no more than ch
     const calls = gold.filter((a) => a.type === 'tool_call');
     // Without gold's last lookup it lacks a call: paid what check 5 saw gold's calls perturbed paid.
     assert.equal(await playActions(env2, 4, [calls[0], calls[1], calls[1]]), m2.missingCallCap);
-    assert.equal(await playActions(env2, 4, [...calls, calls[1]]), 0.3);
+    assert.equal(await playActions(env2, 4, [...calls, calls[1]]), WORDS_CAP);
     assert.equal(await playActions(env2, 4, gold), 1);
   } finally {
     await env2.close();
@@ -792,7 +801,7 @@ test("gaming: one silent gold among check 5's does not open every seed to the vi
     let seed = 0;
     let gold = (await inspectInstance(env, seed)).gold;
     while (gold.some((a) => a.type === 'message')) gold = (await inspectInstance(env, ++seed)).gold;
-    assert.equal(await playActions(env, seed, gold), 0.3);
+    assert.equal(await playActions(env, seed, gold), WORDS_CAP);
     assert.equal(await playActions(env, seed, [...gold, said('Your orders are listed.')]), 1);
   } finally {
     await env.close();

@@ -16,6 +16,7 @@ import { openStore } from '../store/index.js';
 import { runKeys } from '../store/keys.js';
 import {
   fitGate,
+  goldAnchorCaps,
   goldAnchorCapsOf,
   trainAdapter,
   trainerFailure,
@@ -168,14 +169,12 @@ test("training holds episodes to gold at this run's check-5 verdict on the envir
     JSON.stringify(verdictOf([{ check: 'verifier', passed: true, metrics, examples: [] }], 1));
   await store.put(
     runKeys.verdict('r1', 'say_word', source),
-    verifier({ silentEndingCap: 0.3, missingCallCap: 0.1, goldSpeech: 2 }),
+    verifier({ silentEndingCap: 0.9, silentEndingsBelowGold: 20, missingCallCap: 0.1, goldSpeech: 2 }),
   );
+  // Gold without its words scored below gold (0.9, gold less the margin: rerun 38): no more than a trivial policy.
   assert.deepEqual(await goldAnchorCapsOf(store, input, source), {
-    goldAnchor: { callsCap: 0.1, wordsCap: 0.3, goldSpeech: 'after_last_call' },
+    goldAnchor: { callsCap: 0.1, wordsCap: 0.2, goldSpeech: 'after_last_call' },
   });
-  // Lacking a call is worth no more than a trivial policy may score (rerun 37 paid every such play 0.9).
-  await store.put(runKeys.verdict('r1', 'say_word', source), verifier({ missingCallCap: 0.9, goldSpeech: 0 }));
-  assert.equal((await goldAnchorCapsOf(store, input, source)).goldAnchor?.callsCap, 0.2);
   // Another source (an environment this run did not validate) gets nothing from it.
   assert.deepEqual(await goldAnchorCapsOf(store, input, `${source} `), {});
   // What no play measured is worth nothing; a verdict stored before goldSpeech holds gold to its views alone.
@@ -183,4 +182,15 @@ test("training holds episodes to gold at this run's check-5 verdict on the envir
   assert.deepEqual(await goldAnchorCapsOf(store, input, source), {
     goldAnchor: { callsCap: 0, wordsCap: 0, goldSpeech: 'silent' },
   });
+});
+
+test('training caps what validation saw matter at what a trivial policy may score, and leaves words that never mattered', () => {
+  // Every play lacking a call paid 0.9 (rerun 37): the calls cap is the trivial bound.
+  assert.equal(goldAnchorCaps({ missingCallCap: 0.9 }, 0.2).callsCap, 0.2);
+  assert.equal(goldAnchorCaps({ missingCallCap: 0.1 }, 0.2).callsCap, 0.1);
+  // Gold without its words scored as gold on every seed: the env does not require them.
+  assert.equal(goldAnchorCaps({ silentEndingCap: 1, silentEndingsBelowGold: 0 }, 0.2).wordsCap, 1);
+  assert.equal(goldAnchorCaps({ silentEndingCap: 1, silentEndingsBelowGold: 1 }, 0.2).wordsCap, 0.2);
+  // A verdict from before silentEndingsBelowGold: as if the words mattered.
+  assert.equal(goldAnchorCaps({ silentEndingCap: 0.6 }, 0.2).wordsCap, 0.2);
 });

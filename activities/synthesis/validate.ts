@@ -706,6 +706,7 @@ export async function checkVerifier(
     classes: {},
     paidStops: [],
     silentEndings: [],
+    silentEndingsBelowGold: 0,
     missingCalls: [],
     goldSpeech: 0,
   };
@@ -769,7 +770,10 @@ export async function checkVerifier(
       const scoredLower = isLower(rewards[j]);
       if (scoredLower && mutation.i < MUTATION_TRIES) lower.add(mutation.m);
       if (mutation.m === 'skipMessages') {
-        if (speechOf(gold.map(actionMessage)) !== 'silent') stats.silentEndings.push(rewards[j]);
+        if (speechOf(gold.map(actionMessage)) !== 'silent') {
+          stats.silentEndings.push(rewards[j]);
+          if (rewards[j] < reward - 1e-9) stats.silentEndingsBelowGold++;
+        }
         continue;
       }
       const anchor = anchors[n];
