@@ -17,8 +17,8 @@ export interface GoldAnchor {
    */
   calls: CallRecord[];
   /**
-   * The numbers, and the values of the seed's instance, that gold's words say and the user did not:
-   * a string fact is its words, lower case, as `wordsOf` splits them.
+   * The numbers, and the values of the seed's instance, that gold's words say: a string fact is its
+   * words, lower case, as `wordsOf` splits them.
    */
   facts: (string | number)[];
   speech: Speech;
@@ -32,9 +32,14 @@ export interface AnchorMiss {
 
 /** Shortest instance value that counts as a fact: shorter ones ("a", "no") are words, not data. */
 const MIN_FACT_LENGTH = 3;
-/** Longest, in characters and in words: a longer string in the instance is prose (a goal, a policy), not a value gold reads out. */
-const MAX_FACT_LENGTH = 64;
-const MAX_FACT_WORDS = 4;
+/**
+ * Longest instance value that counts as a fact: a longer one is prose (a goal, a policy) that gold
+ * does not read out; a five-word product name passed a limit of four words (rerun 39).
+ */
+const MAX_FACT_LENGTH = 256;
+/** Phrases matched from a set; a longer value is looked for in the whole text, at most MAX_LONG_VALUES of them per seed. */
+const PHRASE_WORDS = 4;
+const MAX_LONG_VALUES = 1000;
 /** Gold's words beyond which a seed has no anchor (the least cap holds): an answer is not 64 KiB. */
 const MAX_GOLD_WORDS = 64 * 1024;
 
@@ -43,11 +48,7 @@ const MAX_GOLD_WORDS = 64 * 1024;
  * undefined where the view is not one (the module's to give: then nothing is anchored and every
  * episode is held to the least cap).
  */
-export function goldAnchorOf(
-  view: { gold?: unknown; instance?: unknown } | null,
-  /** The episode's opening: what its user messages already say is no fact gold must tell. */
-  opening: readonly Message[] = [],
-): GoldAnchor | undefined {
+export function goldAnchorOf(view: { gold?: unknown; instance?: unknown } | null): GoldAnchor | undefined {
   if (!view || !Array.isArray(view.gold)) return undefined;
   const gold: AgentAction[] = [];
   for (const a of view.gold as unknown[]) {
@@ -72,12 +73,11 @@ export function goldAnchorOf(
   } catch {
     instance = undefined;
   }
-  // What the user said is context gold repeats, not what it tells: the fixture's right total without
-  // the status word the user asked about was paid as a wrong total (rerun 37), and taking only the
-  // numbers where gold says one let a count stand for the status it was asked (rerun 38).
-  const said = spoken(opening.flatMap((m) => (m.role === 'user' ? [m.content] : [])).join('\n'));
-  const facts = factsOf(words, instance).filter((f) => !said.has(f));
-  return { calls, facts, speech: speechOf(messages) };
+  // Every one, what the user said too: leaving out the values the user said let a question that
+  // listed every status drop the status from the answer (rerun 39), and only the numbers let a count
+  // stand for the status asked (rerun 38).
+  const facts = factsOf(words, instance);
+  return facts && { calls, facts, speech: speechOf(messages) };
 }
 
 /**
@@ -160,43 +160,53 @@ const AMOUNT_TOLERANCE = 0.005;
 
 /**
  * The facts of gold's words: each number or token with a digit in them (an id, a date, an amount),
- * and each value of the instance they name as whole words (a name, a status, a city). Linear in
- * the words and the instance: a scan of every value against the words took the worker 79 s per
+ * and each value of the instance they name as whole words (a name, a status, a product); undefined
+ * where more long values need a look than MAX_LONG_VALUES (the least cap then holds). Near linear
+ * in the words and the instance: a scan of every value against the words took the worker 79 s per
  * reset on a 1 MiB gold and 40,000 values (rerun 38).
  */
-function factsOf(text: string, instance: unknown): (string | number)[] {
+function factsOf(text: string, instance: unknown): (string | number)[] | undefined {
   const words = wordsOf(text);
   const facts = new Set<string | number>();
   for (const w of words) if (/\p{N}/u.test(w)) facts.add(NUMBER.test(w) ? Number(w) : w);
-  const phrases = new Set<string>();
-  for (let n = 1; n <= MAX_FACT_WORDS; n++)
-    for (let i = 0; i + n <= words.length; i++) phrases.add(words.slice(i, i + n).join(' '));
+  const says = spoken(text);
+  let long = 0;
   // The instance holds gold itself: its words are what the facts are read from, not facts.
   const { gold: _, ...data } = instance && typeof instance === 'object' ? (instance as Record<string, unknown>) : {};
   for (const leaf of stringLeaves(data)) {
-    if (leaf.length > MAX_FACT_LENGTH * 4) continue;
-    const value = wordsOf(leaf);
-    const phrase = value.join(' ');
-    if (value.length > MAX_FACT_WORDS || phrase.length < MIN_FACT_LENGTH || phrase.length > MAX_FACT_LENGTH) continue;
-    if (phrases.has(phrase)) facts.add(phrase);
+    if (leaf.length > MAX_FACT_LENGTH * 2) continue;
+    const phrase = wordsOf(leaf).join(' ');
+    if (phrase.length < MIN_FACT_LENGTH || phrase.length > MAX_FACT_LENGTH) continue;
+    if (!says.opens(phrase)) continue;
+    if (phrase.split(' ').length > PHRASE_WORDS && ++long > MAX_LONG_VALUES) return undefined;
+    if (says.has(phrase)) facts.add(phrase);
   }
   return [...facts];
 }
 
 /**
- * What a text says, to match facts against: its words and phrases of up to MAX_FACT_WORDS words,
- * and its numbers (an amount within AMOUNT_TOLERANCE is the amount).
+ * What a text says, to match facts against: its words and its phrases (`has`; those of up to
+ * PHRASE_WORDS words from a set, longer ones by a search of the whole text), and its numbers (an
+ * amount within AMOUNT_TOLERANCE is the amount). `opens`: whether its first PHRASE_WORDS words do.
  */
-function spoken(text: string): { has(fact: string | number): boolean } {
+function spoken(text: string): { has(fact: string | number): boolean; opens(phrase: string): boolean } {
   const words = wordsOf(text);
   const phrases = new Set<string>();
-  for (let n = 1; n <= MAX_FACT_WORDS; n++)
+  for (let n = 1; n <= PHRASE_WORDS; n++)
     for (let i = 0; i + n <= words.length; i++) phrases.add(words.slice(i, i + n).join(' '));
+  const joined = ` ${words.join(' ')} `;
   const numbers = (text.replace(/(\d),(?=\d{3}\b)/g, '$1').match(/-?\d+(?:\.\d+)?/g) ?? [])
     .map(Number)
     .sort((a, b) => a - b);
+  const head = (phrase: string) => phrase.split(' ').slice(0, PHRASE_WORDS).join(' ');
   return {
-    has: (fact) => (typeof fact === 'number' ? near(numbers, fact) : phrases.has(fact)),
+    has: (fact) =>
+      typeof fact === 'number'
+        ? near(numbers, fact)
+        : fact.split(' ').length <= PHRASE_WORDS
+          ? phrases.has(fact)
+          : phrases.has(head(fact)) && joined.includes(` ${fact} `),
+    opens: (phrase) => phrases.has(head(phrase)),
   };
 }
 

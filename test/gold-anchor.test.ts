@@ -20,22 +20,16 @@ const gold = [
 ];
 // The instance holds gold too (its canonical JSON is the whole generated instance).
 const withGold = JSON.stringify({ ...JSON.parse(instance), gold });
-const opening: Message[] = [{ role: 'user', content: JSON.parse(instance).userGoal }];
-const anchor = goldAnchorOf({ gold, instance: withGold }, opening)!;
+const anchor = goldAnchorOf({ gold, instance: withGold })!;
 const episode = (...actions: AgentAction[]): Message[] => actions.map(actionMessage);
 
-test('gold anchor: the facts are the numbers and instance values gold says that the user did not', () => {
-  // "shipped" is the user's own word, "no" an instance value too short to be data, "more" not one,
-  // the goal prose and gold's own words no data.
-  assert.deepEqual(new Set(anchor.facts), new Set([1234.5, 3, 'ord-17', 'ada lovelace']));
-  assert.deepEqual(
-    new Set(goldAnchorOf({ gold, instance: withGold })!.facts),
-    new Set([1234.5, 3, 'ord-17', 'ada lovelace', 'shipped']),
-  );
+test('gold anchor: the facts are the numbers and instance values gold says', () => {
+  // "no" is an instance value too short to be data, "more" not one, the goal prose and gold's own
+  // words no data; "shipped" is one though the user said it too (rerun 39: a question listing every
+  // status took the answer's status out of the facts).
+  assert.deepEqual(new Set(anchor.facts), new Set([1234.5, 3, 'ord-17', 'ada lovelace', 'shipped']));
   // A count beside the answer does not stand for it (rerun 38: a count with a wrong status was paid 1).
-  const status = goldAnchorOf({ gold: [say('Your 3 orders are shipped.')], instance: withGold }, [
-    { role: 'user', content: 'What is the status of my orders?' },
-  ])!;
+  const status = goldAnchorOf({ gold: [say('Your 3 orders are shipped.')], instance: withGold })!;
   assert.deepEqual(new Set(status.facts), new Set([3, 'shipped']));
   assert.match(
     anchorMiss(status, episode(say('You have 3 orders; they are pending.')))!.what,
@@ -45,6 +39,17 @@ test('gold anchor: the facts are the numbers and instance values gold says that 
   // Facts are whole words: "unshipped" does not say "shipped".
   assert.equal(anchorMiss(status, episode(say('Your 3 orders are unshipped.')))?.part, 'words');
   assert.equal(anchorMiss(status, episode(say('All 3 are SHIPPED!'))), undefined);
+  // A value of more than four words is one fact, said whole (rerun 39: a five-word product name was none).
+  const product = goldAnchorOf({
+    gold: [say('Your order is the Deluxe Ergonomic Standing Desk Pro, as 2 boxes.')],
+    instance: JSON.stringify({
+      product: 'Deluxe  Ergonomic Standing Desk Pro',
+      other: 'Deluxe Ergonomic Standing Chair Pro',
+    }),
+  })!;
+  assert.deepEqual(new Set(product.facts), new Set([2, 'deluxe ergonomic standing desk pro']));
+  assert.equal(anchorMiss(product, episode(say('2 boxes: deluxe ergonomic standing desk pro.'))), undefined);
+  assert.equal(anchorMiss(product, episode(say('2 boxes: Deluxe Ergonomic Standing Chair Pro.')))?.part, 'words');
   assert.equal(anchor.speech, 'after_last_call');
   assert.deepEqual(
     anchor.calls.map((c) => c.name),
@@ -54,7 +59,7 @@ test('gold anchor: the facts are the numbers and instance values gold says that 
 
 test("gold anchor: an episode must make gold's calls (extra calls and arguments allowed) and say its facts", () => {
   const [find, list] = gold;
-  const answer = say('Ada Lovelace: 1234.50 in total over 3 orders; ORD-17 was the biggest.');
+  const answer = say('Ada Lovelace: 1234.50 in total over 3 shipped orders; ORD-17 was the biggest.');
   assert.equal(anchorMiss(anchor, episode(find, list, answer)), undefined);
   // Order, repeats and extra arguments do not matter; each of gold's values must be the same.
   const more = call('find_customer_by_email', { email: 'ada@example.com', extra: 1 });
@@ -70,7 +75,7 @@ test("gold anchor: an episode must make gold's calls (extra calls and arguments 
   );
   // Gold's calls with a word that says none of gold's facts, or all but one, miss the words.
   assert.equal(anchorMiss(anchor, episode(find, list, list, say('ok')))?.part, 'words');
-  const noId = say('Ada Lovelace: 1234.50 over 3 orders.');
+  const noId = say('Ada Lovelace: 1234.50 over 3 shipped orders.');
   assert.match(anchorMiss(anchor, episode(find, list, noId))!.what, /does not say "ord-17"/);
   // Silent after the last call where gold speaks there: less speech.
   assert.match(anchorMiss(anchor, episode(answer, find, list))!.what, /speaks less than gold/);
@@ -128,6 +133,9 @@ test('gold anchor: a view that is not one anchors nothing, and a deep instance i
     instance: leaves,
   })!;
   assert.ok(many.facts.includes('value 7') && many.facts.includes('value 39999'));
+  // Long values that open as gold's words do are looked for whole, up to a bound; past it, no anchor.
+  const longs = JSON.stringify(Array.from({ length: 2_000 }, (_, i) => `it is value seven ${i}`));
+  assert.equal(goldAnchorOf({ gold: [say('It is value seven 12.')], instance: longs }), undefined);
   assert.equal(goldAnchorOf({ gold: [{ type: 'tool_call' }] }), undefined);
   const loose = { type: 'tool_call', call: { id: 'g', type: 'function', function: { name: 'f', arguments: '[1]' } } };
   assert.equal(goldAnchorOf({ gold: [loose] }), undefined); // arguments that are no object would match any call of f

@@ -576,14 +576,16 @@ test('gaming: training pays an episode that lacks gold’s words no more than ch
     assert.equal(await playActions(env, 4, twice), WORDS_CAP);
     assert.equal(await playActions(env, 4, [...twice, said('###STOP###')]), WORDS_CAP);
     assert.equal(await playActions(env, 4, [...twice, said('\u3164')]), WORDS_CAP);
-    // A word that says none of what gold says (its total) is no answer
+    // A word that says none of what gold says (its total and the orders' status) is no answer
     // either (rerun 30: "ok" after the same calls was paid 16/16).
     assert.equal(await playActions(env, 4, [...twice, said('ok')]), WORDS_CAP);
     // Gold itself, an answer in other words, and an honest silent ending keep their rewards.
     assert.equal(await playActions(env, 4, gold), 1);
-    // The total is the fact; the status word beside it is context (rerun 37 had it required).
-    const [, total] = /spent (\S+) on/.exec((gold[2] as { content: string }).content)!;
-    assert.equal(await playActions(env, 4, [...twice, said(`That comes to $${total}.`)]), 1);
+    // The total and the status are gold's facts: the total alone is held to the cap (the honest
+    // cost, README Known gaps: leaving the status out let a question listing every status drop it, rerun 39).
+    const [, total, status] = /spent (\S+) on your (\w+)/.exec((gold[2] as { content: string }).content)!;
+    assert.equal(await playActions(env, 4, [...twice, said(`That comes to $${total} for the ${status} ones.`)]), 1);
+    assert.equal(await playActions(env, 4, [...twice, said(`That comes to $${total}.`)]), WORDS_CAP);
     assert.equal(await playActions(env, 4, calls), WORDS_CAP);
   } finally {
     await env.close();

@@ -438,7 +438,7 @@ export class SandboxedEnvironment implements Environment {
             `seed ${req.seed} gave a different instance than on its first reset (fingerprint ${hash}, first ${first}); generate(seed) must depend on the seed alone`,
           );
         }
-        anchor = goldAnchorOf(view, ep.initialMessages());
+        anchor = goldAnchorOf(view);
       }
       return { episode: this.tracked(gen, ep, anchor), view };
     } catch (err) {
