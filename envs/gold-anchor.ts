@@ -159,45 +159,67 @@ function holds(expected: unknown, actual: unknown, depth = 0): boolean {
 const AMOUNT_TOLERANCE = 0.005;
 
 /**
- * The facts of gold's words: each number or token with a digit in them (an id, a date, an amount),
- * and each value of the instance they name as whole words (a name, a status, a product); undefined
- * where more long values need a look than MAX_LONG_VALUES (the least cap then holds). Near linear
- * in the words and the instance: a scan of every value against the words took the worker 79 s per
- * reset on a 1 MiB gold and 40,000 values (rerun 38).
+ * The facts of gold's words: each number in them, spelled out too ("three"); each token with a
+ * digit (an id, a date); and each term of an instance value gold names, in the forms people write
+ * it. A value of up to PHRASE_WORDS terms gives each of its terms gold says (a name reordered or
+ * said in part, an enum `in_transit` said "in transit", a size code "M": rerun 40); a longer one is
+ * one fact, said whole. Undefined where more long values need a look than MAX_LONG_VALUES (the
+ * least cap then holds). Near linear in the words and the instance: a scan of every value against
+ * the words took the worker 79 s per reset on a 1 MiB gold and 40,000 values (rerun 38).
  */
 function factsOf(text: string, instance: unknown): (string | number)[] | undefined {
-  const words = wordsOf(text);
-  const facts = new Set<string | number>();
-  for (const w of words) if (/\p{N}/u.test(w)) facts.add(NUMBER.test(w) ? Number(w) : w);
+  const facts = new Set<string | number>(numberWordsOf(termsOf(text)));
+  for (const w of wordsOf(text)) if (/\p{N}/u.test(w)) facts.add(NUMBER.test(w) ? Number(w) : termsOf(w).join(' '));
   const says = spoken(text);
   let long = 0;
   // The instance holds gold itself: its words are what the facts are read from, not facts.
   const { gold: _, ...data } = instance && typeof instance === 'object' ? (instance as Record<string, unknown>) : {};
   for (const leaf of stringLeaves(data)) {
     if (leaf.length > MAX_FACT_LENGTH * 2) continue;
-    const phrase = wordsOf(leaf).join(' ');
-    if (phrase.length < MIN_FACT_LENGTH || phrase.length > MAX_FACT_LENGTH) continue;
+    const terms = termsOf(leaf);
+    const phrase = terms.join(' ');
+    if (!terms.length || phrase.length > MAX_FACT_LENGTH) continue;
+    const month = ISO_DATE.exec(leaf)?.[1];
+    if (month && says.has(MONTH_NAMES[Number(month) - 1] ?? '')) facts.add(MONTH_NAMES[Number(month) - 1]);
+    if (terms.length <= PHRASE_WORDS) {
+      if (terms.length > 1 && says.has(phrase)) facts.add(phrase);
+      // Said otherwise (reordered, in part), each of its terms gold says; a code of one or two
+      // characters only as the whole value ("M", "XL"): in a longer one it is a word ("in" of
+      // "in_transit"). Numbers are facts as numbers.
+      else
+        for (const t of terms)
+          if ((t.length >= MIN_FACT_LENGTH || terms.length === 1) && !STOP_WORDS.has(t) && !/^\p{N}+$/u.test(t))
+            if (says.has(t)) facts.add(t);
+      continue;
+    }
     if (!says.opens(phrase)) continue;
-    if (phrase.split(' ').length > PHRASE_WORDS && ++long > MAX_LONG_VALUES) return undefined;
+    if (++long > MAX_LONG_VALUES) return undefined;
     if (says.has(phrase)) facts.add(phrase);
   }
   return [...facts];
 }
 
 /**
- * What a text says, to match facts against: its words and its phrases (`has`; those of up to
- * PHRASE_WORDS words from a set, longer ones by a search of the whole text), and its numbers (an
- * amount within AMOUNT_TOLERANCE is the amount). `opens`: whether its first PHRASE_WORDS words do.
+ * What a text says, to match facts against: its terms and their phrases (`has`; those of up to
+ * PHRASE_WORDS terms from a set, longer ones by a search of the whole text), and its numbers, in
+ * digits or words (an amount within AMOUNT_TOLERANCE is the amount). `opens`: whether its first
+ * PHRASE_WORDS terms do.
  */
 function spoken(text: string): { has(fact: string | number): boolean; opens(phrase: string): boolean } {
-  const words = wordsOf(text);
+  const terms = termsOf(text);
   const phrases = new Set<string>();
   for (let n = 1; n <= PHRASE_WORDS; n++)
-    for (let i = 0; i + n <= words.length; i++) phrases.add(words.slice(i, i + n).join(' '));
-  const joined = ` ${words.join(' ')} `;
-  const numbers = (text.replace(/(\d),(?=\d{3}\b)/g, '$1').match(/-?\d+(?:\.\d+)?/g) ?? [])
-    .map(Number)
-    .sort((a, b) => a - b);
+    for (let i = 0; i + n <= terms.length; i++) phrases.add(terms.slice(i, i + n).join(' '));
+  // A date written 2024-03-05 says its month.
+  for (const [, month] of text.matchAll(ISO_DATES)) phrases.add(MONTH_NAMES[Number(month) - 1] ?? '');
+  const joined = ` ${terms.join(' ')} `;
+  const numbers = [
+    // A hyphen after a letter or digit is no minus: 2024-03-05 says 3 and 5.
+    ...(text.replace(/(\d),(?=\d{3}\b)/g, '$1').match(/(?:(?<![\p{L}\p{N}])-)?\d+(?:\.\d+)?/gu) ?? []).map(Number),
+    ...numberWordsOf(terms),
+    // "one" is no fact of gold's (it is mostly a pronoun), but an answer may say a count so.
+    ...(terms.includes('one') ? [1] : []),
+  ].sort((a, b) => a - b);
   const head = (phrase: string) => phrase.split(' ').slice(0, PHRASE_WORDS).join(' ');
   return {
     has: (fact) =>
@@ -237,6 +259,82 @@ function wordsOf(text: string): string[] {
   }
   return out;
 }
+
+/**
+ * A text's terms: its words in one spelling whichever way data and replies write them (rerun 40:
+ * each of these took an answer out of the facts): without accents ("Café" is "cafe"), split at
+ * camel case, underscores, hyphens and other punctuation ("inTransit", "IN_TRANSIT" and
+ * "in-transit" are "in transit"), lower case, singular ("laptops" is "laptop"), a month by its
+ * name ("Mar" is "march"). An apostrophe inside a word stays: "I'm" is no "m".
+ */
+export function termsOf(text: string): string[] {
+  const out: string[] = [];
+  const plain = text
+    .normalize('NFKD')
+    .replace(/\p{M}+/gu, '')
+    .replace(/(\p{Ll})(\p{Lu})/gu, '$1 $2')
+    .replace(/(\p{Lu})(\p{Lu}\p{Ll})/gu, '$1 $2')
+    .toLowerCase()
+    .replace(/(\d),(?=\d{3}\b)/g, '$1');
+  for (const raw of plain.split(/[^\p{L}\p{N}'\u2019]+/u)) {
+    const w = raw.replace(/^['\u2019]+|['\u2019]+$/g, '');
+    if (w) out.push(MONTHS.get(w) ?? singular(w));
+  }
+  return out;
+}
+
+/** A plural's singular, by the regular rules only: both sides of a match go through it. */
+function singular(w: string): string {
+  if (w.length <= 3 || /\p{N}/u.test(w)) return w;
+  if (w.endsWith('ies')) return `${w.slice(0, -3)}y`;
+  if (/(?:s|x|z|ch|sh)es$/.test(w)) return w.slice(0, -2);
+  if (/(?:ss|us|is)$/.test(w) || !w.endsWith('s')) return w;
+  return w.slice(0, -1);
+}
+
+/** A date as ISO 8601 writes it, its month captured. */
+const ISO_DATE = /^\d{4}-(\d{2})-\d{2}/;
+const ISO_DATES = /\b\d{4}-(\d{2})-\d{2}/g;
+const MONTH_NAMES = 'january february march april may june july august september october november december'.split(' ');
+/** Month names and their abbreviations, to the name: a date said "Mar 5" is said "March 5". */
+const MONTHS = new Map(
+  MONTH_NAMES.flatMap((m) => [[m, m] as const, [m.slice(0, 3), m] as const]).concat([['sept', 'september']]),
+);
+
+/**
+ * The numbers a text's terms spell out, "two" to "ninety-nine" ("twenty one" is 21): a count
+ * said in words is the count (rerun 40). "One" is left out: it is mostly a pronoun.
+ */
+function numberWordsOf(terms: readonly string[]): number[] {
+  const out: number[] = [];
+  for (let i = 0; i < terms.length; i++) {
+    const tens = TENS.indexOf(terms[i]);
+    const unit = UNITS.indexOf(terms[i + 1] ?? '');
+    if (tens >= 2 && unit >= 1 && unit <= 9) {
+      out.push(tens * 10 + unit);
+      i++;
+    } else if (tens >= 2) out.push(tens * 10);
+    else if (UNITS.indexOf(terms[i]) >= 2) out.push(UNITS.indexOf(terms[i]));
+  }
+  return out;
+}
+const UNITS =
+  'zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen'.split(
+    ' ',
+  );
+const TENS = ' ten twenty thirty forty fifty sixty seventy eighty ninety'.split(' ');
+
+/**
+ * Words that are never facts, whatever value holds them: the function words of a reply ("in" of
+ * "in_transit", "no", "yes").
+ */
+const STOP_WORDS = new Set(
+  `a an the and or but if of in on at to for by with from as is are was were be been am it its this that these those
+  i i'm me my we us our you your he him his she her they them their do does did has have had not no yes so up out all
+  any can will just ok okay hi oh per via than then there here what which who how when where`
+    .split(/\s+/)
+    .map(singular),
+);
 
 /** Every string in a JSON value, without recursion (the instance is the module's: any depth). */
 function stringLeaves(root: unknown): Set<string> {

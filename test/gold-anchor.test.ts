@@ -26,8 +26,8 @@ const episode = (...actions: AgentAction[]): Message[] => actions.map(actionMess
 test('gold anchor: the facts are the numbers and instance values gold says', () => {
   // "no" is an instance value too short to be data, "more" not one, the goal prose and gold's own
   // words no data; "shipped" is one though the user said it too (rerun 39: a question listing every
-  // status took the answer's status out of the facts).
-  assert.deepEqual(new Set(anchor.facts), new Set([1234.5, 3, 'ord-17', 'ada lovelace', 'shipped']));
+  // status took the answer's status out of the facts); "ada" is also a term of the email gold says.
+  assert.deepEqual(new Set(anchor.facts), new Set([1234.5, 3, 'ord 17', 'ada lovelace', 'ada', 'shipped']));
   // A count beside the answer does not stand for it (rerun 38: a count with a wrong status was paid 1).
   const status = goldAnchorOf({ gold: [say('Your 3 orders are shipped.')], instance: withGold })!;
   assert.deepEqual(new Set(status.facts), new Set([3, 'shipped']));
@@ -76,7 +76,7 @@ test("gold anchor: an episode must make gold's calls (extra calls and arguments 
   // Gold's calls with a word that says none of gold's facts, or all but one, miss the words.
   assert.equal(anchorMiss(anchor, episode(find, list, list, say('ok')))?.part, 'words');
   const noId = say('Ada Lovelace: 1234.50 over 3 shipped orders.');
-  assert.match(anchorMiss(anchor, episode(find, list, noId))!.what, /does not say "ord-17"/);
+  assert.match(anchorMiss(anchor, episode(find, list, noId))!.what, /does not say "ord 17"/);
   // Silent after the last call where gold speaks there: less speech.
   assert.match(anchorMiss(anchor, episode(answer, find, list))!.what, /speaks less than gold/);
 });
@@ -96,6 +96,40 @@ test('gold anchor: a gold that calls each tool twice needs both calls; the floor
   assert.equal(anchorMiss(silent, episode(call('refund', {}))), undefined);
   assert.equal(anchorMiss(silent, episode(call('refund', {})), 'after_last_call')?.part, 'words');
   assert.equal(anchorMiss(silent, episode(call('refund', {}), say('Refunded.')), 'after_last_call'), undefined);
+});
+
+test('gold anchor: an instance value is a fact in the forms people write it (rerun 40)', () => {
+  // Gold "Of your 4 orders, the most expensive one is <said>." over an instance storing <stored>.
+  const factsOf = (stored: string, said: string) =>
+    goldAnchorOf({
+      gold: [say(`Of your 4 orders, the most expensive one is ${said}.`)],
+      instance: JSON.stringify({ orders: [{ status: stored, total: 12.5 }], other: 'pending' }),
+    })!;
+  const cases: [stored: string, said: string, right: string, wrong: string][] = [
+    ['in_transit', 'in transit', 'It is In-Transit; 4 orders.', 'It is pending; 4 orders.'],
+    ['IN_TRANSIT', 'in transit', '4 orders, the top one in transit', '4 orders, the top one transiting'],
+    ['inTransit', 'in transit', 'in transit (of 4)', '4 orders, pending'],
+    ['out-for-delivery', 'out for delivery', 'Out for delivery, of 4.', '4, awaiting delivery'],
+    ['M', 'size M', 'Size M; 4 orders.', "I'm sure: size XL, of 4."],
+    ['XL', 'XL', 'of 4, an XL', 'of 4, an L'],
+    ['Ito, Lena', 'Lena Ito', '4 orders; Ito, Lena.', '4 orders; Lena Ota.'],
+    ['Lena Ito', 'Lena', 'Lena, 4 orders', 'Lara, 4 orders'],
+    ['laptop', 'the laptops', 'a laptop, 4 orders', 'a tablet, 4 orders'],
+    ['Café Olé', 'Cafe Ole', 'café olé ×4', 'cafe, 4 of them'],
+    ['3', 'three items', '3 items of 4', 'four items, 4'],
+    ['2024-03-05', 'March 5, 2024', 'Mar 5, 2024 (4 orders)', 'April 5, 2024 (4 orders)'],
+    ['2024-03-05', '2024-03-05', 'on 2024-03-05, 4 orders', 'on 2024-04-05, 4 orders'],
+  ];
+  for (const [stored, said, right, wrong] of cases) {
+    const a = factsOf(stored, said);
+    const what = `${stored} said "${said}": ${JSON.stringify(a.facts)}`;
+    assert.equal(anchorMiss(a, episode(say(right))), undefined, `${what}; "${right}"`);
+    // The count alone, or the count with a wrong answer, was paid as gold (rerun 40: 16/16).
+    assert.equal(anchorMiss(a, episode(say('You have 4 orders.')))?.part, 'words', what);
+    assert.equal(anchorMiss(a, episode(say(wrong)))?.part, 'words', `${what}; "${wrong}"`);
+  }
+  // "One" is no count of gold's (a pronoun), and a function word of a value no fact.
+  assert.deepEqual(factsOf('in_transit', 'one').facts, [4]);
 });
 
 test('gold anchor: gold says every fact of its own words, however they are written', () => {
