@@ -791,16 +791,7 @@ export async function checkVerifier(
       if (scoredLower) cls.lower++;
       else escapes.push({ key: mutation.key, text: `seed ${seed}: ${mutation.key} scored ${reward}, as high as gold` });
     }
-    // A gold that makes no call, without its words, is a stop at once: paid more than a trivial
-    // policy may be (maxTrivialReward, per seed), it pays doing nothing and sets the cap on every
-    // episode that speaks less (rerun 35 paid it as gold; rerun 36 at gold - margin, 0.9).
-    const atOnce = gold.some((a) => a.type === 'tool_call')
-      ? -1
-      : plays.findIndex((x, j) => x.mutation?.m === 'skipMessages' && rewards[j] > c.maxTrivialReward);
-    const paidStop =
-      atOnce >= 0
-        ? `a stop at once scored ${rewards[atOnce]} (gold ${reward}; a trivial policy may score ${c.maxTrivialReward}), where gold makes no call and only speaks`
-        : paidStopOf(plays, rewards, isLower, c.mutationMargin);
+    const paidStop = paidStopOf(gold, plays, rewards, isLower, c);
     if (paidStop) stats.paidStops.push(`seed ${seed}: ${paidStop}`);
     for (const m of applicable) {
       stats.mutations[m].applicable++;
@@ -881,14 +872,24 @@ function shuffle<T>(items: readonly T[]): T[] {
  * drop of a later call, or gold without its messages (every call, no word), scored lower; or it
  * scored more than gold without its messages by over the margin (that makes every call of gold's,
  * the stop's among them, so an honest verifier scores it at least as high; rerun 27 paid a stop
- * just below gold).
+ * just below gold). A gold that makes no call, without its words, is a stop at once: paid more
+ * than a trivial policy may be (maxTrivialReward, per seed), it pays doing nothing and sets the cap
+ * on every episode that speaks less (rerun 35 paid it as gold; rerun 36 at gold - margin, 0.9).
  */
 function paidStopOf(
+  gold: readonly AgentAction[],
   plays: readonly Planned[],
   rewards: readonly number[],
   isLower: (reward: number) => boolean,
-  margin: number,
+  c: { maxTrivialReward: number; mutationMargin: number },
 ): string | undefined {
+  if (!gold.some((a) => a.type === 'tool_call')) {
+    const atOnce = plays.findIndex((x, j) => x.mutation?.m === 'skipMessages' && rewards[j] > c.maxTrivialReward);
+    return atOnce < 0
+      ? undefined
+      : `a stop at once scored ${rewards[atOnce]} (gold ${rewards[0]}; a trivial policy may score ${c.maxTrivialReward}), where gold makes no call and only speaks`;
+  }
+  const margin = c.mutationMargin;
   for (const [j, { mutation: stop }] of plays.entries()) {
     if (stop?.m !== 'stopEarly') continue;
     const more = (x: Planned) =>
