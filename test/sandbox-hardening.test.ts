@@ -84,6 +84,14 @@ test('hardening: process.report cannot write reports (scratch dir, /dev or a hos
   }
 });
 
+test("hardening: the module cannot set its process's title, the host's command line and name of it (rerun 41b)", async () => {
+  await assert.rejects(
+    attack("process.title = 'fake) R 1 2 3 ' + 'y'.repeat(40); return process.title"),
+    isSandboxError('permission', /process\.title/),
+  );
+  assert.match(String(await attack('return process.title')), /node/, 'reading it still works');
+});
+
 // The module learns each request's id by wrapping JSON.parse, which the runner uses on every request line.
 test('hardening: a response the module writes to fd 1 itself is not accepted', async () => {
   // One forged line for each id the worker can have given this request (its ids count from 1; the

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { actionMessage } from '../envs/environment.js';
-import { callShapeViolation } from '../envs/sdk/schema.js';
+import { callSchemaFault, callShapeViolation } from '../envs/sdk/schema.js';
 import {
   Rng,
   gen,
@@ -126,6 +126,28 @@ test('callShapeViolation charges every key and KiB it walks: an allOf of 19 000 
   const map = { type: 'object', additionalProperties: { type: 'integer' } };
   const big = Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`k${i}`, i]));
   assert.equal(callShapeViolation(map, big), undefined, 'an ordinary schema still checks a 1 000-key call through');
+});
+
+test("a `required` list reached through many $refs counts each name: refused at the tool check, charged at the call check (rerun 41b: 23 s of the worker's CPU at start, 1.5 s per call)", () => {
+  // 70 × 70 $refs to a list of 14 000 names was 69 M names walked; here 10 × 10 to 300 is 30 000.
+  const bomb = {
+    type: 'object',
+    properties: { a: { type: 'integer' } },
+    required: ['a'],
+    allOf: Array.from({ length: 10 }, () => ({ $ref: '#/$defs/A' })),
+    $defs: {
+      A: { allOf: Array.from({ length: 10 }, () => ({ $ref: '#/$defs/B' })) },
+      B: { required: Array.from({ length: 300 }, () => 'a') },
+    },
+  };
+  assert.match(callSchemaFault(bomb) ?? '', /expands to more than 20000 schema nodes/);
+  assert.match(callShapeViolation(bomb, { a: 1 }) ?? '', /too costly to check/);
+  // An enum reached so is as many values in the trainer's grammar.
+  const enums = { ...bomb, $defs: { ...bomb.$defs, B: { enum: Array.from({ length: 300 }, (_, i) => i) } } };
+  assert.match(callSchemaFault(enums) ?? '', /expands to more than 20000 schema nodes/);
+  const fewer = { ...bomb, $defs: { ...bomb.$defs, B: { required: ['a'] } } };
+  assert.equal(callSchemaFault(fewer), undefined);
+  assert.equal(callShapeViolation(fewer, { a: 1 }), undefined);
 });
 
 test('verifier helpers: communicated values, partial argument match, weighted credit', () => {

@@ -187,6 +187,10 @@ function disableEscapeHatches(): void {
   confineModuleResolution();
   syncBuiltinESMExports(); // named ESM imports of those modules see the refusals too
   Object.defineProperty(process, 'report', { get: refused('process.report'), configurable: false });
+  // The title is the process's command line and name to the host (`ps`, /proc/<pid>/stat): a module
+  // wrote "…) R 1 2 3" there, which a reader of stat that splits on ") " takes as its fields (rerun 41b).
+  const title = process.title;
+  Object.defineProperty(process, 'title', { get: () => title, set: refused('process.title'), configurable: false });
   // The handle lists hold the runner's own stdin and stdout sockets, past the process.stdin refusal (rerun 6).
   for (const k of ['binding', '_linkedBinding', 'dlopen', '_getActiveHandles', '_getActiveRequests'])
     Object.defineProperty(process, k, { value: refused(`process.${k}`), configurable: false, writable: false });

@@ -201,6 +201,17 @@ def test_tool_parameters_that_fan_out_through_refs_are_refused_not_inlined():
     deep_tool = {"type": "function", "function": {"name": "g", "parameters": deep}}
     with pytest.raises(ValueError, match="deeper than 100 levels"):
         action_schema([deep_tool])
+    # Rerun 41b: names in `required` (or enum members) reached through many $refs count too:
+    # 70 x 70 refs to 14,000 names walked 69 M of them.
+    names = {"type": "function", "function": {"name": "r", "parameters": {
+        "type": "object", "properties": {"a": {"type": "integer"}},
+        "allOf": [{"$ref": "#/$defs/A"}] * 10,
+        "$defs": {"A": {"allOf": [{"$ref": "#/$defs/B"}] * 10}, "B": {"required": ["a"] * 300}}}}}
+    with pytest.raises(ValueError, match="more than 20000 schema nodes"):
+        action_schema([names])
+    names["function"]["parameters"]["$defs"]["B"] = {"enum": list(range(300))}
+    with pytest.raises(ValueError, match="more than 20000 schema nodes"):
+        action_schema([names])
     # An ordinary schema with a $ref still inlines.
     ok = {"type": "function", "function": {"name": "h", "parameters": {
         "type": "object", "properties": {"a": {"$ref": "#/$defs/A"}}, "$defs": {"A": {"type": "integer"}}}}}

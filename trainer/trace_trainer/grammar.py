@@ -47,13 +47,12 @@ def _inline_refs(node, root: dict, seen: tuple = (), budget: list | None = None,
     definitions in that container of `root`: a tool's parameters move under the action schema, where
     its root refs would not resolve. `$defs`/`definitions` are dropped where they are keywords (not
     where `properties` names a property so: `keyword` is False for a properties map).
-    Refused past MAX_SCHEMA_NODES inlined nodes or MAX_SCHEMA_DEPTH levels."""
+    Refused past MAX_SCHEMA_NODES inlined values (every value counts: a `required` name, an enum
+    member) or MAX_SCHEMA_DEPTH levels."""
     budget = [MAX_SCHEMA_NODES] if budget is None else budget
+    _charge(budget)
     if not isinstance(node, (list, dict)):
         return node
-    budget[0] -= 1
-    if budget[0] < 0:
-        raise ValueError(f"tool parameters: expand to more than {MAX_SCHEMA_NODES} schema nodes through $refs")
     if depth > MAX_SCHEMA_DEPTH:
         raise ValueError(f"tool parameters: nest deeper than {MAX_SCHEMA_DEPTH} levels")
     if isinstance(node, list):
@@ -74,9 +73,29 @@ def _inline_refs(node, root: dict, seen: tuple = (), budget: list | None = None,
         rest = {k: v for k, v in node.items() if k != "$ref"}
         return {**_inline_refs(target, root, seen + (ref,), budget, depth + 1),
                 **_inline_refs(rest, root, seen, budget, depth + 1)}
-    return {k: v if keyword and k in _DATA else _inline_refs(v, root, seen, budget, depth + 1,
-                                                              keyword=not (keyword and k == "properties"))
+    return {k: _data(v, budget) if keyword and k in _DATA else _inline_refs(v, root, seen, budget, depth + 1,
+                                                                         keyword=not (keyword and k == "properties"))
             for k, v in node.items() if not (keyword and k in ("$defs", "definitions"))}
+
+
+def _charge(budget: list) -> None:
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise ValueError(f"tool parameters: expand to more than {MAX_SCHEMA_NODES} schema nodes through $refs")
+
+
+def _data(value, budget: list):
+    """A data value as it is, each of its values counted: an enum or a `required` list reached
+    through many $refs is as many nodes in the grammar (rerun 41b: 14,000 names 4,900 times)."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        _charge(budget)
+        if isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return value
 
 
 def _parameters(tool: dict) -> dict:
