@@ -142,6 +142,9 @@ test("a `required` list reached through many $refs counts each name: refused at 
   };
   assert.match(callSchemaFault(bomb) ?? '', /expands to more than 20000 schema nodes/);
   assert.match(callShapeViolation(bomb, { a: 1 }) ?? '', /too costly to check/);
+  // So does a list of types, walked at each visit.
+  const types = { ...bomb, required: [], $defs: { ...bomb.$defs, B: { type: Array(300).fill('object') } } };
+  assert.match(callShapeViolation(types, { a: 1 }) ?? '', /too costly to check/);
   // An enum reached so is as many values in the trainer's grammar.
   const enums = { ...bomb, $defs: { ...bomb.$defs, B: { enum: Array.from({ length: 300 }, (_, i) => i) } } };
   assert.match(callSchemaFault(enums) ?? '', /expands to more than 20000 schema nodes/);

@@ -382,6 +382,9 @@ function violation(
     schema.type !== undefined ? ([] as unknown[]).concat(schema.type) : check.callShape ? implied(schema) : undefined;
   // In a call, an integer past ±(2^53 − 1): the grammar writes at most 16 digits before an exponent,
   // so the base policy cannot send 12345678901234568, which a module paid in training alone (rerun 22).
+  // Each type past the first costs a step: a list of them reached through $refs is walked at each visit, as `required` was (rerun 41b).
+  if (types && types.length > 1 && (check.steps -= types.length - 1) < 0)
+    return `${path}: too costly to check (more than ${CALL_CHECK_STEPS} schema steps)`;
   const typeOf = (t: unknown) => (check.callShape && t === 'integer' ? 'callInteger' : String(t));
   if (types && !types.some((t) => hasType(value, typeOf(t))))
     return Number.isInteger(value) && types.includes('integer')
