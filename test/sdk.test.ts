@@ -148,6 +148,10 @@ test("a `required` list reached through many $refs counts each name: refused at 
   // An enum reached so is as many values in the trainer's grammar.
   const enums = { ...bomb, $defs: { ...bomb.$defs, B: { enum: Array.from({ length: 300 }, (_, i) => i) } } };
   assert.match(callSchemaFault(enums) ?? '', /expands to more than 20000 schema nodes/);
+  // And every character of its strings and names: 30 000 characters reached 60 times are 1.8 MB (rerun 42b: 206 MiB in the trainer).
+  const text = { ...bomb, $defs: { ...bomb.$defs, A: { $ref: '#/$defs/B' }, B: { description: 'x'.repeat(30_000) } } };
+  text.allOf = Array.from({ length: 60 }, () => ({ $ref: '#/$defs/A' }));
+  assert.match(callSchemaFault(text) ?? '', /expands to more than 1048576 characters/);
   const fewer = { ...bomb, $defs: { ...bomb.$defs, B: { required: ['a'] } } };
   assert.equal(callSchemaFault(fewer), undefined);
   assert.equal(callShapeViolation(fewer, { a: 1 }), undefined);

@@ -152,10 +152,9 @@ class SandboxGeneration extends RemoteEnvironment {
   async shutdown(): Promise<number> {
     clearTimeout(this.idleTimer);
     this.unlisten();
-    const cpu = this.proc.cpuSeconds();
     await this.proc.close();
     await rm(this.dir, { recursive: true, force: true });
-    return cpu;
+    return this.proc.cpuSeconds();
   }
 }
 
@@ -168,12 +167,21 @@ type StartContext = {
   named: (k: keyof ResolvedLimits) => string;
 };
 
+/** The env's processes used `seconds` of CPU in all, its whole `cpuSeconds`. */
+const cpuSpent = (seconds: number, named: StartContext['named']) =>
+  new SandboxError(
+    'timeout',
+    `the env's processes used ${seconds.toFixed(1)} s of CPU in all: CPU time limit reached (${named('cpuSeconds')} s)`,
+    'cpuSeconds',
+  );
+
 /** Bundles the module and starts one sandbox process; `spent` is what earlier processes used of the totals. */
 async function startGeneration(
   ctx: StartContext,
   spent: { busyMs: number; cpuSeconds: number },
 ): Promise<SandboxGeneration> {
   const { opts, limits, isolation, named } = ctx;
+  if (spent.cpuSeconds >= limits.cpuSeconds) throw cpuSpent(spent.cpuSeconds, named);
   const uid = isolation.dedicatedUid ? allocateUid() : undefined;
   const { root, runDir } = await makeSandboxDir(uid);
   try {
@@ -188,8 +196,9 @@ async function startGeneration(
       throw err;
     }
     await chmod(bundle, 0o444);
-    // RLIMIT_CPU is per process: a successor gets what is left, so cpuSeconds bounds the env's whole life.
-    const cpuLeft = Math.max(1, Math.ceil(limits.cpuSeconds - spent.cpuSeconds));
+    // RLIMIT_CPU is per process: a successor gets what is left, so cpuSeconds bounds the env's whole
+    // life; none is started once it is spent (a floor of 1 s let processes run on: rerun 42b).
+    const cpuLeft = Math.ceil(limits.cpuSeconds - spent.cpuSeconds);
     const cmd = sandboxCommand(isolation.level, {
       runDir,
       entry: 'env.mjs',
@@ -212,7 +221,7 @@ async function startGeneration(
       reject: false,
       cleanup: true,
     });
-    const proc = new SandboxProcess(child, limits, randomBytes(SESSION_KEY_BYTES), named, spent.busyMs);
+    const proc = new SandboxProcess(child, limits, randomBytes(SESSION_KEY_BYTES), named, spent.busyMs, cpuLeft);
     const onAbort = () =>
       proc.cancel(
         `cancelled by the caller (${String(opts.signal?.reason?.message ?? opts.signal?.reason ?? 'aborted')}); process killed`,
@@ -230,7 +239,7 @@ async function startGeneration(
       if (bad) throw new SandboxError('env_error', bad);
     } catch (err) {
       unlisten();
-      await proc.close(0);
+      await proc.close();
       throw err instanceof SandboxError ? err : new SandboxError('protocol', (err as Error).message);
     }
     return new SandboxGeneration(proc, described, root, unlisten);
@@ -302,6 +311,12 @@ export class SandboxedEnvironment implements Environment {
   private readonly live = new Set<SandboxGeneration>();
   /** Busy time and CPU of the processes already closed (the limits are totals over all of them). */
   private readonly spent = { busyMs: 0, cpuSeconds: 0 };
+  /**
+   * The failure that ended a process other than by the env's own close, kept once the process is
+   * gone: a module that died at the close of its process's last episode had the env carry on in a
+   * fresh process, its failure and CPU forgotten (rerun 42b).
+   */
+  private fatal?: SandboxError;
   private closing?: Promise<void>;
   /** Sandbox processes started so far. */
   processesStarted = 1;
@@ -316,7 +331,7 @@ export class SandboxedEnvironment implements Environment {
     this.description = describe(first);
     this.activeGen = first;
     this.active = Promise.resolve(first);
-    this.live.add(first);
+    this.adopt(first);
     // The first process starts before any reset (to describe the env) and may wait long for one
     // (a trainer loading its model): idle time there must not age it either.
     this.idleRetire(first);
@@ -498,6 +513,7 @@ export class SandboxedEnvironment implements Environment {
   /** The process new episodes go to; a fatal failure of any process fails the env, as one process would. */
   private current(): Promise<SandboxGeneration> {
     if (this.closing) return Promise.reject(new SandboxError('closed', 'the sandboxed environment was closed'));
+    if (this.fatal) return Promise.reject(this.fatal);
     for (const g of this.live) {
       const dead = g.proc.dead;
       if (dead && dead.reason !== 'closed') return Promise.reject(dead);
@@ -526,6 +542,7 @@ export class SandboxedEnvironment implements Environment {
   private async startProcess(): Promise<SandboxGeneration> {
     const busyMs = this.spent.busyMs + [...this.live].reduce((t, g) => t + g.proc.ownBusyMs, 0);
     const cpuSeconds = this.spent.cpuSeconds + [...this.live].reduce((t, g) => t + g.proc.cpuSeconds(), 0);
+    if (this.fatal) throw this.fatal;
     const gen = await startGeneration(this.ctx, { busyMs, cpuSeconds });
     this.processesStarted++;
     if (this.closing) {
@@ -539,8 +556,34 @@ export class SandboxedEnvironment implements Environment {
         'a fresh sandbox process of the module described a different environment (info, tools or system prompt) than the first one; they must not depend on chance',
       );
     }
-    this.live.add(gen);
+    this.adopt(gen);
     return gen;
+  }
+
+  /** Counts `gen` among the live processes, whose CPU and busy time the env's totals hold together. */
+  private adopt(gen: SandboxGeneration) {
+    this.live.add(gen);
+    gen.proc.onStopped = () => this.checkTotals();
+  }
+
+  /**
+   * The env's limits over all its processes, checked whenever one stops between requests: each
+   * process is given what was left at its start, so two alive together (a retiring one and its
+   * successor, the inspector) could each spend all of it (rerun 42b: 4.97 s of a 3 s cpuSeconds).
+   */
+  private checkTotals() {
+    const live = [...this.live];
+    const cpu = this.spent.cpuSeconds + live.reduce((t, g) => t + g.proc.cpuSeconds(), 0);
+    const busy = this.spent.busyMs + live.reduce((t, g) => t + g.proc.ownBusyMs, 0);
+    const { cpuSeconds, budgetMs } = this.ctx.limits;
+    if (cpu > cpuSeconds) this.fatal ??= cpuSpent(cpu, this.ctx.named);
+    else if (busy > budgetMs)
+      this.fatal ??= new SandboxError(
+        'timeout',
+        `requests kept the env's processes busy for ${Math.round(busy)} ms in all, past its budget (${this.ctx.named('budgetMs')} ms)`,
+        'budgetMs',
+      );
+    if (this.fatal) for (const g of live) g.proc.exceeded(this.fatal);
   }
 
   private release(gen: SandboxGeneration) {
@@ -555,6 +598,8 @@ export class SandboxedEnvironment implements Environment {
 
   private async shutdown(gen: SandboxGeneration): Promise<void> {
     if (!this.live.delete(gen)) return;
+    const dead = gen.proc.dead;
+    if (dead && dead.reason !== 'closed') this.fatal ??= dead;
     this.spent.busyMs += gen.proc.ownBusyMs;
     this.spent.cpuSeconds += await gen.shutdown().catch(() => 0);
   }

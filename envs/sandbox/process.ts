@@ -130,6 +130,13 @@ export class SandboxProcess implements ProtocolTransport {
   private budgetTimer?: NodeJS.Timeout;
   private frozen = false;
   private frozenPids?: number[];
+  /** The most CPU seconds the tree was seen to have used: what counts once /proc no longer shows it. */
+  private cpuSeen = 0;
+  /**
+   * Called each time the process stops between requests, its CPU read: the env checks its totals
+   * over every live process there (each process's own limits cannot see the others').
+   */
+  onStopped?: () => void;
 
   /**
    * `key` is the session key, which the child's runner reads as the first stdin line before the
@@ -142,6 +149,8 @@ export class SandboxProcess implements ProtocolTransport {
     private readonly named: LimitNamer,
     /** Busy time earlier processes of the same env already used: `budgetMs` is a total over them all. */
     private readonly spentMs = 0,
+    /** The CPU seconds its RLIMIT_CPU allows: all of them are spent when it dies by SIGXCPU. */
+    private readonly cpuLimit = 0,
   ) {
     this.busyMs = spentMs;
     child.stdout!.on('data', (chunk: Buffer) => this.onStdout(chunk));
@@ -169,10 +178,17 @@ export class SandboxProcess implements ProtocolTransport {
   }
 
   /**
-   * CPU seconds the process tree has used so far (user + system, from /proc; 0 where /proc cannot
-   * say), so that a successor process gets only what is left of `cpuSeconds`.
+   * CPU seconds the process tree has used so far (user + system, from /proc), so that a successor
+   * process gets only what is left of `cpuSeconds`. Once the tree is gone, what was last seen of it
+   * (read at each stop between requests and before the kill at close), or all its RLIMIT_CPU where
+   * that killed it: read after the death, /proc said 0 (rerun 42b counted 0 s of 8.5 s).
    */
   cpuSeconds(): number {
+    this.cpuSeen = Math.max(this.cpuSeen, this.cpuNow());
+    return this.cpuSeen;
+  }
+
+  private cpuNow(): number {
     let ticks = 0;
     for (const pid of this.treePids()) {
       try {
@@ -218,6 +234,8 @@ export class SandboxProcess implements ProtocolTransport {
     if (this.failure || this.frozen) return;
     this.frozenPids ??= this.treePids();
     this.frozen = this.signalTree('SIGSTOP');
+    this.cpuSeconds();
+    this.onStopped?.();
   }
 
   private thaw() {
@@ -429,6 +447,7 @@ export class SandboxProcess implements ProtocolTransport {
     const how = signal ? `killed by ${signal}` : `exited with code ${code}`;
     const fatal = signal ? lastFatalReport(tail) : undefined;
     if (signal === 'SIGXCPU') {
+      this.cpuSeen = Math.max(this.cpuSeen, this.cpuLimit);
       this.failWith(
         new SandboxError('timeout', `${how}: CPU time limit reached (${this.named('cpuSeconds')} s)`, 'cpuSeconds'),
       );
@@ -462,6 +481,13 @@ export class SandboxProcess implements ProtocolTransport {
     this.fail('cancelled', why);
   }
 
+  /** Kills the process for a limit the env enforces over all its processes (the CPU or busy time in total). */
+  exceeded(err: SandboxError) {
+    if (this.failure) return;
+    this.child.kill('SIGKILL');
+    this.failWith(err);
+  }
+
   private fail(reason: SandboxReason, message: string, limit?: keyof ResolvedLimits) {
     if (this.failure) return;
     this.child.kill('SIGKILL');
@@ -482,14 +508,16 @@ export class SandboxProcess implements ProtocolTransport {
     }
   }
 
-  /** Asks the child to exit (stdin EOF), then kills it if it lingers. */
-  async close(graceMs = 1000): Promise<void> {
+  /**
+   * Stops the process: killed as it is (stopped between requests, it runs nothing more), its CPU
+   * read just before. Let see the end of its input first, a module ran for a second's grace on CPU
+   * no reading counted (rerun 42b: 0.5 s per process).
+   */
+  async close(): Promise<void> {
     if (!this.failure) this.failure = new SandboxError('closed', 'the sandboxed environment was closed');
     this.rejectAll(this.failure);
-    this.thaw(); // a stopped process would not see the end of its input
-    this.child.stdin!.end();
-    const timer = setTimeout(() => this.child.kill('SIGKILL'), graceMs);
+    this.cpuSeconds();
+    this.child.kill('SIGKILL');
     await this.exited;
-    clearTimeout(timer);
   }
 }

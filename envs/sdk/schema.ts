@@ -185,6 +185,8 @@ export function callSchemaFault(schema: JsonSchema, path = 'parameters'): string
 /** What the trainer's grammar inlines a tool's parameters to at most (trace_trainer/grammar.py MAX_SCHEMA_NODES, MAX_SCHEMA_DEPTH). */
 const INLINED_NODES = 20_000;
 const INLINED_DEPTH = 100;
+/** Characters of names and strings it inlines to at most (MAX_SCHEMA_CHARS): 16 times the 64 KiB a tool's parameters may have. */
+const INLINED_CHARS = 1 << 20;
 /** Keywords whose values are data, not schemas (the trainer copies them as they are). */
 const DATA = new Set(['enum', 'const', 'default', 'examples']);
 
@@ -196,24 +198,40 @@ const DATA = new Set(['enum', 'const', 'default', 'examples']);
  */
 function inlineFault(root: JsonSchema, path: string): string | undefined {
   let budget = INLINED_NODES;
+  let chars = INLINED_CHARS;
   const tooMany = `${path}: expands to more than ${INLINED_NODES} schema nodes through $refs`;
+  const tooLong = `${path}: expands to more than ${INLINED_CHARS} characters of names and strings through $refs`;
   // Every value counts, a name in `required` or a member of an enum too: a definition holding
-  // 14 000 names reached 4 900 times through $refs passed and took the worker 23 s (rerun 41b).
+  // 14 000 names reached 4 900 times through $refs passed and took the worker 23 s (rerun 41b);
+  // and every character of a string or a key: 60 000 one-character members reached 3 600 times
+  // were 206 MiB in the trainer (rerun 42b).
+  const charge = (v: unknown): string | undefined => {
+    if (--budget < 0) return tooMany;
+    if (typeof v === 'string') chars -= v.length;
+    else if (v !== null && typeof v === 'object' && !Array.isArray(v))
+      for (const k of Object.keys(v)) chars -= k.length;
+    return chars < 0 ? tooLong : undefined;
+  };
   const data = (value: unknown): string | undefined => {
     const stack = [value];
     while (stack.length) {
       const v = stack.pop();
-      if (--budget < 0) return tooMany;
+      const bad = charge(v);
+      if (bad) return bad;
       if (v !== null && typeof v === 'object') stack.push(...Object.values(v));
     }
     return undefined;
   };
   const walk = (node: unknown, seen: string[], depth: number, keyword: boolean): string | undefined => {
-    if (--budget < 0) return tooMany;
+    const bad = charge(node);
+    if (bad) return bad;
     if (node === null || typeof node !== 'object') return undefined;
     if (depth > INLINED_DEPTH) return `${path}: nests deeper than ${INLINED_DEPTH} levels through $refs`;
     if (keyword && !Array.isArray(node))
-      for (const [k, v] of Object.entries(node as JsonSchema)) if (DATA.has(k) && data(v)) return tooMany;
+      for (const [k, v] of Object.entries(node as JsonSchema)) {
+        const bad = DATA.has(k) ? data(v) : undefined;
+        if (bad) return bad;
+      }
     const children: [unknown, boolean][] = Array.isArray(node)
       ? node.map((v) => [v, true])
       : Object.entries(node as JsonSchema)
@@ -229,7 +247,9 @@ function inlineFault(root: JsonSchema, path: string): string | undefined {
       if (target === undefined) return `${path}: $ref ${ref} has no definition`;
       const bad = walk(target === true ? {} : target, [...seen, ref], depth + 1, true);
       // The siblings are one more object in the trainer's walk.
-      if (bad || --budget < 0) return bad ?? tooMany;
+      if (bad) return bad;
+      const siblings = charge(Object.fromEntries(Object.entries(node).filter(([k]) => k !== '$ref')));
+      if (siblings) return siblings;
       return children.reduce<string | undefined>((f, [v, k]) => f ?? walk(v, seen, depth + 2, k), undefined);
     }
     return children.reduce<string | undefined>((f, [v, k]) => f ?? walk(v, seen, depth + 1, k), undefined);

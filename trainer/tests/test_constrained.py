@@ -212,6 +212,11 @@ def test_tool_parameters_that_fan_out_through_refs_are_refused_not_inlined():
     names["function"]["parameters"]["$defs"]["B"] = {"enum": list(range(300))}
     with pytest.raises(ValueError, match="more than 20000 schema nodes"):
         action_schema([names])
+    # Rerun 42b: and every character of their strings and names (30,000 reached 60 times).
+    names["function"]["parameters"]["allOf"] = [{"$ref": "#/$defs/A"}] * 60
+    names["function"]["parameters"]["$defs"] = {"A": {"$ref": "#/$defs/B"}, "B": {"description": "x" * 30_000}}
+    with pytest.raises(ValueError, match="more than 1048576 characters"):
+        action_schema([names])
     # An ordinary schema with a $ref still inlines.
     ok = {"type": "function", "function": {"name": "h", "parameters": {
         "type": "object", "properties": {"a": {"$ref": "#/$defs/A"}}, "$defs": {"A": {"type": "integer"}}}}}

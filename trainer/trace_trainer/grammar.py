@@ -34,6 +34,9 @@ def whitespace_tokens(tokenizer, vocab_size: int) -> list[int]:
 # Nodes (dicts and lists) a tool's inlined parameters may have: $refs fan out, so a 2 KB schema
 # can stand for billions ("billion laughs"); the largest real tool schema here has a few dozen.
 MAX_SCHEMA_NODES = 20_000
+# Characters of names and strings they may inline to: 60,000 one-character enum members reached
+# 3,600 times through $refs were 206 MiB of schema (rerun 42b).
+MAX_SCHEMA_CHARS = 1 << 20
 # Nesting of dicts and lists (well inside Python's recursion limit).
 MAX_SCHEMA_DEPTH = 100
 
@@ -49,8 +52,8 @@ def _inline_refs(node, root: dict, seen: tuple = (), budget: list | None = None,
     where `properties` names a property so: `keyword` is False for a properties map).
     Refused past MAX_SCHEMA_NODES inlined values (every value counts: a `required` name, an enum
     member) or MAX_SCHEMA_DEPTH levels."""
-    budget = [MAX_SCHEMA_NODES] if budget is None else budget
-    _charge(budget)
+    budget = [MAX_SCHEMA_NODES, MAX_SCHEMA_CHARS] if budget is None else budget
+    _charge(budget, node)
     if not isinstance(node, (list, dict)):
         return node
     if depth > MAX_SCHEMA_DEPTH:
@@ -78,10 +81,17 @@ def _inline_refs(node, root: dict, seen: tuple = (), budget: list | None = None,
             for k, v in node.items() if not (keyword and k in ("$defs", "definitions"))}
 
 
-def _charge(budget: list) -> None:
+def _charge(budget: list, value) -> None:
+    """One node, and the characters of a string or of a dict's keys."""
     budget[0] -= 1
     if budget[0] < 0:
         raise ValueError(f"tool parameters: expand to more than {MAX_SCHEMA_NODES} schema nodes through $refs")
+    if isinstance(value, str):
+        budget[1] -= len(value)
+    elif isinstance(value, dict):
+        budget[1] -= sum(len(k) for k in value)
+    if budget[1] < 0:
+        raise ValueError(f"tool parameters: expand to more than {MAX_SCHEMA_CHARS} characters of names and strings through $refs")
 
 
 def _data(value, budget: list):
@@ -90,7 +100,7 @@ def _data(value, budget: list):
     stack = [value]
     while stack:
         v = stack.pop()
-        _charge(budget)
+        _charge(budget, v)
         if isinstance(v, dict):
             stack.extend(v.values())
         elif isinstance(v, list):
