@@ -160,76 +160,139 @@ const AMOUNT_TOLERANCE = 0.005;
 
 /**
  * The facts of gold's words: each number in them, spelled out too ("three"); each token with a
- * digit (an id, a date); and each term of an instance value gold names, in the forms people write
- * it. A value of up to PHRASE_WORDS terms gives each of its terms gold says (a name reordered or
- * said in part, an enum `in_transit` said "in transit", a size code "M": rerun 40); a longer one is
- * one fact, said whole. Undefined where more long values need a look than MAX_LONG_VALUES (the
- * least cap then holds). Near linear in the words and the instance: a scan of every value against
- * the words took the worker 79 s per reset on a 1 MiB gold and 40,000 values (rerun 38).
+ * digit (an id, a date); each instance value gold names, as terms (the forms people write it): a
+ * value of up to PHRASE_WORDS terms said whole is one fact, said in another order each of its
+ * terms, said in part each of its terms gold writes as a name (capitalized within a sentence:
+ * "Lena" of "Lena Ito", not "one" of `one_way`, which capped honest replies: rerun 41); a longer
+ * value said whole is one fact; and a code of up to three characters (`US`, `B+`, `M`) as gold
+ * writes it, case and signs kept (`US` is no "us", `B+` no "b": rerun 41). Undefined where more
+ * long values need a look than MAX_LONG_VALUES (the least cap then holds). Near linear in the
+ * words and the instance: a scan of every value against the words took the worker 79 s per reset
+ * on a 1 MiB gold and 40,000 values (rerun 38).
  */
-function factsOf(text: string, instance: unknown): (string | number)[] | undefined {
-  const facts = new Set<string | number>(numberWordsOf(termsOf(text)));
+function factsOf(text: string, instance: unknown): Fact[] | undefined {
+  const facts = new Set<Fact>(numberWordsOf(termsOf(text)));
   for (const w of wordsOf(text)) if (/\p{N}/u.test(w)) facts.add(NUMBER.test(w) ? Number(w) : termsOf(w).join(' '));
   const says = spoken(text);
+  const names = namesOf(text);
   let long = 0;
   // The instance holds gold itself: its words are what the facts are read from, not facts.
   const { gold: _, ...data } = instance && typeof instance === 'object' ? (instance as Record<string, unknown>) : {};
   for (const leaf of stringLeaves(data)) {
     if (leaf.length > MAX_FACT_LENGTH * 2) continue;
+    if (isCode(leaf) && says.hasCode(leaf)) {
+      facts.add(CODE + leaf);
+      continue;
+    }
     const terms = termsOf(leaf);
     const phrase = terms.join(' ');
     if (!terms.length || phrase.length > MAX_FACT_LENGTH) continue;
     const month = ISO_DATE.exec(leaf)?.[1];
     if (month && says.has(MONTH_NAMES[Number(month) - 1] ?? '')) facts.add(MONTH_NAMES[Number(month) - 1]);
-    if (terms.length <= PHRASE_WORDS) {
-      if (terms.length > 1 && says.has(phrase)) facts.add(phrase);
-      // Said otherwise (reordered, in part), each of its terms gold says; a code of one or two
-      // characters only as the whole value ("M", "XL"): in a longer one it is a word ("in" of
-      // "in_transit"). Numbers are facts as numbers.
-      else
-        for (const t of terms)
-          if ((t.length >= MIN_FACT_LENGTH || terms.length === 1) && !STOP_WORDS.has(t) && !/^\p{N}+$/u.test(t))
-            if (says.has(t)) facts.add(t);
+    // Numbers are facts as numbers, function words none ("in" of "in_transit", "no").
+    const words = terms.filter((t) => t.length >= MIN_FACT_LENGTH && !STOP_WORDS.has(t) && !/^\p{N}+$/u.test(t));
+    if (terms.length > PHRASE_WORDS) {
+      if (says.opens(phrase)) {
+        if (++long > MAX_LONG_VALUES) return undefined;
+        if (says.has(phrase)) {
+          facts.add(phrase);
+          continue;
+        }
+      }
+    } else if (says.has(phrase)) {
+      if (terms.length > 1 || words.length) facts.add(phrase);
+      continue;
+    } else if (words.length && terms.every((t) => says.has(t))) {
+      for (const t of words) facts.add(t);
       continue;
     }
-    if (!says.opens(phrase)) continue;
-    if (++long > MAX_LONG_VALUES) return undefined;
-    if (says.has(phrase)) facts.add(phrase);
+    for (const t of words) if (names.has(t)) facts.add(t);
   }
   return [...facts];
 }
 
+/** A fact: a number, terms said together, or a code (CODE and the code as gold writes it). */
+type Fact = string | number;
+const CODE = '=';
+/**
+ * A code is a value of up to three characters with a letter, no space, and a capital, a digit or a
+ * sign: a size, a grade, a country ("red" is a word, whatever its case in a reply).
+ */
+const isCode = (v: string) => v.length <= 3 && /\p{L}/u.test(v) && !/\s/u.test(v) && /[^\p{Ll}]/u.test(v);
+
+/**
+ * The terms a text writes as names: its words capitalized within a sentence (the first word of one
+ * is capitalized whatever it is).
+ */
+function namesOf(text: string): Set<string> {
+  const out = new Set<string>();
+  let opening = true;
+  for (const raw of text.split(/\s+/)) {
+    const word = trimmed(raw);
+    if (!opening && /^\p{Lu}/u.test(word)) for (const t of termsOf(word)) out.add(t);
+    if (word) opening = /[.!?:]$/.test(raw);
+  }
+  return out;
+}
+
 /**
  * What a text says, to match facts against: its terms and their phrases (`has`; those of up to
- * PHRASE_WORDS terms from a set, longer ones by a search of the whole text), and its numbers, in
- * digits or words (an amount within AMOUNT_TOLERANCE is the amount). `opens`: whether its first
- * PHRASE_WORDS terms do.
+ * PHRASE_WORDS terms from a set, longer ones by a search of the whole text), its numbers, in digits
+ * or words (an amount within AMOUNT_TOLERANCE is the amount), and its codes (`hasCode`: words as
+ * written, case and trailing signs kept, "B+." is "B+"). `opens`: whether its first PHRASE_WORDS
+ * terms do.
  */
-function spoken(text: string): { has(fact: string | number): boolean; opens(phrase: string): boolean } {
+function spoken(text: string): {
+  has(fact: Fact): boolean;
+  hasCode(code: string): boolean;
+  opens(phrase: string): boolean;
+} {
   const terms = termsOf(text);
   const phrases = new Set<string>();
   for (let n = 1; n <= PHRASE_WORDS; n++)
     for (let i = 0; i + n <= terms.length; i++) phrases.add(terms.slice(i, i + n).join(' '));
   // A date written 2024-03-05 says its month.
   for (const [, month] of text.matchAll(ISO_DATES)) phrases.add(MONTH_NAMES[Number(month) - 1] ?? '');
+  const codes = new Set(text.split(/\s+/).map((w) => trimmed(w, CODE_SIGNS).replace(/['\u2019]s$/, '')));
   const joined = ` ${terms.join(' ')} `;
   const numbers = [
     // A hyphen after a letter or digit is no minus: 2024-03-05 says 3 and 5.
-    ...(text.replace(/(\d),(?=\d{3}\b)/g, '$1').match(/(?:(?<![\p{L}\p{N}])-)?\d+(?:\.\d+)?/gu) ?? []).map(Number),
+    ...(
+      minusSigns(text)
+        .replace(/(\d),(?=\d{3}\b)/g, '$1')
+        .match(/(?:(?<![\p{L}\p{N}])-)?\d+(?:\.\d+)?/gu) ?? []
+    ).map(Number),
     ...numberWordsOf(terms),
     // "one" is no fact of gold's (it is mostly a pronoun), but an answer may say a count so.
     ...(terms.includes('one') ? [1] : []),
   ].sort((a, b) => a - b);
   const head = (phrase: string) => phrase.split(' ').slice(0, PHRASE_WORDS).join(' ');
-  return {
-    has: (fact) =>
-      typeof fact === 'number'
-        ? near(numbers, fact)
+  const has = (fact: Fact): boolean =>
+    typeof fact === 'number'
+      ? near(numbers, fact)
+      : fact.startsWith(CODE)
+        ? codes.has(fact.slice(CODE.length))
         : fact.split(' ').length <= PHRASE_WORDS
           ? phrases.has(fact)
-          : phrases.has(head(fact)) && joined.includes(` ${fact} `),
-    opens: (phrase) => phrases.has(head(phrase)),
-  };
+          : phrases.has(head(fact)) && joined.includes(` ${fact} `);
+  return { has, hasCode: (code) => codes.has(code), opens: (phrase) => phrases.has(head(phrase)) };
+}
+
+/** Signs a code may end with: `B+`, `C#`, `O-`. */
+const CODE_SIGNS = '+#-';
+
+/**
+ * A word without the punctuation around it (signs in `keep` stay at its end), in time linear in
+ * its length: a regex stripping both ends retried from every place in a run of dashes and took
+ * 67 s of the worker's loop on one 64 KiB word (rerun 41).
+ */
+function trimmed(word: string, keep = ''): string {
+  const inWord = (c: string) => /[\p{L}\p{N}]/u.test(c);
+  let start = 0;
+  while (start < word.length && !inWord(word[start])) start++;
+  let end = word.length;
+  while (end > start && !inWord(word[end - 1]) && !keep.includes(word[end - 1])) end--;
+  return word.slice(start, end);
 }
 
 /** Whether a sorted list holds a number within AMOUNT_TOLERANCE of `x` (binary search). */
@@ -244,6 +307,9 @@ function near(sorted: readonly number[], x: number): boolean {
   return lo < sorted.length && sorted[lo] < x + AMOUNT_TOLERANCE;
 }
 
+/** The minus sign (U+2212) as the hyphen-minus: "−5" is -5, not 5 (rerun 41). */
+const minusSigns = (text: string) => text.replace(/\u2212/g, '-');
+
 /** A number as a word: digits, a decimal part, a minus; thousands separators already gone. */
 const NUMBER = /^-?\d+(?:\.\d+)?$/;
 
@@ -253,8 +319,11 @@ const NUMBER = /^-?\d+(?:\.\d+)?$/;
  */
 function wordsOf(text: string): string[] {
   const out: string[] = [];
-  for (const raw of text.toLowerCase().split(/\s+/)) {
-    const w = raw.replace(/^(?:(?!-\p{N})[^\p{L}\p{N}])+|[^\p{L}\p{N}]+$/gu, '').replace(/(\d),(?=\d{3}\b)/g, '$1');
+  for (const raw of minusSigns(text).toLowerCase().split(/\s+/)) {
+    const t = trimmed(raw);
+    const at = raw.indexOf(t);
+    const minus = at > 0 && raw[at - 1] === '-' && /^\p{N}/u.test(t);
+    const w = (minus ? '-' : '') + t.replace(/(\d),(?=\d{3}\b)/g, '$1');
     if (w) out.push(w);
   }
   return out;
@@ -264,32 +333,37 @@ function wordsOf(text: string): string[] {
  * A text's terms: its words in one spelling whichever way data and replies write them (rerun 40:
  * each of these took an answer out of the facts): without accents ("Café" is "cafe"), split at
  * camel case, underscores, hyphens and other punctuation ("inTransit", "IN_TRANSIT" and
- * "in-transit" are "in transit"), lower case, singular ("laptops" is "laptop"), a month by its
- * name ("Mar" is "march"). An apostrophe inside a word stays: "I'm" is no "m".
+ * "in-transit" are "in transit"), lower case, without a possessive ("Lena's" is "lena": rerun
+ * 41), singular ("laptops" is "laptop", "purchases" and "purchase" one term), a month by its name
+ * ("Mar" is "march"). An apostrophe inside a word stays: "I'm" is no "m". Accents go by canonical
+ * decomposition, which at most triples a text: a compatibility one made one character 18 and
+ * 4 MiB of instance strings took seconds (rerun 41).
  */
 export function termsOf(text: string): string[] {
   const out: string[] = [];
-  const plain = text
-    .normalize('NFKD')
-    .replace(/\p{M}+/gu, '')
+  const plain = (/^[\x00-\x7f]*$/.test(text) ? text : text.normalize('NFD').replace(/\p{M}+/gu, ''))
     .replace(/(\p{Ll})(\p{Lu})/gu, '$1 $2')
     .replace(/(\p{Lu})(\p{Lu}\p{Ll})/gu, '$1 $2')
     .toLowerCase()
     .replace(/(\d),(?=\d{3}\b)/g, '$1');
   for (const raw of plain.split(/[^\p{L}\p{N}'\u2019]+/u)) {
-    const w = raw.replace(/^['\u2019]+|['\u2019]+$/g, '');
+    const w = trimmed(raw).replace(/['\u2019]s$/, '');
     if (w) out.push(MONTHS.get(w) ?? singular(w));
   }
   return out;
 }
 
-/** A plural's singular, by the regular rules only: both sides of a match go through it. */
+/**
+ * One spelling of a word and its plural, by the regular rules only (both sides of a match go
+ * through it): "ies" is "y"; a final "s" goes ("ss", "us" and "is" stay), and then an "e" after
+ * s, x, z, ch or sh ("boxes" and "box", "sizes" and "size", "purchases" and "purchase" are one term
+ * each: rerun 41).
+ */
 function singular(w: string): string {
   if (w.length <= 3 || /\p{N}/u.test(w)) return w;
   if (w.endsWith('ies')) return `${w.slice(0, -3)}y`;
-  if (/(?:s|x|z|ch|sh)es$/.test(w)) return w.slice(0, -2);
-  if (/(?:ss|us|is)$/.test(w) || !w.endsWith('s')) return w;
-  return w.slice(0, -1);
+  const one = /(?:ss|us|is)$/.test(w) || !w.endsWith('s') ? w : w.slice(0, -1);
+  return one.length > 3 && /(?:[sxz]|ch|sh)e$/.test(one) ? one.slice(0, -1) : one;
 }
 
 /** A date as ISO 8601 writes it, its month captured. */

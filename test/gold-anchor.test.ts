@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Message } from '../core/messages.js';
 import { actionMessage, type AgentAction } from '../envs/environment.js';
-import { anchorMiss, goldAnchorOf } from '../envs/gold-anchor.js';
+import { anchorMiss, goldAnchorOf, termsOf } from '../envs/gold-anchor.js';
 import { call, say } from '../envs/sdk/index.js';
 
 const instance = JSON.stringify({
@@ -26,8 +26,8 @@ const episode = (...actions: AgentAction[]): Message[] => actions.map(actionMess
 test('gold anchor: the facts are the numbers and instance values gold says', () => {
   // "no" is an instance value too short to be data, "more" not one, the goal prose and gold's own
   // words no data; "shipped" is one though the user said it too (rerun 39: a question listing every
-  // status took the answer's status out of the facts); "ada" is also a term of the email gold says.
-  assert.deepEqual(new Set(anchor.facts), new Set([1234.5, 3, 'ord 17', 'ada lovelace', 'ada', 'shipped']));
+  // status took the answer's status out of the facts).
+  assert.deepEqual(new Set(anchor.facts), new Set([1234.5, 3, 'ord 17', 'ada lovelace', 'shipped']));
   // A count beside the answer does not stand for it (rerun 38: a count with a wrong status was paid 1).
   const status = goldAnchorOf({ gold: [say('Your 3 orders are shipped.')], instance: withGold })!;
   assert.deepEqual(new Set(status.facts), new Set([3, 'shipped']));
@@ -47,7 +47,11 @@ test('gold anchor: the facts are the numbers and instance values gold says', () 
       other: 'Deluxe Ergonomic Standing Chair Pro',
     }),
   })!;
-  assert.deepEqual(new Set(product.facts), new Set([2, 'deluxe ergonomic standing desk pro']));
+  // The other product's words gold writes as names are facts too ("Deluxe" is "delux" as a term).
+  assert.deepEqual(
+    new Set(product.facts),
+    new Set([2, 'delux ergonomic standing desk pro', 'delux', 'ergonomic', 'standing', 'pro']),
+  );
   assert.equal(anchorMiss(product, episode(say('2 boxes: deluxe ergonomic standing desk pro.'))), undefined);
   assert.equal(anchorMiss(product, episode(say('2 boxes: Deluxe Ergonomic Standing Chair Pro.')))?.part, 'words');
   assert.equal(anchor.speech, 'after_last_call');
@@ -130,6 +134,58 @@ test('gold anchor: an instance value is a fact in the forms people write it (rer
   }
   // "One" is no count of gold's (a pronoun), and a function word of a value no fact.
   assert.deepEqual(factsOf('in_transit', 'one').facts, [4]);
+});
+
+test('gold anchor: codes keep their case and signs, a possessive is its name, and words a value holds are facts only as gold names them (rerun 41)', () => {
+  const anchorOf = (words: string, values: Record<string, unknown>) =>
+    goldAnchorOf({ gold: [say(words)], instance: JSON.stringify(values) })!;
+  const pays = (a: ReturnType<typeof anchorOf>, reply: string) => anchorMiss(a, episode(say(reply))) === undefined;
+  // A country code that is also a word ("US", "IN", "IT"), a grade whose sign is the answer.
+  const country = anchorOf('Of your 4 orders, the most expensive one ships to US.', { c: ['US', 'CA', 'IN'] });
+  assert.ok(pays(country, 'It ships to US (4 orders).'));
+  for (const wrong of ['You have 4 orders.', 'Of your 4 orders, the most expensive one ships to CA.', 'ships to us, 4'])
+    assert.ok(!pays(country, wrong), wrong);
+  const grade = anchorOf('Of your 4 orders, the most expensive one is grade B+.', { g: ['B+', 'B-', 'B', 'A+', 'A'] });
+  assert.ok(pays(grade, 'Grade B+, of 4.'));
+  for (const wrong of ['Of your 4 orders, the most expensive one is grade B-.', 'grade B, 4 orders'])
+    assert.ok(!pays(grade, wrong), wrong);
+  const top = anchorOf('Of your 4 orders, the most expensive one is grade A+.', { g: ['A+', 'A'] });
+  assert.ok(!pays(top, 'Of your 4 orders, the most expensive one is grade A.'));
+  // "Lena's" says Lena, in gold and in a reply.
+  const possessive = anchorOf("Of your 4 orders, Lena's was the most expensive.", { r: ['Lena', 'Omar'] });
+  assert.ok(pays(possessive, 'For Lena: the priciest of 4.'));
+  for (const wrong of ['You have 4 orders.', "Of your 4 orders, Omar's was the most expensive."])
+    assert.ok(!pays(possessive, wrong), wrong);
+  assert.ok(pays(anchorOf('It was for Lena.', { r: ['Lena'] }), "Lena's was."));
+  // The minus sign is a minus.
+  assert.ok(!pays(anchorOf('It fell by \u22125 points.', {}), 'It moved by 5 points.'));
+  // A plural and its singular are one term, an "e" before the "s" or not.
+  assert.ok(pays(anchorOf('All your purchases.', { kind: 'purchase' }), 'Every purchase.'));
+  assert.ok(pays(anchorOf('Two boxes.', { kind: 'box' }), '2 box'));
+  // A common word of a stored value is no fact where gold does not name the value (rerun 41: the
+  // reference envs' rewordings were capped on 19 and 11 of 20 seeds).
+  const common = anchorOf('Your reservation: the most expensive one.', {
+    trip: 'one_way',
+    tool: 'update_reservation_baggages',
+  });
+  assert.deepEqual(common.facts, []);
+  // A compatibility character is not expanded: U+FDFA is 18 characters under NFKD (rerun 41: seconds per reset).
+  assert.equal(termsOf('\ufdfa'.repeat(505)).join('').length, 505);
+});
+
+test('gold anchor: punctuation around a word is stripped in time linear in it (rerun 41: a 64 KiB run of dashes held the worker 67 s)', () => {
+  const cost = (words: string) => {
+    const start = process.cpuUsage();
+    goldAnchorOf({ gold: [say(words)], instance: '{}' });
+    const used = process.cpuUsage(start);
+    return used.user + used.system;
+  };
+  const n = 24_000;
+  cost('warm up the JIT — x');
+  const plain = cost(`x ${'a '.repeat(n / 2)}y`);
+  const dashes = cost(`x${'\u2014'.repeat(n)}y`);
+  // The same length of text: quadratic stripping was about 10 000 times the plain text's cost here.
+  assert.ok(dashes < 50 * Math.max(plain, 1000), `${dashes} µs for one word of dashes, ${plain} µs for words`);
 });
 
 test('gold anchor: gold says every fact of its own words, however they are written', () => {
