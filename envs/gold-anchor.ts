@@ -174,14 +174,14 @@ function factsOf(text: string, instance: unknown): Fact[] | undefined {
   const facts = new Set<Fact>(numberWordsOf(termsOf(text)));
   for (const w of wordsOf(text)) if (/\p{N}/u.test(w)) facts.add(NUMBER.test(w) ? Number(w) : termsOf(w).join(' '));
   const says = spoken(text);
-  const names = namesOf(text);
   let long = 0;
   // The instance holds gold itself: its words are what the facts are read from, not facts.
   const { gold: _, ...data } = instance && typeof instance === 'object' ? (instance as Record<string, unknown>) : {};
   for (const leaf of stringLeaves(data)) {
     if (leaf.length > MAX_FACT_LENGTH * 2) continue;
-    if (isCode(leaf) && says.hasCode(leaf)) {
-      facts.add(CODE + leaf);
+    const code = isCode(leaf) ? says.code(leaf) : undefined;
+    if (code) {
+      facts.add(CODE + code);
       continue;
     }
     const terms = termsOf(leaf);
@@ -200,13 +200,17 @@ function factsOf(text: string, instance: unknown): Fact[] | undefined {
         }
       }
     } else if (says.has(phrase)) {
-      if (terms.length > 1 || words.length) facts.add(phrase);
+      if (terms.length > 1 || (!STOP_WORDS.has(phrase) && !/^\p{N}+$/u.test(phrase))) facts.add(phrase);
       continue;
     } else if (words.length && terms.every((t) => says.has(t))) {
       for (const t of words) facts.add(t);
       continue;
     }
-    for (const t of words) if (names.has(t)) facts.add(t);
+    // Said in part: the words of a name, as the value writes them (capitalized, or in a script
+    // without case), not of an identifier: "Lena" of "Lena Ito" wherever gold says it, not "one"
+    // of `one_way` (rerun 41 capped honest rewordings so; rerun 42 lost names gold said first).
+    const named = new Set(leaf.split(/\s+/).flatMap((w) => (/^[^\p{Ll}]*[\p{Lu}\p{Lo}]/u.test(w) ? termsOf(w) : [])));
+    for (const t of words) if (named.has(t) && says.has(t)) facts.add(t);
   }
   return [...facts];
 }
@@ -214,37 +218,27 @@ function factsOf(text: string, instance: unknown): Fact[] | undefined {
 /** A fact: a number, terms said together, or a code (CODE and the code as gold writes it). */
 type Fact = string | number;
 const CODE = '=';
-/**
- * A code is a value of up to three characters with a letter, no space, and a capital, a digit or a
- * sign: a size, a grade, a country ("red" is a word, whatever its case in a reply).
- */
-const isCode = (v: string) => v.length <= 3 && /\p{L}/u.test(v) && !/\s/u.test(v) && /[^\p{Ll}]/u.test(v);
+/** A code is a value of up to three characters with a letter and no space: a size, a grade, a country. */
+const isCode = (v: string) => v.length <= 3 && /\p{L}/u.test(v) && !/\s/u.test(v);
 
 /**
- * The terms a text writes as names: its words capitalized within a sentence (the first word of one
- * is capitalized whatever it is).
+ * Codes that are also words of a reply ("I", "A", "OK", "No", "in", "May"): as a fact, the word gold
+ * says before one goes with it ("tier I"), since "I checked" says no tier I (rerun 42 paid that 8/8).
+ * A country in capitals ("US", "IN") is none: replies seldom write words so.
  */
-function namesOf(text: string): Set<string> {
-  const out = new Set<string>();
-  let opening = true;
-  for (const raw of text.split(/\s+/)) {
-    const word = trimmed(raw);
-    if (!opening && /^\p{Lu}/u.test(word)) for (const t of termsOf(word)) out.add(t);
-    if (word) opening = /[.!?:]$/.test(raw);
-  }
-  return out;
-}
+const AMBIGUOUS = (code: string) =>
+  /^(?:ok|okay|may)$/i.test(code) || (STOP_WORDS.has(code.toLowerCase()) && !/^\p{Lu}{2,}$/u.test(code));
 
 /**
  * What a text says, to match facts against: its terms and their phrases (`has`; those of up to
  * PHRASE_WORDS terms from a set, longer ones by a search of the whole text), its numbers, in digits
- * or words (an amount within AMOUNT_TOLERANCE is the amount), and its codes (`hasCode`: words as
+ * or words (an amount within AMOUNT_TOLERANCE is the amount), and its codes (`code`: words as
  * written, case and trailing signs kept, "B+." is "B+"). `opens`: whether its first PHRASE_WORDS
  * terms do.
  */
 function spoken(text: string): {
   has(fact: Fact): boolean;
-  hasCode(code: string): boolean;
+  code(value: string): string | undefined;
   opens(phrase: string): boolean;
 } {
   const terms = termsOf(text);
@@ -253,7 +247,9 @@ function spoken(text: string): {
     for (let i = 0; i + n <= terms.length; i++) phrases.add(terms.slice(i, i + n).join(' '));
   // A date written 2024-03-05 says its month.
   for (const [, month] of text.matchAll(ISO_DATES)) phrases.add(MONTH_NAMES[Number(month) - 1] ?? '');
-  const codes = new Set(text.split(/\s+/).map((w) => trimmed(w, CODE_SIGNS).replace(/['\u2019]s$/, '')));
+  const raw = text.split(/\s+/).map((w) => trimmed(w, CODE_SIGNS).replace(/['\u2019]s$/, ''));
+  const codes = new Set(raw);
+  const pairs = new Set(raw.slice(1).map((w, i) => `${raw[i].toLowerCase()} ${w}`));
   const joined = ` ${terms.join(' ')} `;
   const numbers = [
     // A hyphen after a letter or digit is no minus: 2024-03-05 says 3 and 5.
@@ -271,11 +267,28 @@ function spoken(text: string): {
     typeof fact === 'number'
       ? near(numbers, fact)
       : fact.startsWith(CODE)
-        ? codes.has(fact.slice(CODE.length))
+        ? (fact.includes(' ') ? pairs : codes).has(fact.slice(CODE.length))
         : fact.split(' ').length <= PHRASE_WORDS
           ? phrases.has(fact)
           : phrases.has(head(fact)) && joined.includes(` ${fact} `);
-  return { has, hasCode: (code) => codes.has(code), opens: (phrase) => phrases.has(head(phrase)) };
+  /**
+   * How the text writes a stored code, if it does: its spelling (case and signs as written; a
+   * lower-case word of three letters, "red", is a word, not a code), with the word before it where
+   * the code is also a word (AMBIGUOUS).
+   */
+  const code = (value: string): string | undefined => {
+    // A stored "no" or "in" is the word, whatever gold says with it.
+    if (value === value.toLowerCase() && STOP_WORDS.has(value)) return undefined;
+    for (const [i, w] of raw.entries()) {
+      if (w.toLowerCase() !== value.toLowerCase()) continue;
+      if (value.length === 3 && /^\p{L}+$/u.test(value) && !/\p{Lu}/u.test(w)) continue;
+      if (!AMBIGUOUS(w)) return w;
+      const before = raw[i - 1]?.toLowerCase();
+      if (before && !STOP_WORDS.has(before) && /\p{L}/u.test(before)) return `${before} ${w}`;
+    }
+    return undefined;
+  };
+  return { has, code, opens: (phrase) => phrases.has(head(phrase)) };
 }
 
 /** Signs a code may end with: `B+`, `C#`, `O-`. */
@@ -287,13 +300,23 @@ const CODE_SIGNS = '+#-';
  * 67 s of the worker's loop on one 64 KiB word (rerun 41).
  */
 function trimmed(word: string, keep = ''): string {
-  const inWord = (c: string) => /[\p{L}\p{N}]/u.test(c);
   let start = 0;
-  while (start < word.length && !inWord(word[start])) start++;
+  while (start < word.length) {
+    const c = String.fromCodePoint(word.codePointAt(start)!);
+    if (WORD_CHAR.test(c)) break;
+    start += c.length;
+  }
   let end = word.length;
-  while (end > start && !inWord(word[end - 1]) && !keep.includes(word[end - 1])) end--;
+  while (end > start) {
+    // A letter outside the BMP is two code units: its low half alone is no letter (rerun 42).
+    const pair = end - 2 >= start && /[\ud800-\udbff][\udc00-\udfff]/.test(word.slice(end - 2, end));
+    const c = word.slice(pair ? end - 2 : end - 1, end);
+    if (WORD_CHAR.test(c) || keep.includes(c)) break;
+    end -= c.length;
+  }
   return word.slice(start, end);
 }
+const WORD_CHAR = /^[\p{L}\p{N}]$/u;
 
 /** Whether a sorted list holds a number within AMOUNT_TOLERANCE of `x` (binary search). */
 function near(sorted: readonly number[], x: number): boolean {
@@ -347,7 +370,8 @@ export function termsOf(text: string): string[] {
     .toLowerCase()
     .replace(/(\d),(?=\d{3}\b)/g, '$1');
   for (const raw of plain.split(/[^\p{L}\p{N}'\u2019]+/u)) {
-    const w = trimmed(raw).replace(/['\u2019]s$/, '');
+    // Only apostrophes can be around a piece (a trim of every piece made many short words slow: rerun 42).
+    const w = /['\u2019]/.test(raw) ? trimmed(raw).replace(/['\u2019]s$/, '') : raw;
     if (w) out.push(MONTHS.get(w) ?? singular(w));
   }
   return out;
@@ -355,15 +379,15 @@ export function termsOf(text: string): string[] {
 
 /**
  * One spelling of a word and its plural, by the regular rules only (both sides of a match go
- * through it): "ies" is "y"; a final "s" goes ("ss", "us" and "is" stay), and then an "e" after
- * s, x, z, ch or sh ("boxes" and "box", "sizes" and "size", "purchases" and "purchase" are one term
- * each: rerun 41).
+ * through it): "ies" is "y", "es" after x, ch, sh or ss goes ("boxes" is "box"), else a final "s"
+ * ("purchases" is "purchase"; "ss", "us" and "is" stay). No "e" goes from a word without an "s":
+ * "Louise" stays apart from "Louis" (rerun 42 paid the one name for the other).
  */
 function singular(w: string): string {
   if (w.length <= 3 || /\p{N}/u.test(w)) return w;
   if (w.endsWith('ies')) return `${w.slice(0, -3)}y`;
-  const one = /(?:ss|us|is)$/.test(w) || !w.endsWith('s') ? w : w.slice(0, -1);
-  return one.length > 3 && /(?:[sxz]|ch|sh)e$/.test(one) ? one.slice(0, -1) : one;
+  if (/(?:x|ch|sh|ss)es$/.test(w)) return w.slice(0, -2);
+  return /(?:ss|us|is)$/.test(w) || !w.endsWith('s') ? w : w.slice(0, -1);
 }
 
 /** A date as ISO 8601 writes it, its month captured. */

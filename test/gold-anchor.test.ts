@@ -47,10 +47,10 @@ test('gold anchor: the facts are the numbers and instance values gold says', () 
       other: 'Deluxe Ergonomic Standing Chair Pro',
     }),
   })!;
-  // The other product's words gold writes as names are facts too ("Deluxe" is "delux" as a term).
+  // The other product's capitalized words gold says are facts too (a name said in part).
   assert.deepEqual(
     new Set(product.facts),
-    new Set([2, 'delux ergonomic standing desk pro', 'delux', 'ergonomic', 'standing', 'pro']),
+    new Set([2, 'deluxe ergonomic standing desk pro', 'deluxe', 'ergonomic', 'standing', 'pro']),
   );
   assert.equal(anchorMiss(product, episode(say('2 boxes: deluxe ergonomic standing desk pro.'))), undefined);
   assert.equal(anchorMiss(product, episode(say('2 boxes: Deluxe Ergonomic Standing Chair Pro.')))?.part, 'words');
@@ -171,6 +171,50 @@ test('gold anchor: codes keep their case and signs, a possessive is its name, an
   assert.deepEqual(common.facts, []);
   // A compatibility character is not expanded: U+FDFA is 18 characters under NFKD (rerun 41: seconds per reset).
   assert.equal(termsOf('\ufdfa'.repeat(505)).join('').length, 505);
+});
+
+test('gold anchor: a code that is also a word goes with the word before it; lower-case codes; names said first; plurals that are names (rerun 42)', () => {
+  const anchorOf = (words: string, values: Record<string, unknown>) =>
+    goldAnchorOf({ gold: [say(words)], instance: JSON.stringify(values) })!;
+  const pays = (a: ReturnType<typeof anchorOf>, reply: string) => anchorMiss(a, episode(say(reply))) === undefined;
+  // "I" and "A" are words of any reply: "I checked" says no tier I.
+  const tier = anchorOf('Of your 4 orders, the most expensive one is tier I.', { v: ['I', 'II', 'III'] });
+  assert.ok(pays(tier, 'Tier I, of 4.'));
+  for (const wrong of ['I checked: you have 4 orders.', 'I found 4 orders; the most expensive one is tier III.'])
+    assert.ok(!pays(tier, wrong), wrong);
+  const grade = anchorOf('Of your 4 orders, the most expensive one is grade A.', { g: ['A', 'B', 'C'] });
+  assert.ok(!pays(grade, 'A quick check: of your 4 orders, the most expensive one is grade C.'));
+  // Codes stored in lower case are codes as gold writes them.
+  const size = anchorOf('Of your 4 orders, the most expensive one is size M.', { s: ['m', 'l', 'xl'] });
+  assert.ok(pays(size, 'Size M, of 4.'));
+  assert.ok(!pays(size, 'Of your 4 orders, the most expensive one is size L.'));
+  // Louise is not Louis.
+  const louise = anchorOf('Of your 4 orders, the most expensive one was for Louise.', { r: ['Louise', 'Louis'] });
+  assert.ok(!pays(louise, 'Of your 4 orders, the most expensive one was for Louis.'));
+  // A name said in part at the start of a sentence, after a title, or in a script without case.
+  for (const [words, stored, wrong] of [
+    [
+      'Lena got the most expensive of your 4 orders.',
+      ['Lena Ito', 'Omar Diaz'],
+      'Omar got the most expensive of your 4 orders.',
+    ],
+    [
+      'Of your 4 orders, the priciest went to Dr. Patel.',
+      ['Anika Patel', 'Raj Shah'],
+      'Of your 4 orders, the priciest went to Dr. Shah.',
+    ],
+    [
+      'Of your 4 orders, the most expensive is for \u0645\u062d\u0645\u062f.',
+      ['\u0645\u062d\u0645\u062f \u0639\u0644\u064a'],
+      'Of your 4 orders, the most expensive is for you.',
+    ],
+  ] as const) {
+    const a = anchorOf(words, { r: stored });
+    assert.ok(pays(a, words), words);
+    assert.ok(!pays(a, wrong), wrong);
+  }
+  // Letters outside the BMP are letters.
+  assert.deepEqual(termsOf('\u{1d40b}\u{1d41e}'), ['\u{1d40b}\u{1d41e}'.toLowerCase()]);
 });
 
 test('gold anchor: punctuation around a word is stripped in time linear in it (rerun 41: a 64 KiB run of dashes held the worker 67 s)', () => {

@@ -94,6 +94,30 @@ test('sandbox CPU total: two processes alive together share what is left (rerun 
   }
 });
 
+test('sandbox CPU total: processes whose episodes close together are each counted (rerun 43b: 3.05 s counted of 9.17 s)', async () => {
+  const perSecond = stepsPerSecond();
+  const env = await startSandboxedEnv({ source: source(), limits: { episodesPerProcess: 2, cpuSeconds: 5 } });
+  try {
+    // Two batches of six episodes over three processes, 0.4 s each, closed together: 2.4 s a
+    // batch and the processes' start-up. Keeping one process's CPU of each batch's three counted
+    // about 1 s of the first, under 5 s with the second's running.
+    let failed: unknown;
+    for (let batch = 0; batch < 2 && !failed; batch++) {
+      try {
+        const eps = [];
+        for (let i = 0; i < 6; i++) eps.push(await env.reset({ taskId: 'x' }));
+        await Promise.all(eps.map((ep, i) => ep.step(burn(0.4 * perSecond, i))));
+        await Promise.all(eps.map((ep) => ep.close()));
+      } catch (e) {
+        failed = e;
+      }
+    }
+    assert.ok(cpuLimit(failed), `4.8 s of steps and six starts ran under a 5 s total (${String(failed)})`);
+  } finally {
+    await env.close();
+  }
+});
+
 test("sandbox CPU total: a process that dies at its last episode's close fails the env, not only that process (rerun 42b)", async () => {
   const env = await startSandboxedEnv({
     source: source('if (closes === 2) process.exit(0);'),

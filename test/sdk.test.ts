@@ -4,6 +4,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { actionMessage } from '../envs/environment.js';
 import { callSchemaFault, callShapeViolation } from '../envs/sdk/schema.js';
+import { toolsFault } from '../envs/sandbox/index.js';
 import {
   Rng,
   gen,
@@ -155,6 +156,22 @@ test("a `required` list reached through many $refs counts each name: refused at 
   const fewer = { ...bomb, $defs: { ...bomb.$defs, B: { required: ['a'] } } };
   assert.equal(callSchemaFault(fewer), undefined);
   assert.equal(callShapeViolation(fewer, { a: 1 }), undefined);
+});
+
+test("enum and const strings are bounded per tool and per env, as inlined (rerun 43b: two 30 000-character members took the trainer's grammar 136 s)", () => {
+  const tool = (members: string[]) => ({
+    type: 'object',
+    properties: { a: { type: 'string', enum: members } },
+    required: ['a'],
+  });
+  const long = tool(['0' + 'x'.repeat(30_000), '1' + 'x'.repeat(30_000)]);
+  assert.match(callSchemaFault(long) ?? '', /enum and const strings come to more than 4096 characters/);
+  const countries = tool(Array.from({ length: 250 }, (_, i) => `Country ${i}`));
+  assert.equal(callSchemaFault(countries), undefined, 'a list of 250 names is an ordinary enum');
+  const fn = (name: string, parameters: Record<string, unknown>) => ({ type: 'function' as const, function: { name, parameters } });
+  const four = tool(Array.from({ length: 4 }, (_, i) => `${i}${'y'.repeat(999)}`));
+  assert.equal(toolsFault([fn('a', four), fn('b', four)]), undefined);
+  assert.match(toolsFault(['a', 'b', 'c', 'd', 'e'].map((n) => fn(n, four))) ?? '', /20000 characters; at most 16384/);
 });
 
 test('verifier helpers: communicated values, partial argument match, weighted credit', () => {

@@ -35,7 +35,7 @@ import {
 } from './isolation.js';
 import { AgentCalls } from './agent-calls.js';
 import { anchorMiss, goldAnchorOf, type AnchorMiss, type GoldAnchor } from '../gold-anchor.js';
-import { callSchemaFault, lengthBounds, MAX_LENGTH_BOUNDS } from '../sdk/schema.js';
+import { callSchemaFault, lengthBounds, MAX_ENV_LITERAL_CHARS, MAX_LENGTH_BOUNDS } from '../sdk/schema.js';
 import { SandboxError, SandboxProcess } from './process.js';
 
 export { SandboxError, type SandboxReason } from './process.js';
@@ -179,6 +179,8 @@ const cpuSpent = (seconds: number, named: StartContext['named']) =>
 async function startGeneration(
   ctx: StartContext,
   spent: { busyMs: number; cpuSeconds: number },
+  /** Given the CPU a process used where its start failed (it never joins the env's processes). */
+  charge: (cpuSeconds: number) => void,
 ): Promise<SandboxGeneration> {
   const { opts, limits, isolation, named } = ctx;
   if (spent.cpuSeconds >= limits.cpuSeconds) throw cpuSpent(spent.cpuSeconds, named);
@@ -240,6 +242,7 @@ async function startGeneration(
     } catch (err) {
       unlisten();
       await proc.close();
+      charge(proc.cpuSeconds());
       throw err instanceof SandboxError ? err : new SandboxError('protocol', (err as Error).message);
     }
     return new SandboxGeneration(proc, described, root, unlisten);
@@ -278,14 +281,17 @@ function looserTools(episode: readonly ToolSchema[], env: readonly ToolSchema[])
 export function toolsFault(tools: readonly ToolSchema[]): string | undefined {
   if (tools.length > MAX_TOOLS) return `${tools.length} tools; an env may offer at most ${MAX_TOOLS}`;
   const seen = new Set<string>();
+  const literals = { chars: 0 };
   for (const { function: f } of tools) {
     if (!TOOL_NAME.test(f.name))
       return `tool name ${JSON.stringify(f.name.slice(0, 80))} is not 1–64 characters of A-Z, a-z, 0-9, _ and -`;
     if (seen.has(f.name)) return `two tools are named '${f.name}'`;
     seen.add(f.name);
-    const bad = callSchemaFault(f.parameters, `tool ${f.name}: parameters`);
+    const bad = callSchemaFault(f.parameters, `tool ${f.name}: parameters`, literals);
     if (bad) return bad;
   }
+  if (literals.chars > MAX_ENV_LITERAL_CHARS)
+    return `the tools' enum and const strings come to ${literals.chars} characters; at most ${MAX_ENV_LITERAL_CHARS} (the trainer's grammar compiles long ones slowly)`;
   const lengths = new Set<string>();
   for (const { function: f } of tools) lengthBounds(f.parameters, lengths);
   if (lengths.size > MAX_LENGTH_BOUNDS)
@@ -360,7 +366,8 @@ export class SandboxedEnvironment implements Environment {
       );
     }
     const ctx = { opts, limits, isolation, named };
-    return new SandboxedEnvironment(await startGeneration(ctx, { busyMs: 0, cpuSeconds: 0 }), ctx);
+    // A first process that fails to start fails the start: there is no env yet to charge its CPU to.
+    return new SandboxedEnvironment(await startGeneration(ctx, { busyMs: 0, cpuSeconds: 0 }, () => {}), ctx);
   }
 
   tools(): ToolSchema[] {
@@ -543,17 +550,26 @@ export class SandboxedEnvironment implements Environment {
     const busyMs = this.spent.busyMs + [...this.live].reduce((t, g) => t + g.proc.ownBusyMs, 0);
     const cpuSeconds = this.spent.cpuSeconds + [...this.live].reduce((t, g) => t + g.proc.cpuSeconds(), 0);
     if (this.fatal) throw this.fatal;
-    const gen = await startGeneration(this.ctx, { busyMs, cpuSeconds });
+    // A start that fails fails the env, its CPU counted: a module failing only some starts (the
+    // inspector's, retried at the next seed) spent CPU no total held (rerun 43b).
+    const failed = (err: unknown) => {
+      if (err instanceof SandboxError && err.reason !== 'closed') this.fatal ??= err;
+      return err;
+    };
+    const gen = await startGeneration(this.ctx, { busyMs, cpuSeconds }, (s) => (this.spent.cpuSeconds += s)).catch(
+      (err: unknown) => Promise.reject(failed(err)),
+    );
     this.processesStarted++;
-    if (this.closing) {
-      await gen.shutdown();
-      throw new SandboxError('closed', 'the sandboxed environment was closed');
-    }
-    if (describe(gen) !== this.description) {
-      await gen.shutdown();
-      throw new SandboxError(
-        'nondeterministic',
-        'a fresh sandbox process of the module described a different environment (info, tools or system prompt) than the first one; they must not depend on chance',
+    if (this.closing || describe(gen) !== this.description) {
+      const cpu = await gen.shutdown();
+      this.spent.cpuSeconds += cpu;
+      throw failed(
+        this.closing
+          ? new SandboxError('closed', 'the sandboxed environment was closed')
+          : new SandboxError(
+              'nondeterministic',
+              'a fresh sandbox process of the module described a different environment (info, tools or system prompt) than the first one; they must not depend on chance',
+            ),
       );
     }
     this.adopt(gen);
@@ -563,7 +579,7 @@ export class SandboxedEnvironment implements Environment {
   /** Counts `gen` among the live processes, whose CPU and busy time the env's totals hold together. */
   private adopt(gen: SandboxGeneration) {
     this.live.add(gen);
-    gen.proc.onStopped = () => this.checkTotals();
+    gen.proc.onAnswered = () => this.checkTotals();
   }
 
   /**
@@ -601,7 +617,13 @@ export class SandboxedEnvironment implements Environment {
     const dead = gen.proc.dead;
     if (dead && dead.reason !== 'closed') this.fatal ??= dead;
     this.spent.busyMs += gen.proc.ownBusyMs;
-    this.spent.cpuSeconds += await gen.shutdown().catch(() => 0);
+    // Counted as it leaves `live`, and the rest once it is gone, each added after its own read:
+    // `spent += await …` read `spent` before the wait, and of shutdowns that overlapped only the
+    // last one's CPU was kept (rerun 43b: 3.05 s counted of 9.17 s).
+    const seen = gen.proc.cpuSeconds();
+    this.spent.cpuSeconds += seen;
+    const cpu = await gen.shutdown().catch(() => seen);
+    this.spent.cpuSeconds += Math.max(0, cpu - seen);
   }
 
   /**

@@ -95,7 +95,12 @@ function loneSurrogateIn(v: unknown): string | undefined {
  * (`boundsFault`, an empty enum, a `false` subschema, a `$ref` without its definition: rerun 25,
  * cross-checked against xgrammar in test/tool-schemas.test.ts).
  */
-export function callSchemaFault(schema: JsonSchema, path = 'parameters'): string | undefined {
+export function callSchemaFault(
+  schema: JsonSchema,
+  path = 'parameters',
+  /** Adds the characters of its enum and const strings as inlined (an env's tools share a bound: MAX_ENV_LITERAL_CHARS). */
+  literals = { chars: 0 },
+): string | undefined {
   const bytes = Buffer.byteLength(JSON.stringify(schema) ?? '');
   if (bytes > MAX_SCHEMA_BYTES) return `${path}: ${bytes} bytes of schema; at most ${MAX_SCHEMA_BYTES}`;
   const lone = loneSurrogateIn(schema);
@@ -179,7 +184,7 @@ export function callSchemaFault(schema: JsonSchema, path = 'parameters'): string
     }
     return undefined;
   };
-  return walk(schema, path, 0) ?? inlineFault(schema, path);
+  return walk(schema, path, 0) ?? inlineFault(schema, path, literals);
 }
 
 /** What the trainer's grammar inlines a tool's parameters to at most (trace_trainer/grammar.py MAX_SCHEMA_NODES, MAX_SCHEMA_DEPTH). */
@@ -187,6 +192,14 @@ const INLINED_NODES = 20_000;
 const INLINED_DEPTH = 100;
 /** Characters of names and strings it inlines to at most (MAX_SCHEMA_CHARS): 16 times the 64 KiB a tool's parameters may have. */
 const INLINED_CHARS = 1 << 20;
+/**
+ * Characters of enum and const strings, as inlined, a tool's parameters may have, and an env's
+ * tools together: xgrammar compiles alternatives of long strings in time growing with their
+ * length squared (rerun 43b: two members of 30 000 characters, 136 s of the trainer's CPU for one
+ * tool; a country list is ~2 500).
+ */
+const MAX_LITERAL_CHARS = 4096;
+export const MAX_ENV_LITERAL_CHARS = 16_384;
 /** Keywords whose values are data, not schemas (the trainer copies them as they are). */
 const DATA = new Set(['enum', 'const', 'default', 'examples']);
 
@@ -196,9 +209,10 @@ const DATA = new Set(['enum', 'const', 'default', 'examples']);
  * where referenced), so a schema validation accepts is one training can start on: a recursive
  * `$ref` and a fan-out of 2^12 through 1 KB both passed validation and stopped training (rerun 26).
  */
-function inlineFault(root: JsonSchema, path: string): string | undefined {
+function inlineFault(root: JsonSchema, path: string, literals: { chars: number }): string | undefined {
   let budget = INLINED_NODES;
   let chars = INLINED_CHARS;
+  let own = 0;
   const tooMany = `${path}: expands to more than ${INLINED_NODES} schema nodes through $refs`;
   const tooLong = `${path}: expands to more than ${INLINED_CHARS} characters of names and strings through $refs`;
   // Every value counts, a name in `required` or a member of an enum too: a definition holding
@@ -231,6 +245,10 @@ function inlineFault(root: JsonSchema, path: string): string | undefined {
       for (const [k, v] of Object.entries(node as JsonSchema)) {
         const bad = DATA.has(k) ? data(v) : undefined;
         if (bad) return bad;
+        if (k === 'enum' || k === 'const')
+          for (const m of [v].flat()) if (typeof m === 'string') ((own += m.length), (literals.chars += m.length));
+        if (own > MAX_LITERAL_CHARS)
+          return `${path}: its enum and const strings come to more than ${MAX_LITERAL_CHARS} characters through $refs (the trainer's grammar compiles long ones slowly)`;
       }
     const children: [unknown, boolean][] = Array.isArray(node)
       ? node.map((v) => [v, true])
