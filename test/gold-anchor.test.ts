@@ -23,6 +23,12 @@ const withGold = JSON.stringify({ ...JSON.parse(instance), gold });
 const anchor = goldAnchorOf({ gold, instance: withGold })!;
 const episode = (...actions: AgentAction[]): Message[] => actions.map(actionMessage);
 
+/** The anchor of a gold that only speaks `words`, over an instance of `values`. */
+const anchorOf = (words: string, values: Record<string, unknown>) =>
+  goldAnchorOf({ gold: [say(words)], instance: JSON.stringify(values) })!;
+/** Whether an episode that only says `reply` meets the anchor. */
+const pays = (a: ReturnType<typeof anchorOf>, reply: string) => anchorMiss(a, episode(say(reply))) === undefined;
+
 test('gold anchor: the facts are the numbers and instance values gold says', () => {
   // "no" is an instance value too short to be data, "more" not one, the goal prose and gold's own
   // words no data; "shipped" is one though the user said it too (rerun 39: a question listing every
@@ -137,9 +143,6 @@ test('gold anchor: an instance value is a fact in the forms people write it (rer
 });
 
 test('gold anchor: codes keep their case and signs, a possessive is its name, and words a value holds are facts only as gold names them (rerun 41)', () => {
-  const anchorOf = (words: string, values: Record<string, unknown>) =>
-    goldAnchorOf({ gold: [say(words)], instance: JSON.stringify(values) })!;
-  const pays = (a: ReturnType<typeof anchorOf>, reply: string) => anchorMiss(a, episode(say(reply))) === undefined;
   // A country code that is also a word ("US", "IN", "IT"), a grade whose sign is the answer.
   const country = anchorOf('Of your 4 orders, the most expensive one ships to US.', { c: ['US', 'CA', 'IN'] });
   assert.ok(pays(country, 'It ships to US (4 orders).'));
@@ -174,9 +177,6 @@ test('gold anchor: codes keep their case and signs, a possessive is its name, an
 });
 
 test('gold anchor: a code that is also a word goes with the word before it; lower-case codes; names said first; plurals that are names (rerun 42)', () => {
-  const anchorOf = (words: string, values: Record<string, unknown>) =>
-    goldAnchorOf({ gold: [say(words)], instance: JSON.stringify(values) })!;
-  const pays = (a: ReturnType<typeof anchorOf>, reply: string) => anchorMiss(a, episode(say(reply))) === undefined;
   // "I" and "A" are words of any reply: "I checked" says no tier I.
   const tier = anchorOf('Of your 4 orders, the most expensive one is tier I.', { v: ['I', 'II', 'III'] });
   assert.ok(pays(tier, 'Tier I, of 4.'));
