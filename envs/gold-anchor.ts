@@ -276,11 +276,20 @@ function spoken(text: string): {
    * lower-case word of three letters, "red", is a word, not a code), with the word before it where
    * the code is also a word (AMBIGUOUS).
    */
+  const at = new Map<string, number[]>();
+  for (const [i, w] of raw.entries()) {
+    const key = w.toLowerCase();
+    const list = at.get(key);
+    if (list) list.push(i);
+    else at.set(key, [i]);
+  }
   const code = (value: string): string | undefined => {
     // A stored "no" or "in" is the word, whatever gold says with it.
     if (value === value.toLowerCase() && STOP_WORDS.has(value)) return undefined;
-    for (const [i, w] of raw.entries()) {
-      if (w.toLowerCase() !== value.toLowerCase()) continue;
+    // Where gold writes it as stored first: "in" is no "IN" while gold also says "IN" (rerun 44).
+    const found = at.get(value.toLowerCase()) ?? [];
+    for (const i of [...found.filter((j) => raw[j] === value), ...found.filter((j) => raw[j] !== value)]) {
+      const w = raw[i];
       if (value.length === 3 && /^\p{L}+$/u.test(value) && !/\p{Lu}/u.test(w)) continue;
       if (!AMBIGUOUS(w)) return w;
       const before = raw[i - 1]?.toLowerCase();

@@ -184,6 +184,10 @@ test('gold anchor: a code that is also a word goes with the word before it; lowe
     assert.ok(!pays(tier, wrong), wrong);
   const grade = anchorOf('Of your 4 orders, the most expensive one is grade A.', { g: ['A', 'B', 'C'] });
   assert.ok(!pays(grade, 'A quick check: of your 4 orders, the most expensive one is grade C.'));
+  // Read where gold writes the code as stored: the word "in" is not the country IN (rerun 44).
+  const country = anchorOf('The one placed in March is the most expensive of 4; it ships to IN.', { c: ['IN', 'US'] });
+  assert.ok(pays(country, 'You have 4 orders. It ships to IN.'));
+  assert.ok(!pays(country, 'The one placed in March is the most expensive of 4; it ships to US.'));
   // Codes stored in lower case are codes as gold writes them.
   const size = anchorOf('Of your 4 orders, the most expensive one is size M.', { s: ['m', 'l', 'xl'] });
   assert.ok(pays(size, 'Size M, of 4.'));
