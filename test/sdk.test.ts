@@ -148,7 +148,7 @@ test("a `required` list reached through many $refs counts each name: refused at 
   assert.match(callShapeViolation(types, { a: 1 }) ?? '', /too costly to check/);
   // An enum reached so is as many values in the trainer's grammar.
   const enums = { ...bomb, $defs: { ...bomb.$defs, B: { enum: Array.from({ length: 300 }, (_, i) => i) } } };
-  assert.match(callSchemaFault(enums) ?? '', /expands to more than 20000 schema nodes/);
+  assert.match(callSchemaFault(enums) ?? '', /expands to more than 20000 schema nodes|enum and const values come to/);
   // And every character of its strings and names: 30 000 characters reached 60 times are 1.8 MB (rerun 42b: 206 MiB in the trainer).
   const text = { ...bomb, $defs: { ...bomb.$defs, A: { $ref: '#/$defs/B' }, B: { description: 'x'.repeat(30_000) } } };
   text.allOf = Array.from({ length: 60 }, () => ({ $ref: '#/$defs/A' }));
@@ -158,20 +158,38 @@ test("a `required` list reached through many $refs counts each name: refused at 
   assert.equal(callShapeViolation(fewer, { a: 1 }), undefined);
 });
 
-test("enum and const strings are bounded per tool and per env, as inlined (rerun 43b: two 30 000-character members took the trainer's grammar 136 s)", () => {
+test("enum and const values are bounded per tool and per env, as inlined (rerun 43b: two 30 000-character members took the trainer's grammar 136 s)", () => {
   const tool = (members: string[]) => ({
     type: 'object',
     properties: { a: { type: 'string', enum: members } },
     required: ['a'],
   });
   const long = tool(['0' + 'x'.repeat(30_000), '1' + 'x'.repeat(30_000)]);
-  assert.match(callSchemaFault(long) ?? '', /enum and const strings come to more than 4096 characters/);
+  assert.match(callSchemaFault(long) ?? '', /enum and const values come to more than 4096 bytes/);
+  // Members that are objects or arrays count as written, and in UTF-8 bytes (rerun 44b: 118 s; CJK 9× the cost).
+  const x = (i: number) => `${i}${'x'.repeat(30_000)}`;
+  for (const a of [
+    { type: 'object', enum: [{ k: x(0) }, { k: x(1) }] },
+    { type: 'array', items: { type: 'string' }, enum: [[x(0)], [x(1)]] },
+    { anyOf: [{ const: { k: x(0) } }, { const: { k: x(1) } }] },
+  ])
+    assert.match(
+      callSchemaFault({ type: 'object', properties: { a }, required: ['a'] }) ?? '',
+      /enum and const values/,
+    );
+  assert.match(callSchemaFault(tool(['\u4e00'.repeat(1000), '\u4e01'.repeat(1000)])) ?? '', /enum and const values/);
   const countries = tool(Array.from({ length: 250 }, (_, i) => `Country ${i}`));
   assert.equal(callSchemaFault(countries), undefined, 'a list of 250 names is an ordinary enum');
-  const fn = (name: string, parameters: Record<string, unknown>) => ({ type: 'function' as const, function: { name, parameters } });
+  const fn = (name: string, parameters: Record<string, unknown>) => ({
+    type: 'function' as const,
+    function: { name, parameters },
+  });
   const four = tool(Array.from({ length: 4 }, (_, i) => `${i}${'y'.repeat(999)}`));
   assert.equal(toolsFault([fn('a', four), fn('b', four)]), undefined);
-  assert.match(toolsFault(['a', 'b', 'c', 'd', 'e'].map((n) => fn(n, four))) ?? '', /20000 characters; at most 16384/);
+  assert.match(
+    toolsFault(['a', 'b', 'c', 'd', 'e'].map((n) => fn(n, four))) ?? '',
+    /come to 20\d{3} bytes; at most 16384/,
+  );
 });
 
 test('verifier helpers: communicated values, partial argument match, weighted credit', () => {

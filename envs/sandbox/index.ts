@@ -291,7 +291,7 @@ export function toolsFault(tools: readonly ToolSchema[]): string | undefined {
     if (bad) return bad;
   }
   if (literals.chars > MAX_ENV_LITERAL_CHARS)
-    return `the tools' enum and const strings come to ${literals.chars} characters; at most ${MAX_ENV_LITERAL_CHARS} (the trainer's grammar compiles long ones slowly)`;
+    return `the tools' enum and const values come to ${literals.chars} bytes; at most ${MAX_ENV_LITERAL_CHARS} (the trainer's grammar compiles long ones slowly)`;
   const lengths = new Set<string>();
   for (const { function: f } of tools) lengthBounds(f.parameters, lengths);
   if (lengths.size > MAX_LENGTH_BOUNDS)

@@ -193,10 +193,10 @@ const INLINED_DEPTH = 100;
 /** Characters of names and strings it inlines to at most (MAX_SCHEMA_CHARS): 16 times the 64 KiB a tool's parameters may have. */
 const INLINED_CHARS = 1 << 20;
 /**
- * Characters of enum and const strings, as inlined, a tool's parameters may have, and an env's
- * tools together: xgrammar compiles alternatives of long strings in time growing with their
- * length squared (rerun 43b: two members of 30 000 characters, 136 s of the trainer's CPU for one
- * tool; a country list is ~2 500).
+ * Bytes of enum and const values (each as JSON, in UTF-8), as inlined, a tool's parameters may
+ * have, and an env's tools together: xgrammar compiles alternatives of long literals in time
+ * growing with their length squared (rerun 43b: two members of 30 000 characters, 136 s of the
+ * trainer's CPU for one tool; a country list is ~3 000).
  */
 const MAX_LITERAL_CHARS = 4096;
 export const MAX_ENV_LITERAL_CHARS = 16_384;
@@ -245,10 +245,16 @@ function inlineFault(root: JsonSchema, path: string, literals: { chars: number }
       for (const [k, v] of Object.entries(node as JsonSchema)) {
         const bad = DATA.has(k) ? data(v) : undefined;
         if (bad) return bad;
+        // Each member as the grammar writes it, in UTF-8 bytes: an object member was not counted,
+        // and xgrammar's cost goes by bytes (rerun 44b: 118 s for two object members; CJK 9×).
         if (k === 'enum' || k === 'const')
-          for (const m of [v].flat()) if (typeof m === 'string') ((own += m.length), (literals.chars += m.length));
+          for (const m of k === 'enum' && Array.isArray(v) ? v : [v]) {
+            const bytes = Buffer.byteLength(JSON.stringify(m) ?? '');
+            own += bytes;
+            literals.chars += bytes;
+          }
         if (own > MAX_LITERAL_CHARS)
-          return `${path}: its enum and const strings come to more than ${MAX_LITERAL_CHARS} characters through $refs (the trainer's grammar compiles long ones slowly)`;
+          return `${path}: its enum and const values come to more than ${MAX_LITERAL_CHARS} bytes through $refs (the trainer's grammar compiles long ones slowly)`;
       }
     const children: [unknown, boolean][] = Array.isArray(node)
       ? node.map((v) => [v, true])
