@@ -191,6 +191,9 @@ test("enum and const values are bounded per tool and per env, as inlined (rerun 
   });
   const four = tool(Array.from({ length: 4 }, (_, i) => `${i}${'y'.repeat(999)}`));
   assert.equal(toolsFault([fn('a', four), fn('b', four)]), undefined);
+  // A tool's description is the prompt's in the native format: half a UTF-16 pair there stops the tokenizer (rerun 46b).
+  const described = { type: 'function' as const, function: { name: 'd', description: 'x\ud800', parameters: four } };
+  assert.match(toolsFault([described]) ?? '', /description holds a lone surrogate/);
   assert.match(
     toolsFault(['a', 'b', 'c', 'd', 'e'].map((n) => fn(n, four))) ?? '',
     /come to 20\d{3} bytes; at most 16384/,

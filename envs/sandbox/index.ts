@@ -287,6 +287,9 @@ export function toolsFault(tools: readonly ToolSchema[]): string | undefined {
       return `tool name ${JSON.stringify(f.name.slice(0, 80))} is not 1–64 characters of A-Z, a-z, 0-9, _ and -`;
     if (seen.has(f.name)) return `two tools are named '${f.name}'`;
     seen.add(f.name);
+    // The native format puts the description in the prompt, whose tokenizer raises on half a UTF-16 pair (rerun 46b).
+    if (f.description !== undefined && /\p{Cs}/u.test(f.description))
+      return `tool ${f.name}: its description holds a lone surrogate (half a UTF-16 pair), which the trainer's tokenizer cannot take`;
     const bad = callSchemaFault(f.parameters, `tool ${f.name}: parameters`, literals);
     if (bad) return bad;
   }

@@ -98,7 +98,7 @@ function loneSurrogateIn(v: unknown): string | undefined {
 export function callSchemaFault(
   schema: JsonSchema,
   path = 'parameters',
-  /** Adds the characters of its enum and const strings as inlined (an env's tools share a bound: MAX_ENV_LITERAL_CHARS). */
+  /** Adds the bytes of its enum and const values as inlined (an env's tools share a bound: MAX_ENV_LITERAL_CHARS). */
   literals = { chars: 0 },
 ): string | undefined {
   const bytes = Buffer.byteLength(JSON.stringify(schema) ?? '');
