@@ -151,6 +151,10 @@ test('server: malformed requests get clear 4xx errors and never crash the server
 
     r = await raw(u, 'POST', '/v1/episodes', JSON.stringify({ taskId: 'x'.repeat(2000) }));
     assert.deepEqual([r.status, r.body.error?.type], [413, 'payload_too_large']);
+    // Nesting is refused before JSON.parse reads it (rerun 62b: 8 M levels held the loop 5 s).
+    r = await raw(u, 'POST', '/v1/episodes', `{"taskId": ${'['.repeat(65)}${']'.repeat(65)}}`);
+    assert.deepEqual([r.status, r.body.error?.type], [400, 'bad_request']);
+    assert.match(r.body.error!.message, /request body nests arrays\/objects deeper than 64 levels/);
 
     // An exception inside the env is a 500 carrying its message.
     r = await raw(u, 'POST', '/v1/episodes', JSON.stringify({ taskId: 'no-such-task' }));

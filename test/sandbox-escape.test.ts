@@ -309,7 +309,7 @@ async function readAcrossPause(
 /**
  * Red-team rerun 3 (issue 13): real clocks the first freeze missed, read at two requests 600 ms
  * apart (each moved before the fix), and the machine's free memory (lower while a trainer holds
- * it). The contained ones of the rerun are in the README's table.
+ * it). The contained ones of the rerun are in RED-TEAM.md's table.
  */
 const RERUN3: Record<string, string> = {
   eventTimeStamp: "return new Event('x').timeStamp",

@@ -1,10 +1,20 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import {
+  chmodSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { pathToFileURL } from 'node:url';
 import { SandboxError, sandboxIsolation, startSandboxedEnv, type SandboxOptions } from '../envs/sandbox/index.js';
 import { ISOLATION_LEVELS, isolationIfAvailable, type IsolationLevel } from '../envs/sandbox/isolation.js';
 import { seccompProgram } from '../envs/sandbox/seccomp.js';
@@ -581,6 +591,106 @@ test('hardening: a generated env cannot speak as the policy (or the system) in a
     await assert.rejects(score('-0.5'), isSandboxError('env_error', /reward -0.5, outside/));
     assert.equal((await score('0.5')).reward, 0.5);
     assert.equal((await score('1')).reward, 1);
+  } finally {
+    await env.close();
+  }
+});
+
+test('hardening: resizable and growable buffers are refused; fixed ones work (rerun 61b: 32 000 resizable ones crashed V8 with SIGSEGV)', async () => {
+  // Each reserves its maxByteLength as a mapping of its own: the kernel's map count ran out.
+  const env = await startSandboxedEnv({
+    source: attackSource(`
+      const codes = new Set<string>();
+      for (let i = 0; i < 40_000; i++) {
+        for (const B of [ArrayBuffer, SharedArrayBuffer] as any[]) {
+          try { new B(1, { maxByteLength: 2 ** 30 }); } catch (e) { codes.add(String((e as any).code)); }
+        }
+      }
+      const [a, s] = [new ArrayBuffer(8, {}), new SharedArrayBuffer(8)];
+      return [...codes].join(',') + ' ' + (a.byteLength + s.byteLength) + ' ' + (a.constructor === ArrayBuffer);`),
+  });
+  try {
+    const out = (await (await env.reset({ taskId: 'attack' })).step(ATTACK)).observation.content;
+    assert.equal(out, 'ERR_ACCESS_DENIED 16 true');
+  } finally {
+    await env.close();
+  }
+});
+
+test("hardening: a worker's first sandbox removes the dirs dead workers left, and no live one's nor a look-alike (rerun 61b: a killed worker's stayed in /tmp; rerun 63b: a raced look-alike)", async () => {
+  const dead = spawnSync('true').pid!; // exited: no process has its pid now
+  const ns = /\d+/.exec(readlinkSync('/proc/self/ns/pid'))![0];
+  const leftover = mkdtempSync(path.join(os.tmpdir(), `trace-sandbox-${ns}.${dead}-`));
+  chmodSync(leftover, 0o711); // as makeSandboxDir leaves one
+  writeFileSync(path.join(leftover, 'env.mjs'), 'x'.repeat(1024));
+  // A look-alike not made as a sandbox dir is not removed (rerun 63b: one a local user made and
+  // raced had root delete files it chose).
+  const lookalike = mkdtempSync(path.join(os.tmpdir(), `trace-sandbox-${ns}.${dead}-`));
+  const live = mkdtempSync(path.join(os.tmpdir(), `trace-sandbox-${ns}.${process.pid}-`));
+  // Another pid namespace's is not this worker's to judge.
+  const foreign = mkdtempSync(path.join(os.tmpdir(), `trace-sandbox-1.${dead}-`));
+  const script = path.join(mkdtempSync(path.join(os.tmpdir(), 'sweep-')), 'worker.mts');
+  const index = pathToFileURL(path.resolve('envs/sandbox/index.ts')).href;
+  writeFileSync(
+    script,
+    `import { startSandboxedEnv } from ${JSON.stringify(index)};\n` +
+      `const env = await startSandboxedEnv({ source: ${JSON.stringify(attackSource("return 'ok'"))} });\nawait env.close();\n`,
+  );
+  try {
+    const worker = spawnSync(process.execPath, ['--import', 'tsx', script], { encoding: 'utf8' });
+    assert.equal(worker.status, 0, worker.stderr);
+    assert.ok(!existsSync(leftover), `${leftover} left`);
+    assert.ok(existsSync(live) && existsSync(foreign), 'a live or foreign worker’s dir removed');
+    assert.ok(existsSync(lookalike), 'a dir of mode 0700 removed');
+  } finally {
+    for (const dir of [leftover, live, foreign, lookalike]) rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('hardening: WebAssembly modules and instances are counted, at most 1 000 a process (rerun 63b: 65 000 tiny modules crashed V8 by SIGSEGV)', async () => {
+  // Distinct 19-byte modules (a global of i32.const i), so that V8 shares none.
+  const env = await startSandboxedEnv({
+    source: attackSource(`
+      const bytes = (i: number) => new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 6, 10, 1, 127, 0, 65, ...leb(i), 11]);
+      const leb = (n: number) => { const out: number[] = []; do { let b = n & 127; n >>= 7; if (n) b |= 128; out.push(b); } while (n); while (out.length < 5) { out[out.length - 1] |= 128; out.push(0); } return out; };
+      let made = 0;
+      try {
+        for (let i = 0; i < 1500; i++) { new WebAssembly.Instance(new WebAssembly.Module(bytes(i))); made += 2; }
+      } catch (e) { return made + ' ' + (e as any).code + ' ' + (e as Error).message; }
+      return made + ' all made';`),
+  });
+  try {
+    const out = (await (await env.reset({ taskId: 'attack' })).step(ATTACK)).observation.content ?? '';
+    assert.match(out, /^1000 ERR_ACCESS_DENIED .*more than 1000 WebAssembly modules and instances/);
+  } finally {
+    await env.close();
+  }
+});
+
+test("hardening: C++'s bad_alloc is the memory limit, not a crash (rerun 63b)", async () => {
+  const env = await startSandboxedEnv({
+    source: attackSource(`return JSON.parse('['.repeat(1e7) + ']'.repeat(1e7)).length;`),
+  });
+  try {
+    await assert.rejects((await env.reset({ taskId: 'attack' })).step(ATTACK), (e: unknown) => {
+      assert.ok(e instanceof SandboxError, String(e));
+      assert.equal(e.reason, 'memory', e.message);
+      return true;
+    });
+  } finally {
+    await env.close();
+  }
+});
+
+test('hardening: asm.js runs as plain JavaScript, not as a wasm module each (rerun 65b: 35 000 "use asm" functions failed a V8 check)', async () => {
+  const env = await startSandboxedEnv({
+    source: attackSource(`
+      const asm = new Function('return function m() { "use asm"; function f() { return 41; } return { f: f }; }')();
+      return asm().f() + 1 + ' ' + process.execArgv.includes('--no-validate-asm');`),
+  });
+  try {
+    const out = (await (await env.reset({ taskId: 'attack' })).step(ATTACK)).observation.content;
+    assert.equal(out, '42 true');
   } finally {
     await env.close();
   }

@@ -156,6 +156,18 @@ test('sleeper: the instance re-check spans processes, and a process with open ep
   }
 });
 
+test('sleeper: resets made at once take at most episodesPerProcess episodes in each process (six at once all went to one)', async () => {
+  const env = await startGeneratedEnv({ source: GOOD_SOURCE }, { ...config.synthesis.sandbox, episodesPerProcess: 2 });
+  try {
+    const eps = await Promise.all([1, 2, 3, 4, 5, 6].map((seed) => env.reset({ seed })));
+    // Three processes serve two episodes each; three more take the six seeds' first instances.
+    assert.equal(env.processesStarted, 6, `${env.processesStarted} processes for six episodes`);
+    await Promise.all(eps.map((ep) => ep.close()));
+  } finally {
+    await env.close();
+  }
+});
+
 test('sleeper: a fresh process must describe the same environment as the first', async () => {
   // A system prompt drawn at import differs in every process.
   const source =

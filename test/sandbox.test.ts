@@ -1,17 +1,41 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { SandboxError, startSandboxedEnv } from '../envs/sandbox/index.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { pathToFileURL } from 'node:url';
+import { checkSyntax, enumDeclaration, openingFault, SandboxError, startSandboxedEnv } from '../envs/sandbox/index.js';
+import { staticProblem } from '../activities/synthesis/candidate.js';
+import { oneLine } from '../envs/sandbox/process.js';
 import { actionMessage, type AgentAction } from '../envs/environment.js';
 import { formatConformance, runConformance } from '../envs/protocol/conformance.js';
 import { inspectInstance } from '../envs/sdk/index.js';
 import type { Environment, Message } from '../envs/sdk/index.js';
 import sdkEnv from './fixtures/sandbox/sdk-env.js';
 import { ATTACK, attackSource } from './fixtures/sandbox/attack-source.js';
+import { growth } from './helpers/growth.js';
 
 const reason = (r: string) => (e: unknown) => e instanceof SandboxError && e.reason === r;
+
+/** The attack fixture's source with `from` replaced by `to` (failing if the fixture no longer holds `from`). */
+function attackWith(from: string, to: string): string {
+  const source = attackSource("return 'ok'");
+  assert.ok(source.includes(from), 'fixture changed: update this test');
+  return source.replace(from, to);
+}
+
+/** Starts `source` in a sandbox and expects `run` on it to fail as an env_error matching `message`. */
+async function envErrorOf(source: string, run: (env: Environment) => Promise<unknown>, message: RegExp) {
+  const env = await startSandboxedEnv({ source });
+  try {
+    await assert.rejects(run(env), (e: unknown) => reason('env_error')(e) && message.test((e as Error).message));
+  } finally {
+    await env.close();
+  }
+}
 
 /** Plays the gold solution of one seed and returns the reward and the transcript. */
 async function playGold(env: Environment, seed: number) {
@@ -217,6 +241,352 @@ test('sandbox: observations, evaluate answers and openings past 64 KiB are env_e
   } finally {
     await padded.close();
   }
+});
+
+test("sandbox: an opening is the user's turn, then tool calls and their results (rerun 48b: two user turns stopped training on Mistral's templates)", async () => {
+  const user: Message = { role: 'user', content: 'go' };
+  const call = (...ids: string[]): Message => ({
+    role: 'assistant',
+    content: null,
+    tool_calls: ids.map((id) => ({ id, type: 'function', function: { name: 'f', arguments: '{}' } })),
+  });
+  const result = (id: string): Message => ({ role: 'tool', tool_call_id: id, content: 'r' });
+  const withArguments = (m: Message, args: string): Message =>
+    m.role === 'assistant'
+      ? { ...m, tool_calls: m.tool_calls?.map((c) => ({ ...c, function: { ...c.function, arguments: args } })) }
+      : m;
+  assert.equal(openingFault([user]), undefined);
+  assert.equal(openingFault([user, call('a'), result('a'), call('b'), result('b')]), undefined);
+  for (const bad of [
+    [],
+    [call('a'), result('a')],
+    [user, user],
+    [{ role: 'system', content: 's' } as Message, user],
+    [user, { role: 'assistant', content: 'hi' } as Message],
+    [user, call('a')],
+    [user, call('a'), result('b')],
+    [user, call('a'), call('b'), result('a'), result('b')],
+    // One call a turn, each id once (rerun 49b: Llama's and Mistral's templates raised on either).
+    [user, call('a', 'b'), result('a'), result('b')],
+    [user, call('a'), result('a'), call('a'), result('a')],
+    // Arguments the trainer cannot parse (rerun 50b: 1 000 levels, an integer of 4 301 digits).
+    [user, withArguments(call('a'), '['.repeat(1000) + ']'.repeat(1000)), result('a')],
+    [user, withArguments(call('a'), `{"n": ${'9'.repeat(4301)}}`), result('a')],
+    [user, withArguments(call('a'), '[1]'), result('a')],
+  ])
+    assert.ok(openingFault(bad), JSON.stringify(bad.map((m) => m.role)));
+  const source = attackWith(
+    "initialMessages: () => [{ role: 'user', content: 'go' }]",
+    "initialMessages: () => [{ role: 'user', content: 'go' }, { role: 'user', content: 'again' }]",
+  );
+  // A generated env's (seeds only); a module served as it is may open as its target does.
+  const generated = await startSandboxedEnv({ source, seedsOnly: true });
+  try {
+    await assert.rejects(
+      generated.reset({ seed: 1 }),
+      (e: unknown) => reason('env_error')(e) && /seed 1: opening message 1 \(user\)/.test((e as Error).message),
+    );
+  } finally {
+    await generated.close();
+  }
+  const served = await startSandboxedEnv({ source });
+  try {
+    await (await served.reset({ taskId: 'attack' })).close();
+  } finally {
+    await served.close();
+  }
+});
+
+test("sandbox: a seed's instance view is scanned before it is parsed (rerun 49b: 20 000 levels overflowed the worker's stack at every seeded reset)", async () => {
+  await envErrorOf(
+    attackWith(
+      'reset: async () => episode,',
+      "reset: async (req: any) => String(req.taskId ?? '').startsWith('inspect:') ? { ...episode, initialMessages: () => [{ role: 'system', content: '['.repeat(20_000) + ']'.repeat(20_000) }] } : episode,",
+    ),
+    (env) => env.reset({ seed: 3 }),
+    /seed 3: its instance view nests arrays\/objects deeper than 64 levels/,
+  );
+});
+
+test("sandbox: a module's thrown error is one line of at most 500 characters in the reason (rerun 51b: 4 MiB reached the trainer whole)", async () => {
+  await envErrorOf(
+    attackWith(
+      'evaluate: async () => ({',
+      "evaluate: async () => { throw new Error('bad\\n'.repeat(50_000)); }, unused: async () => ({",
+    ),
+    async (env) => (await env.reset({ taskId: 'attack' })).evaluate([], 'agent_stop'),
+    /^(?=[^\n]{0,800}$)(?=.*bad\\u000abad).*\(\d+ characters\)/,
+  );
+  // So is a refusal quoting the module's schema, at start (rerun 52b: 53 KB over 3 000 lines).
+  await assert.rejects(
+    startSandboxedEnv({
+      source: attackWith(
+        "parameters: { type: 'object', properties: {}, additionalProperties: true }",
+        "parameters: { type: 'object', properties: {}, additionalProperties: true, ['x\\n'.repeat(3000)]: 1 }",
+      ),
+    }),
+    (e: unknown) => reason('env_error')(e) && /^(?=[^\n]{0,800}$).*\(\d+ characters\)/.test((e as Error).message),
+  );
+});
+
+test("sandbox: every reason is one bounded line, whatever path the module's text took (rerun 53b: a crash's stderr, an observation's call id)", async () => {
+  const oneBoundedLine = /^(?=[^\n\r\u001b\u2028]{0,1300}$)/;
+  // Its stderr before it exits without the runner's notice: 4 KB with escapes and returns.
+  await assert.rejects(
+    startSandboxedEnv({
+      source:
+        "process.stderr.write(('\\r\\u001b[2J' + 'A'.repeat(1500) + '\\u2028').repeat(3) + '\\n'); export default { info: 1 };",
+    }),
+    (e: unknown) => reason('crash')(e) && oneBoundedLine.test((e as Error).message),
+  );
+  // A tool call id of its own in the observation: 40 000 characters over 20 000 lines.
+  await envErrorOf(
+    attackWith("tool_call_id: action.call?.id ?? 'x'", "tool_call_id: 'x\\n'.repeat(20_000)"),
+    async (env) => (await env.reset({ taskId: 'attack' })).step(ATTACK),
+    new RegExp(`${oneBoundedLine.source}.*answers tool call 'x\\\\u000ax`),
+  );
+  // Whatever else: the error itself bounds its message.
+  const e = new SandboxError('env_error', 'x\n'.repeat(100_000));
+  assert.match(e.message, oneBoundedLine);
+  // Cut on whole characters, with no half pair of the module's own (rerun 54b: the cut split an
+  // emoji, on which the trainer's tokenizer and the generator's repair prompt fail).
+  const halfPair = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+  for (const text of ['x' + '😀'.repeat(2000), '😀'.repeat(2000), 'lone \ud83d here', 'C1 \u009b and bidi \u202e'])
+    for (const message of [new SandboxError('env_error', text).message, oneLine(text)]) {
+      assert.doesNotMatch(message, halfPair, JSON.stringify(message.slice(-60)));
+      assert.doesNotMatch(message, /[\u0080-\u009f\u202a-\u202e]/);
+    }
+  await envErrorOf(
+    attackWith("tool_call_id: action.call?.id ?? 'x'", "tool_call_id: 'x' + '😀'.repeat(100)"),
+    async (env) => (await env.reset({ taskId: 'attack' })).step(ATTACK),
+    /answers tool call 'x(😀){31}…/u,
+  );
+});
+
+test("sandbox: a thrown value that cannot be read as text is the env's error, and the sandbox goes on (rerun 55b: reported as a bad request line)", async () => {
+  for (const thrown of [
+    'Object.create(null)',
+    '(() => { const p = Proxy.revocable({}, {}); p.revoke(); return p.proxy; })()',
+    "new Proxy({}, { getPrototypeOf() { throw new Error('no'); } })",
+  ]) {
+    const env = await startSandboxedEnv({ source: attackSource(`throw ${thrown}`) });
+    try {
+      const ep = await env.reset({ taskId: 'attack' });
+      await assert.rejects(
+        ep.step(ATTACK),
+        (e: unknown) => reason('env_error')(e) && /cannot be read as text/.test((e as Error).message),
+        thrown,
+      );
+      await env.reset({ taskId: 'attack' });
+    } finally {
+      await env.close();
+    }
+  }
+});
+
+test('sandbox: an inspection whose close never answers fails the reset with the timeout that killed it (rerun 55b: a plain Error)', async () => {
+  const env = await startSandboxedEnv({
+    source: attackWith('close: async () => {},', 'close: () => new Promise<void>(() => {}),'),
+    limits: { wallMs: 1500 },
+  });
+  try {
+    await assert.rejects(
+      env.reset({ seed: 1 }),
+      (e: unknown) => reason('timeout')(e) && /wallMs/.test((e as Error).message),
+    );
+  } finally {
+    await env.close();
+  }
+});
+
+test("sandbox: the tools' descriptions are bounded together (rerun 55b: 3.5 MB in every prompt)", async () => {
+  await assert.rejects(
+    startSandboxedEnv({
+      source: attackWith("function: { name: 'attack',", "function: { name: 'attack', description: 'd'.repeat(70_000),"),
+    }),
+    (e: unknown) =>
+      reason('env_error')(e) &&
+      /descriptions come to more than 65536 bytes \(at tool attack\)/.test((e as Error).message),
+  );
+});
+
+test('sandbox: an enum is refused before esbuild computes it, and a bundle is at most 8 MiB (rerun 56b: 28 doubling members crashed the worker at check 1)', async () => {
+  // 22 members come to 25 MB of esbuild's output (28 crashed the process); none is computed now.
+  const members = Array.from({ length: 22 }, (_, i) => `M${i + 1} = M${i} + M${i}`).join(', ');
+  const withEnum = attackSource("return 'ok'", `enum Doubling { M0 = 'ab', ${members} }\nvoid Doubling;`);
+  assert.match((await staticProblem(withEnum)) ?? '', /declares a TypeScript enum/);
+  await assert.rejects(
+    startSandboxedEnv({ source: withEnum }),
+    (e: unknown) => reason('compile')(e) && /declares a TypeScript enum/.test((e as Error).message),
+  );
+  // Comments between the words do not hide one; a schema's `enum` key is no enum.
+  assert.match((await staticProblem('enum/**/E /* x */ { A }\nexport default 1;')) ?? '', /TypeScript enum/);
+  assert.equal(enumDeclaration("const p = { type: 'string', enum: ['a'] }; p.enum;"), undefined);
+  // Read in time linear in the gaps (rerun 58b: comments between the words, split every way, took
+  // the regex seconds of the worker's event loop; reruns 59b, 60b: quadratic, 1.5 s for 6 000
+  // `// enum a` lines): the cost of sixteen times the text is about sixteen times, not 256.
+  for (const [what, text] of [
+    ['a banner', (k: number) => `enum X${' /**/'.repeat(k)} ;`],
+    ['open comments', (k: number) => `${'enum /*'.repeat(k)}*/`],
+    ['enum lines', (k: number) => '// enum a\n'.repeat(k)],
+  ] as const) {
+    const { ratio, said } = await growth((k) => enumDeclaration(text(k)), 2000, 16);
+    assert.ok(ratio < 48, `${what}: ${said}`);
+  }
+  // Check 1's import scan costs the worker linear time (rerun 60b: bare "import"s held it 4 s).
+  const imports = await growth((k) => staticProblem(`// ${'import '.repeat(k)}\nexport default 1;`), 2000, 16);
+  assert.ok(imports.ratio < 48, `bare imports: ${imports.said}`);
+  // So is an import's specifier, controls escaped (rerun 59b: 50 KB with ESC and NUL).
+  const quoted = (await staticProblem(`import x from '${'p\u001b\u0000'.repeat(20_000)}';\nexport default x;`)) ?? '';
+  assert.match(quoted, /^imports '/);
+  assert.ok(quoted.length < 700 && !/[\u0000-\u001f]/.test(quoted), quoted.slice(0, 80));
+  // A syntax error quoting a long token is cut (rerun 58b: a 100 KB reason).
+  assert.ok(((await checkSyntax(`const x = 1 ${'a'.repeat(100_000)};`)) ?? '').length < 700);
+  await assert.rejects(
+    startSandboxedEnv({
+      source: attackSource("return 'ok'", `(globalThis as any).big = '${'x'.repeat(9 * 1024 * 1024)}';`),
+    }),
+    (e: unknown) => reason('compile')(e) && /the bundle is \d+ bytes; at most 8388608/.test((e as Error).message),
+  );
+});
+
+/** Pids of the processes started with `TRACE_TEST_MARK=mark` in their environment (a compile inherits the worker's). */
+function marked(mark: string): number[] {
+  const pids: number[] = [];
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      if (readFileSync(`/proc/${pid}/environ`, 'latin1').includes(`TRACE_TEST_MARK=${mark}\0`)) pids.push(Number(pid));
+    } catch {
+      // gone, or not ours to read
+    }
+  }
+  return pids;
+}
+
+/** Nested arrows: esbuild takes tens of seconds over 7.5 KB (rerun 57b). */
+const SLOW_TO_COMPILE = `export const q = ${'a=>'.repeat(2500)}1;\nexport default 1;`;
+
+test('sandbox: a compile dies with the worker that started it, and stops when its caller cancels (rerun 61b: it ran on past both)', async () => {
+  const mark = randomBytes(8).toString('hex');
+  const script = path.join(mkdtempSync(path.join(os.tmpdir(), 'compile-orphan-')), 'worker.mts');
+  const bundleTs = pathToFileURL(path.resolve('envs/sandbox/bundle.ts')).href;
+  writeFileSync(
+    script,
+    `import { checkSyntax } from ${JSON.stringify(bundleTs)};\nawait checkSyntax(${JSON.stringify(SLOW_TO_COMPILE)});\n`,
+  );
+  const worker = spawn(process.execPath, ['--import', 'tsx', script], {
+    env: { ...process.env, TRACE_TEST_MARK: mark },
+    stdio: 'ignore',
+  });
+  try {
+    // Until the compile runs beside the worker (its node's command line names compile-child).
+    const compiling = () =>
+      marked(mark).some((pid) => {
+        try {
+          return pid !== worker.pid && readFileSync(`/proc/${pid}/cmdline`, 'latin1').includes('compile-child');
+        } catch {
+          return false;
+        }
+      });
+    for (let tries = 0; !compiling() && worker.exitCode === null && tries < 1200; tries++) await sleep(100);
+    assert.ok(compiling(), 'the worker started no compile');
+    worker.kill('SIGKILL');
+    // Its compile goes with it: before, it ran on for the compile's whole length (tens of seconds).
+    for (let tries = 0; marked(mark).length && tries < 150; tries++) await sleep(100);
+    assert.deepEqual(marked(mark), [], 'processes of the killed worker left running');
+  } finally {
+    worker.kill('SIGKILL');
+  }
+  // A start cancelled while its module compiles fails as cancelled at once, not when the compile ends.
+  await assert.rejects(
+    startSandboxedEnv({ source: SLOW_TO_COMPILE, signal: AbortSignal.timeout(300) }),
+    (e: unknown) => reason('cancelled')(e) && /while compiling/.test((e as Error).message),
+  );
+});
+
+test('sandbox: at most two compiles run at once in a worker, and a cancelled one stops waiting (rerun 62b: three took 2.46 GiB)', async () => {
+  const mark = randomBytes(8).toString('hex');
+  process.env.TRACE_TEST_MARK = mark; // inherited by the compiles started now
+  const stop = new AbortController();
+  const compiles = [1, 2, 3].map(() => checkSyntax(SLOW_TO_COMPILE, stop.signal).catch((e: unknown) => e));
+  try {
+    const running = () =>
+      marked(mark).filter((pid) => {
+        try {
+          return readFileSync(`/proc/${pid}/cmdline`, 'latin1').includes('compile-child');
+        } catch {
+          return false;
+        }
+      }).length;
+    let most = 0;
+    for (let tries = 0; tries < 1200 && (most < 2 || tries < 20); tries++) {
+      most = Math.max(most, running());
+      await sleep(100);
+    }
+    assert.equal(most, 2, `${most} compiles at once`);
+  } finally {
+    delete process.env.TRACE_TEST_MARK;
+    stop.abort(new Error('test over'));
+  }
+  for (const e of await Promise.all(compiles)) assert.match(String((e as Error).message), /test over/);
+});
+
+test("sandbox: esbuild runs on a module's text in a process of its own, and a text that kills it fails alone (rerun 57b: a dead esbuild failed every later compile in the worker)", async () => {
+  // A member chain 200 000 deep overflows esbuild's stack: its service dies.
+  const deep = `export const x = a${'.b'.repeat(200_000)};\nexport default 1;`;
+  await assert.rejects(checkSyntax(deep), /made the compiler fail/);
+  assert.match(
+    (await staticProblem(`import { defineEnvironment } from '#env-sdk';\n${deep}`)) ?? '',
+    /^made the compiler fail/,
+  );
+  // The next compiles work.
+  assert.equal(await checkSyntax(attackSource("return 'ok'")), undefined);
+  assert.match((await checkSyntax('const x: number = ;')) ?? '', /^syntax error: line 1:18/);
+  const env = await startSandboxedEnv({ source: attackSource("return 'ok'") });
+  await env.close();
+});
+
+test("sandbox: an episode's task id is bounded and one line (rerun 54b: 3 MB of one made 192 MB of calibration rollouts)", async () => {
+  for (const [id, fault] of [
+    ["'t'.repeat(257)", /reset: the episode's taskId is 257 characters; at most 256/],
+    ["'task\\u001b[2J\\r\\nx'", /taskId 'task\\u001b\[2J\\u000d\\u000ax' holds a control character/],
+  ] as const)
+    await envErrorOf(
+      attackWith("taskId: 'attack',", `taskId: ${id},`),
+      (env) => env.reset({ taskId: 'attack' }),
+      fault,
+    );
+  // At the bound it serves.
+  const env = await startSandboxedEnv({ source: attackWith("taskId: 'attack',", "taskId: 't'.repeat(256),") });
+  assert.equal((await env.reset({ taskId: 'attack' })).taskId.length, 256);
+  await env.close();
+});
+
+test("sandbox: a module's name and system prompt are bounded at start (rerun 53b: a 1.9 M-character name made 122 MiB of calibration rollouts; rerun 62b: a name's newlines)", async () => {
+  for (const [from, to, fault] of [
+    ["name: 'attack'", "name: 'a'.repeat(129)", /info\.name is 129 characters; at most 128/],
+    // Control characters (rerun 62b: a four-line reason from a name with newlines and ESC).
+    ["name: 'attack'", "name: 'at\\ntack\\u001b'", /info\.name 'at\\u000atack\\u001b' holds a control character/],
+    [
+      "systemPrompt: () => 'attack'",
+      "systemPrompt: () => 'é'.repeat(40_000)",
+      /systemPrompt is 80000 bytes; at most 65536/,
+    ],
+    ["description: 'an escape attempt'", "description: 'd'.repeat(70_000)", /info\.description is 70000 bytes/],
+  ] as const)
+    await assert.rejects(
+      startSandboxedEnv({ source: attackWith(from, to) }),
+      (e: unknown) => reason('env_error')(e) && fault.test((e as Error).message),
+    );
+  // At the bounds it starts.
+  const env = await startSandboxedEnv({
+    source: attackWith("name: 'attack'", "name: 'a'.repeat(128)").replace(
+      "systemPrompt: () => 'attack'",
+      "systemPrompt: () => 'p'.repeat(65_536)",
+    ),
+  });
+  assert.equal(env.info.name.length, 128);
+  await env.close();
 });
 
 test('sandbox: close stops the process and removes its directory', async () => {

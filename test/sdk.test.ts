@@ -148,7 +148,10 @@ test("a `required` list reached through many $refs counts each name: refused at 
   assert.match(callShapeViolation(types, { a: 1 }) ?? '', /too costly to check/);
   // An enum reached so is as many values in the trainer's grammar.
   const enums = { ...bomb, $defs: { ...bomb.$defs, B: { enum: Array.from({ length: 300 }, (_, i) => i) } } };
-  assert.match(callSchemaFault(enums) ?? '', /expands to more than 20000 schema nodes|enum and const values come to/);
+  assert.match(
+    callSchemaFault(enums) ?? '',
+    /expands to more than 20000 schema nodes|enum and const values and property names come to/,
+  );
   // And every character of its strings and names: 30 000 characters reached 60 times are 1.8 MB (rerun 42b: 206 MiB in the trainer).
   const text = { ...bomb, $defs: { ...bomb.$defs, A: { $ref: '#/$defs/B' }, B: { description: 'x'.repeat(30_000) } } };
   text.allOf = Array.from({ length: 60 }, () => ({ $ref: '#/$defs/A' }));
@@ -165,7 +168,7 @@ test("enum and const values are bounded per tool and per env, as inlined (rerun 
     required: ['a'],
   });
   const long = tool(['0' + 'x'.repeat(30_000), '1' + 'x'.repeat(30_000)]);
-  assert.match(callSchemaFault(long) ?? '', /enum and const values come to more than 4096 bytes/);
+  assert.match(callSchemaFault(long) ?? '', /enum and const values and property names come to more than 4096 bytes/);
   // Members that are objects or arrays count as written, and in UTF-8 bytes (rerun 44b: 118 s; CJK 9× the cost).
   const x = (i: number) => `${i}${'x'.repeat(30_000)}`;
   for (const a of [
@@ -197,6 +200,20 @@ test("enum and const values are bounded per tool and per env, as inlined (rerun 
   assert.match(
     toolsFault(['a', 'b', 'c', 'd', 'e'].map((n) => fn(n, four))) ?? '',
     /come to 20\d{3} bytes; at most 16384/,
+  );
+  // Property names are literals of both grammars too (rerun 47b: 8 optional names of 7 000
+  // characters in 12 tools took the trainer's grammar 23.6 s and validation's 87 MB of grammar).
+  const named = (n: number, length: number) => ({
+    type: 'object',
+    properties: Object.fromEntries(
+      Array.from({ length: n }, (_, i) => [`${i}${'p'.repeat(length)}`, { type: 'string' }]),
+    ),
+  });
+  assert.match(callSchemaFault(named(8, 7000)) ?? '', /property names come to more than 4096 bytes/);
+  assert.equal(callSchemaFault(named(8, 400)), undefined);
+  assert.match(
+    toolsFault(Array.from({ length: 6 }, (_, i) => fn(`t${i}`, named(8, 400)))) ?? '',
+    /property names come to \d+ bytes; at most 16384/,
   );
 });
 

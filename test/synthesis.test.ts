@@ -213,6 +213,21 @@ test('check 1 rejects foreign imports, type errors and manifest mismatches with 
     typed.result.reason!,
     /does not type-check against the SDK: line \d+:\d+: Property 'nope' does not exist/,
   );
+  // tsc quotes the module's names: one line, cut (rerun 60b: 50 KB reasons).
+  const longName = `x${'a'.repeat(50_000)}`;
+  const quoted = await checkCompile(GOOD_SOURCE.replace('return orders;', `return ${longName};`), GOOD_MANIFEST, opts);
+  assert.match(quoted.result.reason!, /does not type-check against the SDK: .*Cannot find name/);
+  assert.ok(quoted.result.reason!.length < 700, 'reason cut');
+  assert.ok(quoted.result.examples.every((e) => e.length < 700));
+  // A load error is cut on whole characters, one line (rerun 62b: half an emoji at 500 units).
+  for (const pad of ['', 'A']) {
+    const thrown = JSON.stringify(`${pad}${'😀'.repeat(400)}\n\u001b`);
+    const loadError = await checkCompile(`throw new Error(${thrown});\n${GOOD_SOURCE}`, GOOD_MANIFEST, opts);
+    const reason = loadError.result.reason!;
+    assert.match(reason, /^the module failed to load: /);
+    const halfPair = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+    assert.ok(!halfPair.test(reason) && !/[\n\u001b]/.test(reason) && reason.length < 700, reason.slice(-40));
+  }
   const named = await checkCompile(
     GOOD_SOURCE,
     { ...GOOD_MANIFEST, tools: ['list_orders'] },

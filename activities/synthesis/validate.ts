@@ -31,7 +31,7 @@ import {
   type Episode,
 } from '../../envs/environment.js';
 import { inspectInstance, Rng, type InstanceView, type JsonSchema } from '../../envs/sdk/index.js';
-import { SandboxError } from '../../envs/sandbox/index.js';
+import { oneLine, SandboxError } from '../../envs/sandbox/index.js';
 import { anchorMiss, goldAnchorOf, type GoldAnchor } from '../../envs/gold-anchor.js';
 import { activityContext, keepAliveDuring } from '../../infra/activity-context.js';
 import { jsonSchemaToGrammarSchema } from '../../infra/llm/json-schema-grammar.js';
@@ -236,7 +236,7 @@ export async function checkCompile(
   const m = EnvManifestSchema.safeParse(manifest);
   if (!m.success)
     return fail(`manifest is invalid: ${m.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
-  const problem = await staticProblem(source);
+  const problem = await staticProblem(source, opts.signal);
   if (problem) return fail(`the module ${problem}`);
   if (opts.typecheck) {
     let errs: string[];
@@ -246,13 +246,18 @@ export async function checkCompile(
       if (e instanceof TypeCheckError) return fail(`the module ${e.message}: simplify its types`);
       throw e;
     }
-    if (errs.length) return fail(`the module does not type-check against the SDK: ${errs[0]}`, errs);
+    // tsc quotes the module's names and keys (rerun 60b: 50 KB reasons, a raw U+202E).
+    if (errs.length)
+      return fail(
+        `the module does not type-check against the SDK: ${oneLine(errs[0])}`,
+        errs.map((e) => oneLine(e)),
+      );
   }
   let loaded: LoadedEnv;
   try {
     loaded = await loadCandidate(source, opts.runner, opts.sandbox, opts.signal);
   } catch (e) {
-    return fail(`the module failed to load: ${(e as Error).message.slice(0, 500)}`);
+    return fail(`the module failed to load: ${oneLine((e as Error).message)}`);
   }
   try {
     const view = await inspectInstance(loaded.env, 0);
@@ -281,7 +286,7 @@ export async function checkCompile(
         result: { check: 'compile', passed: true, metrics: { tools: manifest.tools.length }, examples: [] },
         next: { check: 'determinism', passed: false, reason: e.message, metrics: { seeds: 1 }, examples: [] },
       };
-    return fail(`the module loaded but ${(e as Error).message.slice(0, 500)}`);
+    return fail(`the module loaded but ${oneLine((e as Error).message)}`);
   }
   return {
     result: { check: 'compile', passed: true, metrics: { tools: manifest.tools.length }, examples: [] },
@@ -638,22 +643,19 @@ function callKeys(gold: readonly AgentAction[]): Map<number, string> {
  * Gold up to one of its calls and then silence, one variant per call but the last (the shortest
  * first): what a policy leaves whose next call the worker refuses, after calls that worked (rerun 25).
  */
-function stopVariants(gold: readonly AgentAction[]): Variant[] {
-  return [...callKeys(gold)]
-    .slice(0, -1)
-    .map(([i, key]) => ({ actions: gold.slice(0, i + 1), key: `stop after ${key}`, at: i }));
+function* stopVariants(gold: readonly AgentAction[]): Generator<Variant> {
+  for (const [i, key] of [...callKeys(gold)].slice(0, -1))
+    yield { actions: gold.slice(0, i + 1), key: `stop after ${key}`, at: i };
 }
 
 /** The gold actions with one tool call dropped, one variant per call (the last first). */
-function dropVariants(gold: readonly AgentAction[]): Variant[] {
-  return [...callKeys(gold)]
-    .reverse()
-    .map(([i, key]) => ({ actions: gold.filter((_, j) => j !== i), key: `drop ${key}`, at: i }));
+function* dropVariants(gold: readonly AgentAction[]): Generator<Variant> {
+  for (const [i, key] of [...callKeys(gold)].reverse())
+    yield { actions: gold.filter((_, j) => j !== i), key: `drop ${key}`, at: i };
 }
 
 /** The gold actions with one tool-call argument changed, one variant per (call, argument). */
-function argumentVariants(gold: readonly AgentAction[]): Variant[] {
-  const out: Variant[] = [];
+function* argumentVariants(gold: readonly AgentAction[]): Generator<Variant> {
   for (const [i, key] of [...callKeys(gold)].reverse()) {
     const a = gold[i];
     if (a.type !== 'tool_call') continue;
@@ -667,14 +669,53 @@ function argumentVariants(gold: readonly AgentAction[]): Variant[] {
       const w = perturbed(v);
       if (w === undefined) continue;
       const call = { ...a.call, function: { ...a.call.function, arguments: JSON.stringify({ ...args, [k]: w }) } };
-      out.push({
+      yield {
         actions: gold.map((x, j) => (j === i ? { type: 'tool_call' as const, call } : x)),
         key: `arg ${key}.${k}`,
         at: i,
-      });
+      };
     }
   }
-  return out;
+}
+
+/**
+ * One seed's plays of check 5: gold twice, then the perturbations, each built only when it is
+ * played (the first MUTATION_TRIES of each, then as the budgets allow). All of them at once were
+ * G²·K copies of gold's actions for G calls of K arguments (rerun 62b: 2 400 calls of 100
+ * arguments ran the worker out of heap).
+ */
+export function mutationPlan(
+  gold: AgentAction[],
+  maxMutationsPerSeed: number,
+): { plays: Planned[]; applicable: Mutation[] } {
+  const plays: Planned[] = [{ actions: gold }, { actions: gold, replayOf: 0 }];
+  // Without its messages a gold that makes no call is a stop at once: played all the same, since a
+  // gold that only speaks sets the cap on episodes that speak less (rerun 34 had none set).
+  const variants: Record<Mutation, Iterable<Variant>> = {
+    stopEarly: stopVariants(gold),
+    dropStep: dropVariants(gold),
+    changeArgument: argumentVariants(gold),
+    skipMessages: gold.some((a) => a.type === 'message')
+      ? [{ actions: gold.filter((a) => a.type === 'tool_call'), key: 'skip messages' }]
+      : [],
+  };
+  // Drops and argument changes share one budget; stops have their own (rerun 26: they used it up first).
+  const budgets = { stops: maxMutationsPerSeed, perturbations: maxMutationsPerSeed };
+  const applicable: Mutation[] = [];
+  for (const m of MUTATIONS) {
+    const budget = m === 'stopEarly' ? 'stops' : 'perturbations';
+    let i = 0;
+    for (const v of variants[m]) {
+      // The per-seed share looks at the first MUTATION_TRIES; the classes, at every one played.
+      if (i >= MUTATION_TRIES && (m === 'skipMessages' || budgets[budget] <= 0)) break;
+      if (m !== 'skipMessages') budgets[budget]--;
+      plays.push({ actions: v.actions, mutation: { m, i, key: v.key, at: v.at } });
+      if (i === 0) plays.push({ actions: v.actions, replayOf: plays.length - 1 });
+      i++;
+    }
+    if (i > 0) applicable.push(m);
+  }
+  return { plays, applicable };
 }
 
 /**
@@ -731,33 +772,8 @@ export async function checkVerifier(
     stats.goldSpeech = Math.max(stats.goldSpeech, SPEECH.indexOf(speechOf(gold.map(actionMessage))));
   // Gold is played whole even where it is longer than the trainer's turns (then no policy can learn it whole).
   const turns = Math.max(shape.maxTurns, ...golds.map((g) => g.length));
-  for (const [n, seed] of seeds.entries()) {
-    const gold = golds[n];
-    const plays: Planned[] = [{ actions: gold }, { actions: gold, replayOf: 0 }];
-    // Without its messages a gold that makes no call is a stop at once: played all the same, since a
-    // gold that only speaks sets the cap on episodes that speak less (rerun 34 had none set).
-    const variants: Record<Mutation, Variant[]> = {
-      stopEarly: stopVariants(gold),
-      dropStep: dropVariants(gold),
-      changeArgument: argumentVariants(gold),
-      skipMessages: gold.some((a) => a.type === 'message')
-        ? [{ actions: gold.filter((a) => a.type === 'tool_call'), key: 'skip messages' }]
-        : [],
-    };
-    // Drops and argument changes share one budget; stops have their own (rerun 26: they used it up first).
-    const budgets = { stops: c.maxMutationsPerSeed, perturbations: c.maxMutationsPerSeed };
-    for (const m of MUTATIONS) {
-      const budget = m === 'stopEarly' ? 'stops' : 'perturbations';
-      for (const [i, v] of variants[m].entries()) {
-        // The per-seed share looks at the first MUTATION_TRIES; the classes, at every one played.
-        if (i >= MUTATION_TRIES && (m === 'skipMessages' || budgets[budget] <= 0)) break;
-        if (m !== 'skipMessages') budgets[budget]--;
-        plays.push({ actions: v.actions, mutation: { m, i, key: v.key, at: v.at } });
-        if (i === 0) plays.push({ actions: v.actions, replayOf: plays.length - 1 });
-      }
-    }
-    plans.push({ seed, gold, plays, applicable: MUTATIONS.filter((m) => variants[m].length) });
-  }
+  for (const [n, seed] of seeds.entries())
+    plans.push({ seed, gold: golds[n], ...mutationPlan(golds[n], c.maxMutationsPerSeed) });
   const { results, copies } = await playShuffled(env, plans, { ...shape, maxTurns: turns }, onSeed, freshProcess);
   const examples: string[] = [];
   const escapes: { key: string; text: string }[] = [];
@@ -774,6 +790,9 @@ export async function checkVerifier(
     const lower = new Set<Mutation>();
     for (const [j, { mutation }] of plays.entries()) {
       if (!mutation) continue;
+      // Each play's anchor check is the module's gold against the play: the worker's other work
+      // goes on between them (rerun 64b: 8.4 s in one block for two seeds).
+      await new Promise((resolve) => setImmediate(resolve));
       const scoredLower = isLower(rewards[j]);
       if (scoredLower && mutation.i < MUTATION_TRIES) lower.add(mutation.m);
       if (mutation.m === 'skipMessages') {
@@ -1131,7 +1150,7 @@ export async function validateCandidate(
       const r = await run().catch((e: Error): CheckResult => ({
         check,
         passed: false,
-        reason: `the environment crashed: ${e.message.slice(0, 500)}`,
+        reason: `the environment crashed: ${oneLine(e.message)}`,
         metrics: {},
         examples: [],
       }));

@@ -55,7 +55,7 @@
  *   opening (the inspect view holds it): 1 750 keys (14 KB); one gold episode through the sandbox then blocked the
  *   worker's event loop 5.0 s (5.0 s worker CPU), once per gold play (check 3: 50 seeds; check 5 replays gold and
  *   each argument perturbation, every one a fresh check): not run through a whole validation.
- * All five holes, the stall and the niceness reading were fixed after this pass (envs/sandbox/README.md, rerun 22).
+ * All five holes, the stall and the niceness reading were fixed after this pass (envs/sandbox/RED-TEAM.md, rerun 22).
  * The probes below read what a module sees of its process. `os.getPriority()` is the only reading not frozen or refused:
  * the niceness inherited from the worker that started the sandbox (0 here; 7 under `nice -n 7`), also read by which
  * `os.setPriority(n)` calls fail (lowering is refused with caps dropped). Training's sandbox runs under the GPU worker,

@@ -81,7 +81,7 @@
  * server's count (a Known gap), a lone surrogate in a const (the same GbnfStringValue).
  * The probes below read what a module sees of its process: controls for rerun 22's fixes and for the lone surrogate
  * as the module writes it.
- * Fixed after this pass (envs/sandbox/README.md, rerun 23): a refused call now ends its episode as agent_stop and the
+ * Fixed after this pass (envs/sandbox/RED-TEAM.md, rerun 23): a refused call now ends its episode as agent_stop and the
  * worker scores it 0 (unfitCallsPolicy removed: no trace of refusals is left to mimic); context_length_exceeded ends
  * check 6's episode as PolicyCut; lone surrogates refused in literals; a string's KiB charged where lengths are
  * checked; arguments deeper than 64 levels refused; check 6 asks with the trainer's maxNewTokens and a reply it cut

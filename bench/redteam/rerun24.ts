@@ -63,7 +63,7 @@
  *   (ValueError), not a 500.
  * The probes below: a control for the lone surrogate in a description as the module writes it, and readings of the
  * process that earlier tables did not take (process.report, v8 heap statistics, locale time, an interval's ticks).
- * Fixed after this pass (envs/sandbox/README.md, rerun 24): random play stops silently after 1-3 calls on half its
+ * Fixed after this pass (envs/sandbox/RED-TEAM.md, rerun 24): random play stops silently after 1-3 calls on half its
  * plays; a lone surrogate anywhere in a tool's parameters refuses the env; forks keep a refusal and later steps are
  * answered by the worker. Not fixed: the native format's cut reply (Known gaps, now measured).
  */

@@ -1,7 +1,7 @@
 /**
  * Red-team rerun 41 (an outside pass on 9e9b0dc: the gold anchor's facts as terms).
  * Run by `node --import tsx bench/sandbox-redteam.ts bench/redteam/rerun41.ts`. The findings are outside the harness
- * (scripts in /tmp/rerun41, NOTES.md; rerun 40's setup), fixed after the pass (README "Red-team rerun 41"):
+ * (scripts in /tmp/rerun41, NOTES.md; rerun 40's setup), fixed after the pass (RED-TEAM.md "Red-team rerun 41"):
  * - POSSESSIVE: the answer a name gold says as "Lena's": no fact; the count alone or a wrong name paid 16/16.
  * - COUNTRY / GRADE: codes that are words (`US`) or differ by a sign (`B+`, `B-`): none or one fact; paid on 4 and 9 of 10 seeds.
  * - Q: one 64 000-character word of dashes in gold: 67-74 s of the worker's loop per reset (quadratic trimming).

@@ -1,7 +1,7 @@
 /**
  * Red-team rerun 42 (an outside pass on 40ae0de: rerun 41's fixes to the gold anchor's facts).
  * Run by `node --import tsx bench/sandbox-redteam.ts bench/redteam/rerun42.ts`. The findings are outside the harness
- * (scripts in /tmp/rerun42, NOTES.md), fixed after the pass (README "Red-team rerun 42"):
+ * (scripts in /tmp/rerun42, NOTES.md), fixed after the pass (RED-TEAM.md "Red-team rerun 42"):
  * - T: a code that is also a word ("I", "A"): "I checked: you have N orders." paid 8/8 on the tier-I seeds.
  * - L: codes stored in lower case (`m`, `xl`) were no facts: the count alone paid 16/16.
  * - E: Louise and Louis one term under the e-plural fold: the other name paid 16/16.

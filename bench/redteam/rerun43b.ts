@@ -1,7 +1,7 @@
 /**
  * Red-team reruns 42b and 43b (outside passes on 10a38cf and 40ae0de at the bwrap level: the env's CPU total and
  * tool schemas). Run by `node --import tsx bench/sandbox-redteam.ts bench/redteam/rerun43b.ts`. Their findings were
- * on the worker's side (probes in /tmp/rerun42b/probe and /tmp/rerun43b/probe; README "Red-team rerun 42b", "43b"):
+ * on the worker's side (probes in /tmp/rerun42b/probe and /tmp/rerun43b/probe; RED-TEAM.md "Red-team rerun 42b", "43b"):
  * cpuSeconds counted as 0 for a process that died, a 1 s floor per new process, processes alive together each
  * given the whole remainder, close's grace, shutdowns that overlap losing CPU, a failed start's CPU dropped, and
  * long enum members (136 s of xgrammar for one tool) or strings reached through $refs (206 MiB in the trainer).

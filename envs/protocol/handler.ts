@@ -190,13 +190,22 @@ export function createProtocolHandler(env: Environment, opts: ProtocolHandlerOpt
       try {
         return { status: 200, body: await route(method.toUpperCase(), path, body, signal) };
       } catch (err) {
-        if (err instanceof ProtocolFault) return { status: err.status, body: errorBody(err.type, err.message) };
-        const message = err instanceof Error ? err.message : String(err);
-        const c = opts.classifyError?.(err);
-        return {
-          status: c?.status ?? 500,
-          body: errorBody(c?.type ?? 'internal', c?.message ?? (message || 'environment error')),
-        };
+        // Reading a thrown value can throw too (a null-prototype object, a revoked Proxy: rerun
+        // 55b); that is still the environment's error, not a bad request.
+        try {
+          if (err instanceof ProtocolFault) return { status: err.status, body: errorBody(err.type, err.message) };
+          const message = err instanceof Error ? String(err.message) : String(err);
+          const c = opts.classifyError?.(err);
+          return {
+            status: c?.status ?? 500,
+            body: errorBody(c?.type ?? 'internal', c?.message ?? (message || 'environment error')),
+          };
+        } catch {
+          return {
+            status: 500,
+            body: errorBody('internal', 'the environment threw a value that cannot be read as text'),
+          };
+        }
       }
     },
     episodeCount: () => episodes.size,

@@ -2,6 +2,10 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Environment } from '../environment.js';
 import { createProtocolHandler, errorBody, type ProtocolHandlerOptions, type ProtocolResponse } from './handler.js';
+import { tooComplex } from './json-limits.js';
+
+/** Deepest nesting of a request body: a message with tool calls is five levels. */
+const MAX_BODY_DEPTH = 64;
 
 export interface ServeOptions extends ProtocolHandlerOptions {
   /** 0 (default) picks an ephemeral port. */
@@ -47,8 +51,12 @@ export async function serveEnvironment(env: Environment, opts: ServeOptions = {}
     }
     let body: unknown;
     if (size > 0) {
+      const text = Buffer.concat(chunks).toString('utf8');
+      // A request is a few levels deep; 8 M levels within the size limit held the event loop 5 s (rerun 62b).
+      const complex = tooComplex(text, MAX_BODY_DEPTH, Infinity);
+      if (complex) return { status: 400, body: errorBody('bad_request', `request body ${complex}`) };
       try {
-        body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+        body = JSON.parse(text);
       } catch (err) {
         return {
           status: 400,

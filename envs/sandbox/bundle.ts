@@ -6,10 +6,15 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as acorn from 'acorn';
 import { build, transform, type Plugin } from 'esbuild';
+import { compile } from './compiler.js';
+import { oneLine } from './process.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repoRoot = path.resolve(here, '../..');
 export const SDK_ENTRY = path.join(repoRoot, 'envs/sdk/index.ts');
+
+/** The largest bundle a sandbox runs. */
+export const MAX_BUNDLE_BYTES = 8 * 1024 * 1024;
 
 /** Thrown when a module does not compile; the message carries esbuild's first errors. */
 export class BundleError extends Error {
@@ -144,12 +149,89 @@ function confineImports(modulePath: string | undefined): Plugin {
 }
 
 /**
+ * Whether `source` may declare a TypeScript enum. esbuild computes every enum member at compile
+ * time, in the worker's process: 28 members each the last twice over (`M1 = M0 + M0`) took 21.8 s
+ * and 3.2 GB, then crashed the worker with an exception esbuild's client throws where no caller can
+ * catch it (rerun 56b). Read on the text as written, before esbuild sees it, comments allowed
+ * between the words; a string that spells one out is refused too. A union of string literals or
+ * an object `as const` does what an enum does.
+ */
+export function enumDeclaration(source: string): string | undefined {
+  const gaps = gapSkipper(source);
+  for (const m of source.matchAll(/\benum/g)) {
+    const name = gaps(m.index + 4);
+    if (name === m.index + 4 || !/[\p{ID_Start}$_\\]/u.test(String.fromCodePoint(source.codePointAt(name) ?? 32)))
+      continue;
+    let end = name;
+    while (end < source.length && !/[\s{/]/.test(source[end])) end++;
+    if (source[gaps(end)] === '{')
+      return 'declares a TypeScript enum, which the bundler computes at compile time; use a union of string literals or an object `as const`';
+  }
+  return undefined;
+}
+
+/**
+ * Where the run of whitespace and comments at `at` ends. Linear over a text: where a comment ends
+ * is searched once and kept (each `enum` of `enum /*` repeated searched the rest of the text
+ * again: rerun 59b; a regex split the runs every way: rerun 58b).
+ */
+function gapSkipper(source: string): (at: number) => number {
+  const after = (what: RegExp) => {
+    let from = -1;
+    let found = -1;
+    return (at: number) => {
+      if (from < 0 || at < from || (found >= 0 && at > found)) {
+        what.lastIndex = at;
+        const m = what.exec(source);
+        [from, found] = [at, m ? m.index : -1];
+      }
+      return found;
+    };
+  };
+  const blockEnd = after(/\*\//g);
+  const lineEnd = after(/[\n\r\u2028\u2029]/g);
+  // Where each run walked ends, for every position walked: no run is walked twice (rerun 60b:
+  // `// enum a` on every line walked the comments after each).
+  const ends = new Map<number, number>();
+  const next = (at: number): number | undefined => {
+    if (/\s/.test(source[at] ?? '')) return at + 1;
+    if (source.startsWith('/*', at)) {
+      const close = blockEnd(at + 2);
+      return close < 0 ? source.length : close + 2;
+    }
+    if (source.startsWith('//', at)) {
+      const end = lineEnd(at + 2);
+      return end < 0 ? source.length : end;
+    }
+    return undefined;
+  };
+  return (start) => {
+    const walked: number[] = [];
+    let at = start;
+    for (let step = next(at); ; step = next(at)) {
+      const known = ends.get(at);
+      if (known !== undefined) {
+        at = known;
+        break;
+      }
+      if (step === undefined) break;
+      walked.push(at);
+      at = step;
+    }
+    for (const p of walked) ends.set(p, at);
+    return at;
+  };
+}
+
+/**
  * The first import() or require() (or require.resolve) in `source` whose path is a template with
  * substitutions or a concatenation, which esbuild would expand at bundle time. Parsed (esbuild
  * strips the types, acorn parses the JavaScript), so comments, parentheses, type assertions and
  * escaped names do not hide one; TypeScript's own parser took ~1 s of the worker's event loop to load.
  */
 export async function computedImport(source: string, fileName = 'env.ts'): Promise<string | undefined> {
+  const enumProblem = enumDeclaration(source);
+  if (enumProblem) return `the module ${enumProblem}`;
   const loader = /\.[cm]?js$/.test(fileName) ? 'js' : /\.[jt]sx$/.test(fileName) ? 'tsx' : 'ts';
   let code: string;
   try {
@@ -284,12 +366,12 @@ async function stillValid(inputs: [string, string][]): Promise<boolean> {
 
 /**
  * Bundles the sandbox child runner and the environment module into one self-contained ESM file,
- * so the sandboxed process needs read access to nothing but that file.
+ * so the sandboxed process needs read access to nothing but that file. esbuild runs in a process
+ * of its own (`compiler.ts`), killed past its limits: the module's text decides how much work and
+ * memory it takes (rerun 57b).
  */
-export async function bundleEnvModule(input: ModuleInput, outFile: string): Promise<void> {
-  const source = 'source' in input ? input.source : undefined;
-  const modulePath = 'modulePath' in input ? path.resolve(input.modulePath) : undefined;
-  const key = source !== undefined ? `source:${sha256(source)}` : `path:${modulePath}`;
+export async function bundleEnvModule(input: ModuleInput, outFile: string, signal?: AbortSignal): Promise<void> {
+  const key = 'source' in input ? `source:${sha256(input.source)}` : `path:${path.resolve(input.modulePath)}`;
   const hit = cache.get(key);
   if (hit && (await stillValid(hit.inputs))) {
     cache.delete(key);
@@ -297,6 +379,61 @@ export async function bundleEnvModule(input: ModuleInput, outFile: string): Prom
     await writeFile(outFile, hit.code);
     return;
   }
+  const res = await compile({ op: 'bundle', input, outFile }, signal);
+  if (!res.ok)
+    throw new BundleError(
+      res.message.startsWith('bundle failed') ? res.message : `bundle failed: the module ${res.message}`,
+    );
+  const code = await readFile(outFile, 'utf8');
+  cache.set(key, {
+    code,
+    inputs: await Promise.all(
+      (res.files ?? []).map(async (f): Promise<[string, string]> => [f, sha256(await readFile(f))]),
+    ),
+  });
+  if (cache.size > CACHE_ENTRIES) cache.delete(cache.keys().next().value!);
+}
+
+/**
+ * The first syntax error in a module's text (esbuild's first three), or undefined; run in the
+ * compiler's process as bundling is.
+ */
+export async function checkSyntax(source: string, signal?: AbortSignal): Promise<string | undefined> {
+  const res = await compile({ op: 'syntax', source }, signal);
+  if (!res.ok) throw new BundleError(res.message);
+  return res.problem;
+}
+
+/** What the compiler's process is asked: a bundle written to `outFile`, or a syntax check. */
+export type CompileRequest = { op: 'bundle'; input: ModuleInput; outFile: string } | { op: 'syntax'; source: string };
+/** Its answer: the bundle's input files, or the syntax problem; or esbuild's refusal. */
+export type CompileResponse = { ok: true; files?: string[]; problem?: string } | { ok: false; message: string };
+
+/** In the compiler's process: `checkSyntax`'s work. */
+export async function syntaxProblem(source: string): Promise<string | undefined> {
+  const enumProblem = enumDeclaration(source);
+  if (enumProblem) return enumProblem;
+  try {
+    await transform(source, { loader: 'ts', format: 'esm', sourcefile: 'env.ts' });
+    return undefined;
+  } catch (e) {
+    const errs = (e as { errors?: { text: string; location?: { line: number; column: number } }[] }).errors ?? [];
+    // No error of the text's: esbuild itself failed (its service died past its memory limit).
+    if (!errs.length) throw e;
+    // esbuild quotes the text it found: a 100 KB token was a 100 KB reason (rerun 58b).
+    return `syntax error: ${oneLine(
+      errs
+        .slice(0, 3)
+        .map((x) => `${x.location ? `line ${x.location.line}:${x.location.column}: ` : ''}${x.text}`)
+        .join('; '),
+    )}`;
+  }
+}
+
+/** In the compiler's process: `bundleEnvModule`'s work; the files the bundle was built from. */
+export async function buildBundle(input: ModuleInput, outFile: string): Promise<string[]> {
+  const source = 'source' in input ? input.source : undefined;
+  const modulePath = 'modulePath' in input ? path.resolve(input.modulePath) : undefined;
   const target = modulePath ?? SOURCE_SPECIFIER;
   const entry = [
     `import { runSandboxChild } from ${JSON.stringify(path.join(here, 'child.ts'))};`,
@@ -326,23 +463,21 @@ export async function bundleEnvModule(input: ModuleInput, outFile: string): Prom
     });
   } catch (err) {
     const errors = (err as { errors?: { text: string; location?: { file: string; line: number } | null }[] }).errors;
+    if (!errors?.length) throw err; // esbuild itself failed: the compiler's process reports it
     const where = (file: string) => (file.startsWith('sandbox-source:') ? 'env.ts' : path.resolve(repoRoot, file));
-    const text = errors?.length
-      ? errors
-          .slice(0, 3)
-          .map((e) => (e.location ? `${where(e.location.file)}:${e.location.line}: ${e.text}` : e.text))
-          .join('; ')
-      : (err as Error).message;
+    const text = errors
+      .slice(0, 3)
+      .map((e) => (e.location ? `${where(e.location.file)}:${e.location.line}: ${e.text}` : e.text))
+      .join('; ');
     throw new BundleError(`bundle failed: ${text}`);
   }
   const code = result.outputFiles[0].text;
-  const files = Object.keys(result.metafile.inputs)
+  // Each process gets a copy, outside its disk limit (rerun 56b: 34 MB from 2.5 KB of source); the
+  // SDK with zod comes to under 1 MB.
+  if (Buffer.byteLength(code) > MAX_BUNDLE_BYTES)
+    throw new BundleError(`bundle failed: the bundle is ${Buffer.byteLength(code)} bytes; at most ${MAX_BUNDLE_BYTES}`);
+  await writeFile(outFile, code);
+  return Object.keys(result.metafile.inputs)
     .map((f) => path.resolve(repoRoot, f))
     .filter((f) => existsSync(f));
-  cache.set(key, {
-    code,
-    inputs: await Promise.all(files.map(async (f): Promise<[string, string]> => [f, sha256(await readFile(f))])),
-  });
-  if (cache.size > CACHE_ENTRIES) cache.delete(cache.keys().next().value!);
-  await writeFile(outFile, code);
 }

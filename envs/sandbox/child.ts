@@ -29,6 +29,7 @@ import { FROZEN_EPOCH_MS, MAC_HEX, SESSION_KEY_BYTES } from './framing.js';
 import { installVirtualTimers, type VirtualClock } from './virtual-time.js';
 import { hmacSha256, utf8 } from './hmac-sha256.js';
 import { lockIntrinsics } from './lockdown.js';
+import { refuseResizableBuffers } from './buffer-guard.js';
 import { refuseSharedWasmMemory } from './wasm-guard.js';
 
 /**
@@ -700,6 +701,7 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
   });
   disableEscapeHatches(); // after freezeClocks: its syncBuiltinESMExports carries the frozen fs/os functions to named imports
   refuseSharedWasmMemory(refused); // a wasm atomic wait on a shared memory blocks for real time
+  refuseResizableBuffers(refused); // each reserves a mapping no memory limit counts
   lockIntrinsics(); // last: the runner's own changes to the built-ins are in place
   // The key lives only in the MAC's own pads (Node's createHmac let a getter on its prototypes see it: rerun 6).
   const key = readSessionKey();

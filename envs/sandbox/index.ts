@@ -19,7 +19,7 @@ import {
 } from '../environment.js';
 import { EnvProtocolError, RemoteEnvironment } from '../protocol/client.js';
 import { ABNORMAL, INSPECT_PREFIX, inspectInstance, type InstanceView } from '../sdk/define.js';
-import { describeZodError } from '../protocol/schemas.js';
+import { describeZodError, type InfoResponse } from '../protocol/schemas.js';
 import { BundleError, bundleEnvModule } from './bundle.js';
 import { SESSION_KEY_BYTES } from './framing.js';
 import {
@@ -36,10 +36,12 @@ import {
 import { AgentCalls } from './agent-calls.js';
 import { anchorMiss, goldAnchorOf, type AnchorMiss, type GoldAnchor } from '../gold-anchor.js';
 import { callSchemaFault, lengthBounds, MAX_ENV_LITERAL_CHARS, MAX_LENGTH_BOUNDS } from '../sdk/schema.js';
-import { SandboxError, SandboxProcess } from './process.js';
+import { MAX_RESPONSE_DEPTH, MAX_RESPONSE_VALUES, oneLine, SandboxError, SandboxProcess } from './process.js';
+import { tooComplex } from '../protocol/json-limits.js';
 
-export { SandboxError, type SandboxReason } from './process.js';
+export { oneLine, SandboxError, type SandboxReason } from './process.js';
 export { sandboxIsolation, type IsolationLevel, type SandboxIsolation } from './isolation.js';
+export { BundleError, checkSyntax, enumDeclaration } from './bundle.js';
 
 export { SandboxLimitsSchema, type SandboxLimits };
 
@@ -133,7 +135,7 @@ class SandboxGeneration extends RemoteEnvironment {
     try {
       out = await super.call(method, p, body, schema, opts);
     } catch (err) {
-      if (err instanceof EnvProtocolError) throw new SandboxError('env_error', err.message);
+      if (err instanceof EnvProtocolError) throw new SandboxError('env_error', oneLine(err.message));
       throw err;
     }
     const fault =
@@ -175,6 +177,9 @@ const cpuSpent = (seconds: number, named: StartContext['named']) =>
     'cpuSeconds',
   );
 
+/** Why a caller's signal was aborted, for the reason. */
+const cause = (signal: AbortSignal) => oneLine(String(signal.reason?.message ?? signal.reason ?? 'aborted'));
+
 /** Bundles the module and starts one sandbox process; `spent` is what earlier processes used of the totals. */
 async function startGeneration(
   ctx: StartContext,
@@ -192,8 +197,11 @@ async function startGeneration(
       await bundleEnvModule(
         opts.source !== undefined ? { source: opts.source } : { modulePath: opts.modulePath! },
         bundle,
+        opts.signal,
       );
     } catch (err) {
+      if (opts.signal?.aborted)
+        throw new SandboxError('cancelled', `cancelled by the caller while compiling (${cause(opts.signal)})`);
       if (err instanceof BundleError) throw new SandboxError('compile', err.message);
       throw err;
     }
@@ -224,10 +232,7 @@ async function startGeneration(
       cleanup: true,
     });
     const proc = new SandboxProcess(child, limits, randomBytes(SESSION_KEY_BYTES), named, spent.busyMs, cpuLeft);
-    const onAbort = () =>
-      proc.cancel(
-        `cancelled by the caller (${String(opts.signal?.reason?.message ?? opts.signal?.reason ?? 'aborted')}); process killed`,
-      );
+    const onAbort = () => proc.cancel(`cancelled by the caller (${cause(opts.signal!)}); process killed`);
     if (opts.signal?.aborted) onAbort();
     opts.signal?.addEventListener('abort', onAbort, { once: true });
     const unlisten = () => opts.signal?.removeEventListener('abort', onAbort);
@@ -237,8 +242,9 @@ async function startGeneration(
         { request: (m, p, b) => proc.request(m, p, b, { limit: 'startMs' }) },
         'sandbox',
       );
-      const bad = toolsFault(described.tools);
-      if (bad) throw new SandboxError('env_error', bad);
+      // The fault quotes the module's schema: one line (rerun 52b: 53 KB over 3 000 lines).
+      const bad = toolsFault(described.tools) ?? infoFault(described);
+      if (bad) throw new SandboxError('env_error', oneLine(bad));
     } catch (err) {
       unlisten();
       await proc.close();
@@ -282,6 +288,7 @@ export function toolsFault(tools: readonly ToolSchema[]): string | undefined {
   if (tools.length > MAX_TOOLS) return `${tools.length} tools; an env may offer at most ${MAX_TOOLS}`;
   const seen = new Set<string>();
   const literals = { chars: 0 };
+  let description = 0;
   for (const { function: f } of tools) {
     if (!TOOL_NAME.test(f.name))
       return `tool name ${JSON.stringify(f.name.slice(0, 80))} is not 1–64 characters of A-Z, a-z, 0-9, _ and -`;
@@ -290,11 +297,16 @@ export function toolsFault(tools: readonly ToolSchema[]): string | undefined {
     // The native format puts the description in the prompt, whose tokenizer raises on half a UTF-16 pair (rerun 46b).
     if (f.description !== undefined && /\p{Cs}/u.test(f.description))
       return `tool ${f.name}: its description holds a lone surrogate (half a UTF-16 pair), which the trainer's tokenizer cannot take`;
+    // The native format renders every description in every prompt (rerun 55b: 3.5 MB took the
+    // trainer 1.5 s per episode to tokenize).
+    description += Buffer.byteLength(f.description ?? '');
+    if (description > MAX_OBSERVATION_BYTES)
+      return `the tools' descriptions come to more than ${MAX_OBSERVATION_BYTES} bytes (at tool ${f.name}); the prompt renders them all`;
     const bad = callSchemaFault(f.parameters, `tool ${f.name}: parameters`, literals);
     if (bad) return bad;
   }
   if (literals.chars > MAX_ENV_LITERAL_CHARS)
-    return `the tools' enum and const values come to ${literals.chars} bytes; at most ${MAX_ENV_LITERAL_CHARS} (the trainer's grammar compiles long ones slowly)`;
+    return `the tools' enum and const values and property names come to ${literals.chars} bytes; at most ${MAX_ENV_LITERAL_CHARS} (the trainer's grammar compiles long ones slowly)`;
   const lengths = new Set<string>();
   for (const { function: f } of tools) lengthBounds(f.parameters, lengths);
   if (lengths.size > MAX_LENGTH_BOUNDS)
@@ -439,18 +451,23 @@ export class SandboxedEnvironment implements Environment {
     req: ResetRequest,
     opts?: RequestOptions,
   ): Promise<{ episode: Episode; view: InstanceView | null }> {
-    const gen = await this.current();
-    clearTimeout(gen.idleTimer);
-    gen.openEpisodes++;
-    if (++gen.started >= this.ctx.limits.episodesPerProcess) this.retire(gen);
+    const gen = await this.taking(() => this.current());
     let ep: Episode | undefined;
     try {
       ep = await gen.reset(req, opts);
+      // Every trajectory stores its task id (rerun 54b: 3 MB of one made 192 MB of calibration rollouts).
+      const badTaskId = taskIdFault(ep.taskId);
+      if (badTaskId)
+        throw new SandboxError('env_error', `${'seed' in req ? `seed ${req.seed}` : 'reset'}: ${badTaskId}`);
       const badTools = ep.tools && (toolsFault(ep.tools()) ?? looserTools(ep.tools(), gen.tools()));
-      if (badTools) throw new SandboxError('env_error', `episode tools: ${badTools}`);
+      if (badTools) throw new SandboxError('env_error', `episode tools: ${oneLine(badTools)}`);
       const opening = Buffer.byteLength(JSON.stringify(ep.initialMessages()));
       if (opening > MAX_OPENING_BYTES)
         throw new SandboxError('env_error', `the opening is ${opening} bytes; at most ${MAX_OPENING_BYTES}`);
+      // A generated env's: a module served as it is may open as its target does (τ²'s agent greets
+      // first); an inspection episode opens with the seed's view, for the worker alone.
+      const badOpening = this.ctx.opts.seedsOnly && 'seed' in req ? openingFault(ep.initialMessages()) : undefined;
+      if (badOpening && 'seed' in req) throw new SandboxError('env_error', `seed ${req.seed}: ${badOpening}`);
       let view: InstanceView | null = null;
       let anchor: GoldAnchor | undefined;
       if ('seed' in req) {
@@ -493,18 +510,17 @@ export class SandboxedEnvironment implements Environment {
   }
 
   private async inspect(seed: number, opts?: RequestOptions): Promise<string> {
-    if (!this.inspector) {
-      const starting = this.startProcess();
-      this.inspector = starting;
-      starting.then(
-        (g) => (this.inspectorGen = g),
-        () => this.inspector === starting && (this.inspector = undefined),
-      );
-    }
-    const gen = await this.inspector;
-    clearTimeout(gen.idleTimer);
-    gen.openEpisodes++;
-    if (++gen.started >= this.ctx.limits.episodesPerProcess) this.retire(gen);
+    const gen = await this.taking(() => {
+      if (!this.inspector) {
+        const starting = this.startProcess();
+        this.inspector = starting;
+        starting.then(
+          (g) => (this.inspectorGen = g),
+          () => this.inspector === starting && (this.inspector = undefined),
+        );
+      }
+      return this.inspector;
+    });
     let ep: Episode | undefined;
     try {
       ep = await gen.reset({ seed }, opts);
@@ -518,6 +534,20 @@ export class SandboxedEnvironment implements Environment {
   /** Starts the next episode in a fresh process (validation calls it between checks); no-op on an unused one. */
   recycle(): void {
     if (this.activeGen.started > 0) this.retire(this.activeGen);
+  }
+
+  /**
+   * The process that begins the next episode, counted against its `episodesPerProcess`. Resets
+   * made at once all wait for the same process: those past its last episode take its successor
+   * (six at once all went to one process).
+   */
+  private async taking(next: () => Promise<SandboxGeneration>): Promise<SandboxGeneration> {
+    let gen = await next();
+    while (gen.retired) gen = await next();
+    clearTimeout(gen.idleTimer);
+    gen.openEpisodes++;
+    if (++gen.started >= this.ctx.limits.episodesPerProcess) this.retire(gen);
+    return gen;
   }
 
   /** The process new episodes go to; a fatal failure of any process fails the env, as one process would. */
@@ -741,7 +771,17 @@ async function instanceOf(
   ep: Episode,
 ): Promise<{ hash: string; view: InstanceView | null }> {
   // Modules not built with the SDK's defineEnvironment cannot be inspected; their opening messages still count.
-  const view = await inspectInstance(gen, seed).catch((err: unknown) => (gen.proc.dead ? Promise.reject(err) : null));
+  // The view is text inside an answer, which the answer's own scan does not read: 5 000 levels
+  // overflowed the worker's stack at every seeded reset (rerun 49b).
+  const check = (text: string) => {
+    const fault = tooComplex(text, MAX_RESPONSE_DEPTH, MAX_RESPONSE_VALUES);
+    if (fault) throw new SandboxError('env_error', `seed ${seed}: its instance view ${fault}`);
+  };
+  // A process that died meanwhile (closing the inspection timed out: rerun 55b) fails with its own
+  // reason, not the inspection's plain error.
+  const view = await inspectInstance(gen, seed, check).catch((err: unknown) =>
+    err instanceof SandboxError ? Promise.reject(err) : gen.proc.dead ? Promise.reject(gen.proc.dead) : null,
+  );
   const hash = createHash('sha256')
     .update(JSON.stringify([ep.initialMessages(), view]))
     .digest('hex')
@@ -764,10 +804,92 @@ export function observationFault(action: AgentAction, obs: Message): string | un
     if (obs.role !== 'tool')
       return `the observation of tool call ${action.call.id} has role '${obs.role}'; a tool call is answered by a 'tool' message`;
     if (obs.tool_call_id !== action.call.id)
-      return `the observation answers tool call '${obs.tool_call_id}', not the call made ('${action.call.id}')`;
+      return `the observation answers tool call '${oneLine(obs.tool_call_id, 64)}', not the call made ('${action.call.id}')`;
   } else if (obs.role !== 'user')
     return `the observation of a message has role '${obs.role}'; a message is answered by the 'user'`;
   return undefined;
+}
+
+/**
+ * What is wrong with what a module says of itself, if anything. Its name and system prompt go into
+ * every trajectory the env produces (rerun 53b: a 1.9 M-character name made one validation's
+ * calibration rollouts 122 MiB); the bounds are far above the built-in targets' (names under 40
+ * characters, τ²'s policies 8 KB as the system prompt).
+ */
+export function infoFault({ info, systemPrompt }: InfoResponse): string | undefined {
+  for (const key of ['name', 'capability', 'targetEnv'] as const) {
+    const v = info[key];
+    if (v !== undefined && v.length > MAX_INFO_NAME_CHARS)
+      return `info.${key} is ${v.length} characters; at most ${MAX_INFO_NAME_CHARS}`;
+    // Names go into reasons, reports and the generator's repair prompt (rerun 62b: a newline and ESC).
+    if (v !== undefined && CONTROL.test(v)) return `info.${key} '${oneLine(v)}' holds a control character`;
+  }
+  for (const [key, v] of [
+    ['info.description', info.description],
+    ['systemPrompt', systemPrompt],
+  ] as const) {
+    const bytes = Buffer.byteLength(v);
+    if (bytes > MAX_OBSERVATION_BYTES) return `${key} is ${bytes} bytes; at most ${MAX_OBSERVATION_BYTES}`;
+  }
+  return undefined;
+}
+/** What is wrong with an episode's task id, if anything: an identifier, one line, not prose. */
+export function taskIdFault(taskId: string): string | undefined {
+  if (taskId.length > MAX_TASK_ID_CHARS)
+    return `the episode's taskId is ${taskId.length} characters; at most ${MAX_TASK_ID_CHARS}`;
+  if (CONTROL.test(taskId)) return `the episode's taskId '${oneLine(taskId)}' holds a control character`;
+  return undefined;
+}
+/** Control characters and line separators: none in an identifier. */
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/;
+/** ToolSandbox's scenario names, the longest task ids of the built-in targets, are under 100. */
+export const MAX_TASK_ID_CHARS = 256;
+
+/** A name, capability or target env name: an identifier, not prose. */
+export const MAX_INFO_NAME_CHARS = 128;
+
+/**
+ * What is wrong with a generated env's opening, if anything: it is the user's turn, then tool calls
+ * with their results (an SDK instance's prefix; what validation plays). Chat templates render nothing else before the
+ * policy's first turn: two user turns in a row made Mistral's raise in the trainer, where
+ * validation's server took them (rerun 48b).
+ */
+export function openingFault(messages: readonly Message[]): string | undefined {
+  if (messages[0]?.role !== 'user')
+    return `the opening must begin with the user's turn, not '${messages[0]?.role ?? 'nothing'}'`;
+  // The call of the last assistant message, until answered; one call a turn, each id once: two
+  // calls in a turn, or one id twice, made Llama's and Mistral's templates raise (rerun 49b).
+  let open: string | undefined;
+  const ids = new Set<string>();
+  for (const [i, m] of messages.entries()) {
+    if (i === 0) continue;
+    const call = m.role === 'assistant' && m.tool_calls?.length === 1 ? m.tool_calls[0] : undefined;
+    const bad = call && openingCallFault(call.function.arguments);
+    if (bad) return `opening message ${i}: the arguments of tool call ${call.id.slice(0, 64)}: ${bad}`;
+    const id = call?.id;
+    if (id !== undefined && open === undefined && !ids.has(id)) ids.add((open = id));
+    else if (m.role === 'tool' && open !== undefined && m.tool_call_id === open) open = undefined;
+    else
+      return `opening message ${i} (${m.role}) is not one tool call after the last one's result, nor its result: an opening is the user's turn, then tool calls (one a turn, each id once) and their results`;
+  }
+  return open === undefined ? undefined : `the opening ends before the result of its tool call ${open.slice(0, 64)}`;
+}
+
+/**
+ * Why an opening tool call's arguments are refused, if they are: the trainer renders them parsed
+ * (a JSON object) and Python's `json` raised on 1 000 levels and on an integer of 4 301 digits,
+ * so training stopped at the prompt (rerun 50b).
+ */
+function openingCallFault(args: string): string | undefined {
+  const complex = tooComplex(args, MAX_RESPONSE_DEPTH, MAX_RESPONSE_VALUES);
+  if (complex) return complex;
+  if (/\d{1000}/.test(args)) return 'a number of 1 000 digits or more';
+  try {
+    const parsed: unknown = JSON.parse(args);
+    return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? undefined : 'not a JSON object';
+  } catch {
+    return 'not JSON';
+  }
 }
 
 /**

@@ -4,6 +4,7 @@ import os from 'node:os';
 import type { ResultPromise } from 'execa';
 import type { ProtocolResponse } from '../protocol/handler.js';
 import type { ProtocolTransport } from '../protocol/client.js';
+import { tooComplex } from '../protocol/json-limits.js';
 import { ErrorBodySchema } from '../protocol/schemas.js';
 import { MAC_HEX } from './framing.js';
 import type { ResolvedLimits } from './isolation.js';
@@ -35,9 +36,13 @@ export class SandboxError extends Error {
     message: string,
     readonly limit?: keyof ResolvedLimits,
   ) {
-    super(`sandbox ${reason}: ${message}`);
+    // Whatever path a module's text took into the message, the reason is one bounded line (rerun
+    // 53b: a crash's stderr and an observation's call id each still reached the trainer whole).
+    super(`sandbox ${reason}: ${oneLine(message, MAX_MESSAGE_CHARS)}`);
   }
 }
+/** A reason's own words plus one or two pieces of the module's text, each cut to MAX_REASON_CHARS. */
+const MAX_MESSAGE_CHARS = 1_200;
 
 /** How a limit is named in messages: its option or config path and its value. */
 export type LimitNamer = (limit: keyof ResolvedLimits) => string;
@@ -52,26 +57,31 @@ export const MAX_RESPONSE_DEPTH = 64;
  */
 export const MAX_RESPONSE_VALUES = 100_000;
 
-/** Why a JSON text may not be parsed: nesting deeper than `maxDepth`, or more than `maxValues` values (brackets and separators outside strings). */
-export function tooComplex(text: string, maxDepth: number, maxValues: number): string | undefined {
-  let depth = 0;
-  let values = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 92)
-        i++; // backslash: skip the escaped character
-      else if (c === 34) inString = false;
-    } else if (c === 34) inString = true;
-    else if (c === 91 || c === 123) {
-      if (++depth > maxDepth) return `nests arrays/objects deeper than ${maxDepth} levels`;
-      if (++values > maxValues) return `holds more than ${maxValues} values`;
-    } else if (c === 93 || c === 125) depth--;
-    else if (c === 44 && ++values > maxValues) return `holds more than ${maxValues} values`;
-  }
-  return undefined;
+/**
+ * A module's text (its thrown error) in a reason: one line, at most MAX_REASON_CHARS. 4 MiB of a
+ * thrown error, newlines and all, reached the trainer's failure whole (rerun 51b).
+ */
+export function oneLine(text: string, maxChars = MAX_REASON_CHARS): string {
+  const line = text.replace(
+    /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
+  return line.length > maxChars ? `${cutText(line, maxChars)}… (${text.length} characters)` : wellFormed(line);
 }
+
+/**
+ * `text`'s first `maxChars` UTF-16 units, not ending in half a pair, and with no half pair of its
+ * own: the generator's repair prompt and the trainer's tokenizer take only whole characters
+ * (rerun 54b: a cut through an emoji made the tokenizer raise).
+ */
+export function cutText(text: string, maxChars: number): string {
+  const end = maxChars > 0 && /[\ud800-\udbff]/.test(text[maxChars - 1] ?? '') ? maxChars - 1 : maxChars;
+  return wellFormed(text.slice(0, end));
+}
+const wellFormed = (text: string) =>
+  text.replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, '\ufffd');
+const MAX_REASON_CHARS = 500;
+
 /** Answers whose error type says the child is no longer trustworthy are fatal: we kill it. */
 const ERROR_REASONS: Record<string, { reason: SandboxReason; fatal: boolean }> = {
   permission_denied: { reason: 'permission', fatal: false },
@@ -83,7 +93,9 @@ const ERROR_REASONS: Record<string, { reason: SandboxReason; fatal: boolean }> =
 
 const signalName = (n: number) => Object.entries(os.constants.signals).find(([, v]) => v === n)?.[0];
 
-const OUT_OF_MEMORY = /heap out of memory|Allocation failed|allocation failed|Fatal process out of memory/gi;
+// C++'s bad_alloc is the memory limit too (rerun 63b: a 20 MB JSON.parse of brackets, reported as a crash).
+const OUT_OF_MEMORY =
+  /heap out of memory|Allocation failed|allocation failed|Fatal process out of memory|std::bad_alloc/gi;
 const NATIVE_CHECK = /Assertion failed|# Fatal error in|Check failed:/g;
 
 /**
@@ -327,7 +339,7 @@ export class SandboxProcess implements ProtocolTransport {
     if (res.status === 200) return res;
     const parsed = ErrorBodySchema.safeParse(res.body);
     const type = parsed.success ? parsed.data.error.type : 'protocol';
-    const message = parsed.success ? parsed.data.error.message : `status ${res.status} without an error body`;
+    const message = parsed.success ? oneLine(parsed.data.error.message) : `status ${res.status} without an error body`;
     // The runner's own refusal of an answer too long to send (the message is the worker's, as for one it counts).
     if (type === 'output_limit') {
       this.fail('output_limit', `a response exceeded ${this.named('outputBytes')} bytes`, 'outputBytes');
@@ -393,7 +405,7 @@ export class SandboxProcess implements ProtocolTransport {
     }
     // The runner's notice of the module's own exit (Node's exit may hang on the runner's read of fd 0).
     if (typeof msg.exit === 'number')
-      return this.fail('crash', `exited with code ${msg.exit}: ${String(msg.message).slice(0, 2000)}`);
+      return this.fail('crash', `exited with code ${msg.exit}: ${oneLine(String(msg.message))}`);
     const p = typeof msg.id === 'number' ? this.pending.get(msg.id) : undefined;
     if (!p || typeof msg.status !== 'number')
       return this.fail('protocol', `unexpected message on stdout: ${line.slice(0, 120)}`);
@@ -440,12 +452,15 @@ export class SandboxProcess implements ProtocolTransport {
     // bwrap reports its child's death by signal N as exit code 128 + N.
     const signal = killedBy ?? (code !== undefined && code > 128 ? signalName(code - 128) : undefined);
     const tail = this.stderrTail;
-    const last = tail
-      .trim()
-      .split('\n')
-      .filter((l) => l.trim() && !/^\s+at /.test(l))
-      .slice(-3)
-      .join(' | ');
+    // The module's own words: one line, as its thrown errors are (rerun 53b: 4 KB with escapes).
+    const last = oneLine(
+      tail
+        .trim()
+        .split('\n')
+        .filter((l) => l.trim() && !/^\s+at /.test(l))
+        .slice(-3)
+        .join(' | '),
+    );
     const how = signal ? `killed by ${signal}` : `exited with code ${code}`;
     const fatal = signal ? lastFatalReport(tail) : undefined;
     if (signal === 'SIGXCPU') {
@@ -470,7 +485,7 @@ export class SandboxProcess implements ProtocolTransport {
         new SandboxError('memory', `${how}: ran out of memory (${this.named('memoryMb')} MiB)`, 'memoryMb'),
       );
     } else if (fatal?.kind === 'check') {
-      this.failWith(new SandboxError('crash', `${how}: a native check failed: ${fatal.line.slice(0, 300)}`));
+      this.failWith(new SandboxError('crash', `${how}: a native check failed: ${oneLine(fatal.line, 300)}`));
     } else if (/ERR_ACCESS_DENIED/.test(tail)) {
       this.failWith(new SandboxError('permission', `${how}: ${last}`));
     } else {

@@ -5,7 +5,8 @@
  * Refused: `new WebAssembly.Memory({ shared: true })`, and binaries that declare or import a
  * shared memory, at every entry that compiles bytes (`Module`, `compile`, `instantiate`,
  * `validate`; the streaming forms are refused outright). The bytes are copied once, scanned and
- * the copy compiled, so nothing can change them between the scan and V8.
+ * the copy compiled, so nothing can change them between the scan and V8. Modules and instances
+ * are counted too, at most MAX_WASM_OBJECTS a process: each takes a mapping of its own.
  */
 
 import { types } from 'node:util';
@@ -18,6 +19,9 @@ const LIMITS_HAS_MAX = 0x01;
 const LIMITS_SHARED = 0x02;
 
 class Malformed extends Error {}
+
+/** WebAssembly modules and instances a sandbox process makes, at most; no env needs many. */
+const MAX_WASM_OBJECTS = 1000;
 
 /** Why a wasm binary is refused (a shared memory, or a section that cannot be read), else undefined. */
 export function sharedMemoryIn(bytes: Uint8Array): string | undefined {
@@ -126,12 +130,21 @@ export function refuseSharedWasmMemory(refused: Refused): void {
     }
   };
 
-  const deny = (what: string, why: string) =>
-    Object.assign(new Error(`sandbox: ${what}: ${why}; shared WebAssembly memories are disabled in the sandbox`), {
+  const refusal = (what: string, message: string) =>
+    Object.assign(new Error(`sandbox: ${what}: ${message}`), {
       code: 'ERR_ACCESS_DENIED',
       permission: 'Sandbox',
       resource: what,
     });
+  const deny = (what: string, why: string) =>
+    refusal(what, `${why}; shared WebAssembly memories are disabled in the sandbox`);
+  // Each module or instance takes a mapping of its own: ~65 000 tiny modules ran out the kernel's
+  // map count and V8 died by SIGSEGV (rerun 63b).
+  let made = 0;
+  const count = (what: string) => {
+    if (++made > MAX_WASM_OBJECTS)
+      throw refusal(what, `more than ${MAX_WASM_OBJECTS} WebAssembly modules and instances in one process`);
+  };
   /** A private copy of the bytes (V8 compiles the copy), or the input itself when it is no buffer. */
   const checked = (what: string, source: unknown): unknown => {
     let copy: Uint8Array;
@@ -161,6 +174,7 @@ export function refuseSharedWasmMemory(refused: Refused): void {
   });
   const ModuleGuard: typeof Module = new Proxy(Module, {
     construct(target, args: unknown[], newTarget): object {
+      count('WebAssembly.Module');
       return construct(
         target,
         [checked('WebAssembly.Module', args[0]), ...args.slice(1)],
@@ -168,18 +182,27 @@ export function refuseSharedWasmMemory(refused: Refused): void {
       );
     },
   });
+  const InstanceGuard: typeof Instance = new Proxy(Instance, {
+    construct(target, args: unknown[], newTarget): object {
+      count('WebAssembly.Instance');
+      return construct(target, args, newTarget === InstanceGuard ? target : newTarget);
+    },
+  });
   const lock = (obj: object, key: string, value: unknown) =>
     Object.defineProperty(obj, key, { value, writable: false, configurable: false, enumerable: false });
   lock(W, 'Memory', MemoryGuard);
   lock(W, 'Module', ModuleGuard);
+  lock(W, 'Instance', InstanceGuard);
   // Instances lead back to the constructors through their prototypes.
   lock(Memory.prototype, 'constructor', MemoryGuard);
   lock(Module.prototype, 'constructor', ModuleGuard);
+  lock(Instance.prototype, 'constructor', InstanceGuard);
   // The promise forms compile on a background thread and settle when it is done: at this request
   // or a later one by machine speed and by how long the worker paused (red-team rerun 10). They
   // compile here, synchronously, and settle at once.
   lock(W, 'compile', function compileGuard(source: unknown) {
     try {
+      count('WebAssembly.compile');
       return Promise.resolve(construct(Module, [checked('WebAssembly.compile', source)]));
     } catch (e) {
       return Promise.reject(e);
@@ -191,9 +214,10 @@ export function refuseSharedWasmMemory(refused: Refused): void {
   lock(W, 'instantiate', function instantiateGuard(source: unknown, imports?: unknown) {
     try {
       // A Module was checked when it was compiled; bytes are checked here.
-      if (isModule(source)) return Promise.resolve(construct(Instance, [source, imports]));
+      if (isModule(source)) return Promise.resolve(construct(InstanceGuard, [source, imports]));
+      count('WebAssembly.instantiate');
       const module = construct(Module, [checked('WebAssembly.instantiate', source)]) as WebAssembly.Module;
-      return Promise.resolve({ module, instance: construct(Instance, [module, imports]) });
+      return Promise.resolve({ module, instance: construct(InstanceGuard, [module, imports]) });
     } catch (e) {
       return Promise.reject(e);
     }

@@ -277,12 +277,18 @@ export function defineEnvironment<S, I extends Instance<S>>(def: EnvironmentDefi
  * protocol, e.g. a sandboxed one): resets with task id `inspect:<seed>`, whose only initial message
  * is a system message holding the `InstanceView` as JSON.
  */
-export async function inspectInstance(env: Environment, seed: number): Promise<InstanceView> {
+export async function inspectInstance(
+  env: Environment,
+  seed: number,
+  /** Throws where the view's JSON text may not be parsed (a sandboxed module's is untrusted). */
+  check?: (text: string) => void,
+): Promise<InstanceView> {
   const ep = await env.reset({ taskId: `${INSPECT_PREFIX}${seed}` });
   try {
     const m = ep.initialMessages()[0];
     if (m?.role !== 'system')
       throw new Error(`environment '${env.info.name}' does not support inspection (task id ${INSPECT_PREFIX}${seed})`);
+    check?.(m.content);
     return JSON.parse(m.content) as InstanceView;
   } finally {
     await ep.close();

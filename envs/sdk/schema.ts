@@ -98,7 +98,7 @@ function loneSurrogateIn(v: unknown): string | undefined {
 export function callSchemaFault(
   schema: JsonSchema,
   path = 'parameters',
-  /** Adds the bytes of its enum and const values as inlined (an env's tools share a bound: MAX_ENV_LITERAL_CHARS). */
+  /** Adds the bytes of its enum and const values and property names as inlined (an env's tools share a bound: MAX_ENV_LITERAL_CHARS). */
   literals = { chars: 0 },
 ): string | undefined {
   const bytes = Buffer.byteLength(JSON.stringify(schema) ?? '');
@@ -193,8 +193,8 @@ const INLINED_DEPTH = 100;
 /** Characters of names and strings it inlines to at most (MAX_SCHEMA_CHARS): 16 times the 64 KiB a tool's parameters may have. */
 const INLINED_CHARS = 1 << 20;
 /**
- * Bytes of enum and const values (each as JSON, in UTF-8), as inlined, a tool's parameters may
- * have, and an env's tools together: xgrammar compiles alternatives of long literals in time
+ * Bytes of enum and const values and property names (each as JSON, in UTF-8), as inlined, a tool's
+ * parameters may have, and an env's tools together: xgrammar compiles alternatives of long literals in time
  * growing with their length squared (rerun 43b: two members of 30 000 characters, 136 s of the
  * trainer's CPU for one tool; a country list is ~3 000).
  */
@@ -247,16 +247,20 @@ function inlineFault(root: JsonSchema, path: string, literals: { chars: number }
         if (bad) return bad;
         // Each member as the grammar writes it, in UTF-8 bytes: an object member was not counted,
         // and xgrammar's cost goes by bytes (rerun 44b: 118 s for two object members; CJK 9×).
-        if (k === 'enum' || k === 'const')
-          for (const m of k === 'enum' && Array.isArray(v) ? v : [v]) {
-            const json = JSON.stringify(m) ?? '';
-            // DEL is one byte here and six in xgrammar's grammar ("\u007f"): 46 times the cost (rerun 45b).
-            const bytes = Buffer.byteLength(json) + 5 * (json.match(/\x7f/g)?.length ?? 0);
-            own += bytes;
-            literals.chars += bytes;
-          }
+        // Property names are literals too, counted as their bytes (the node count bounds how many):
+        // 8 optional names of 7 000 characters in 12 tools took the trainer's grammar 23.6 s, and
+        // validation's, which writes each in 128 subsets, 87 MB (rerun 47b).
+        const names = k === 'properties' && isRecord(v);
+        const members = k === 'enum' && Array.isArray(v) ? v : k === 'const' ? [v] : names ? Object.keys(v) : [];
+        for (const m of members) {
+          const json = names ? (m as string) : (JSON.stringify(m) ?? '');
+          // DEL is one byte here and six in xgrammar's grammar ("\u007f"): 46 times the cost (rerun 45b).
+          const bytes = Buffer.byteLength(json) + 5 * (json.match(/\x7f/g)?.length ?? 0);
+          own += bytes;
+          literals.chars += bytes;
+        }
         if (own > MAX_LITERAL_CHARS)
-          return `${path}: its enum and const values come to more than ${MAX_LITERAL_CHARS} bytes through $refs (the trainer's grammar compiles long ones slowly)`;
+          return `${path}: its enum and const values and property names come to more than ${MAX_LITERAL_CHARS} bytes through $refs (the trainer's grammar compiles long ones slowly)`;
       }
     const children: [unknown, boolean][] = Array.isArray(node)
       ? node.map((v) => [v, true])

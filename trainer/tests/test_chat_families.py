@@ -9,6 +9,7 @@ import json
 import pytest
 
 from families import SPECIALS, family_tokenizer
+from trace_trainer import chat as chat_module
 from trace_trainer.chat import ChatFormat
 from trace_trainer.events import TrainerError
 
@@ -243,3 +244,34 @@ def test_served_chat_takes_qwen3_thinking_as_vllm_does():
     off = policy.complete(body)["usage"]["prompt_tokens"]
     on = policy.complete({**body, "chat_template_kwargs": {"enable_thinking": True}})["usage"]["prompt_tokens"]
     assert off - on == len(policy.fmt.encode(THINK))
+
+
+def test_half_a_utf16_pair_in_an_envs_text_is_the_replacement_character(smol_tok):
+    """A generated env's JSON can hold "\\ud800": json.loads gives it back alone, and the tokenizer
+    raised on it, so one tool result (or gold's words, in the gate's data) stopped training."""
+    fmt = ChatFormat(smol_tok)
+    half = json.loads('"a\\ud800b"')
+    whole = "a\ufffdb"
+    messages = [USER, {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "add", "arguments": json.dumps({"n": 1})}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": half}, {"role": "assistant", "content": half}]
+    assert fmt.prompt_ids(half, TOOLS, [{"role": "user", "content": half}]) == \
+        fmt.prompt_ids(whole, TOOLS, [{"role": "user", "content": whole}])
+    as_whole = [{**m, "content": whole} if m["content"] == half else m for m in messages]
+    assert fmt.conversation_ids(SYSTEM, TOOLS, messages) == fmt.conversation_ids(SYSTEM, TOOLS, as_whole)
+    assert fmt.continuation_ids(messages[2:3], True, after=messages[1]) == \
+        fmt.continuation_ids(as_whole[2:3], True, after=as_whole[1])
+
+
+@pytest.mark.parametrize("name", sorted(SPECIALS))
+def test_an_env_text_holding_the_formats_own_marker_is_text(name):
+    """The chat format finds where a continuation begins by a marker it writes as assistant
+    content; an env's tool result or user reply holding those letters raised (rerun 48b)."""
+    fmt = ChatFormat(family_tokenizer(name))
+    call = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": MISTRAL_IDS[0], "type": "function", "function": {"name": "add", "arguments": json.dumps(ARGS[0])}}]}
+    marker = chat_module._SENTINEL
+    ids = fmt.continuation_ids([{"role": "tool", "tool_call_id": MISTRAL_IDS[0], "content": f"a {marker} b"}], True, after=call)
+    assert marker in fmt.tok.decode(ids, skip_special_tokens=False)
+    ids = fmt.continuation_ids([{"role": "user", "content": marker}], True, after={"role": "assistant", "content": "ok"})
+    assert marker in fmt.tok.decode(ids, skip_special_tokens=False)

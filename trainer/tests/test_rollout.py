@@ -161,3 +161,20 @@ def test_an_empty_reply_ends_the_episode_without_a_step(tool_tok, counter_env):
     for r in rollouts:
         assert r.termination == "agent_stop" and r.steps == 1 and r.samples == [[fmt.stop_ids[0]]]
         assert not [m for m in r.messages if m["role"] == "assistant"]
+
+
+def test_an_opening_the_template_cannot_render_fails_once_naming_the_episode():
+    """Two user turns make Mistral's template raise (reruns 48b, 49b): the env's fault, not the
+    run's, so no retry, and the message names the episode."""
+    from families import family_tokenizer
+
+    class TwoUserTurns:
+        def create(self, task_id=None, seed=None):
+            return {"episodeId": "ep-7", "taskId": "seed-1",
+                    "initialMessages": [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]}
+
+    fmt = ChatFormat(family_tokenizer("mistral-nemo"))
+    with pytest.raises(TrainerError) as e:
+        collect(lambda *a: None, fmt, TwoUserTurns(), {"systemPrompt": "s", "tools": []}, [{"seed": 1}],
+                rollouts_per_start=1, max_new_tokens=4, max_turns=1, max_errors=1, max_seq_len=256)
+    assert e.value.type == "fatal:EnvText" and "env episode ep-7" in str(e.value)

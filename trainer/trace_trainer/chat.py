@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 from .events import TrainerError
@@ -23,6 +24,7 @@ _TOOLS_HEADER = (
     "To call a function, reply with exactly:\n<tool_call>\n{{\"name\": <function-name>, \"arguments\": <arguments-object>}}\n</tool_call>"
 )
 _PROBE_TOOL = {"type": "function", "function": {"name": "zz_probe_tool_name", "description": "", "parameters": {"type": "object", "properties": {}}}}
+_HALF_PAIR = re.compile("[\ud800-\udfff]")
 _STOP_TOKENS = ("<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<|end|>", "<end_of_turn>", "<|endoftext|>")
 # Stands for a sampled assistant turn in the probe renders; letters no template writes by itself.
 _SENTINEL = "ZQXJ7"
@@ -233,7 +235,10 @@ class ChatFormat:
         return "\n".join(p for p in parts if p)
 
     def encode(self, text: str) -> list[int]:
-        return self.tok.encode(text, add_special_tokens=False)
+        # Half a UTF-16 pair, which a generated env's JSON can hold ("\ud800": json.loads gives it
+        # back alone), is U+FFFD as Node writes it: the tokenizer raises on it, and one tool result
+        # or gold's words stopped training (found after rerun 46b).
+        return self.tok.encode(_HALF_PAIR.sub("\ufffd", text), add_special_tokens=False)
 
     def prompt_ids(self, system_prompt: str, tools, messages) -> list[int]:
         """The opening prompt: system (with tools) + the episode's first messages + generation prompt."""
@@ -248,9 +253,11 @@ class ChatFormat:
         templates move them to the last user turn."""
         base = [{"role": "user", "content": "U"}, {"role": "assistant", "content": _SENTINEL}]
         full = self._render(base + self.as_template_messages(new_messages, names), True)
-        if full.count(_SENTINEL) != 1:
+        # The first: the new messages come after it, and an env's text may hold the letters too (rerun 48b).
+        at = full.find(_SENTINEL)
+        if at < 0:
             raise ValueError("the template does not write assistant content verbatim")
-        return full[full.index(_SENTINEL) + len(_SENTINEL):]
+        return full[at + len(_SENTINEL):]
 
     def continuation_ids(self, new_messages, ended_with_stop: bool, after: dict | None = None) -> list[int]:
         """Ids that follow a sampled assistant turn (`after`, whose calls the new tool messages
@@ -451,3 +458,16 @@ def parse_phi4(text: str, call_id: str):
 
 
 _PARSERS = {"hermes": parse_assistant, "llama3": parse_llama3, "mistral": parse_mistral, "mistral11": parse_mistral11, "phi4": parse_phi4}
+
+
+@contextmanager
+def env_text(where: str):
+    """Renders an env's messages: a template that raises on them (two user turns in a row, reruns
+    48b and 49b) fails the run once, naming the env's episode, where a retry fails the same way."""
+    try:
+        yield
+    except TrainerError:
+        raise
+    except Exception as e:  # noqa: BLE001 — whatever the template raises, the env's text caused it
+        raise TrainerError("EnvText", f"{where}: the model's chat template cannot render the env's messages "
+                                      f"({type(e).__name__}: {str(e)[:200]})", retryable=False) from e

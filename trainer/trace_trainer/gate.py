@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from .batching import pad, seed_all
-from .chat import ChatFormat, uses_actions
+from .chat import ChatFormat, env_text, uses_actions
 from .config import GateConfig
 from .events import TrainerError, emit
 from .moe import attach_moe, load_balance_loss, read_adapter, save_gate, set_top1, sha256_file
@@ -53,7 +53,8 @@ def encode_examples(fmt: ChatFormat, data, max_seq_len: int) -> list[tuple[list,
             msgs = t["messages"]
             system = msgs[0]["content"] if msgs and msgs[0]["role"] == "system" else env["systemPrompt"]
             body = msgs[1:] if msgs and msgs[0]["role"] == "system" else msgs
-            ids, mask = fmt.conversation_ids(system, env["tools"], body)
+            with env_text(f"a trajectory of seed {t.get('seed')}"):
+                ids, mask = fmt.conversation_ids(system, env["tools"], body)
             if sum(mask) and len(ids) <= max_seq_len:
                 examples.append((ids, mask, t.get("source", "policy")))
     return examples

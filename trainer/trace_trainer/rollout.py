@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .chat import ChatFormat
+from .chat import ChatFormat, env_text
 from .envclient import EnvClient
 from .events import Interrupted
 from .grammar import ActionGrammar
@@ -68,7 +68,8 @@ def collect(generate: Generate, fmt: ChatFormat, env: EnvClient, env_info: dict,
         for _ in range(rollouts_per_start):
             ep = env.create(task_id=start.get("taskId"), seed=start.get("seed"))
             msgs = list(ep["initialMessages"])
-            ids = fmt.prompt_ids(system, tools, msgs)
+            with env_text(f"env episode {ep['episodeId']}"):
+                ids = fmt.prompt_ids(system, tools, msgs)
             live.append(_Live(Rollout(g, start.get("seed"), ep["taskId"], ids, [0] * len(ids), msgs), ep["episodeId"], max_errors))
     try:
         for turn in range(max_turns):
@@ -143,7 +144,8 @@ def _advance(x: _Live, toks: list[int], lps: list[float], turn: int, fmt: ChatFo
     if x.errors >= x.max_errors:
         x.done, r.termination = True, "max_errors"
         return
-    cont = fmt.continuation_ids([res["observation"]], ended, after=msg)
+    with env_text(f"env episode {x.episode_id}"):
+        cont = fmt.continuation_ids([res["observation"]], ended, after=msg)
     # The next turn needs the env's reply and at least one sampled token inside the context.
     if len(r.ids) + len(cont) >= max_seq_len:
         x.done, x.cut, r.termination = True, "max_seq_len", "max_steps"
