@@ -695,3 +695,25 @@ test('hardening: asm.js runs as plain JavaScript, not as a wasm module each (rer
     await env.close();
   }
 });
+
+test('hardening: pending Atomics.waitAsync waiters are counted, at most 10 000 a process; a notify frees them (rerun 66b: 3 M crashed node by SIGSEGV)', async () => {
+  const env = await startSandboxedEnv({
+    source: attackSource(`
+      const ta = new Int32Array(new SharedArrayBuffer(4));
+      const waiters: Promise<unknown>[] = [];
+      let refusal = 'none';
+      try {
+        for (let i = 0; i < 10_001; i++) waiters.push((Atomics as any).waitAsync(ta, 0, 0, i % 2 ? 1000 : undefined).value);
+      } catch (e) { refusal = (e as any).code + ' ' + (e as Error).message; }
+      const woken = Atomics.notify(ta, 0);
+      await Promise.all(waiters);
+      const again = (Atomics as any).waitAsync(ta, 0, 0).async;
+      return waiters.length + ' ' + woken + ' ' + again + ' ' + refusal;`),
+  });
+  try {
+    const out = (await (await env.reset({ taskId: 'attack' })).step(ATTACK)).observation.content ?? '';
+    assert.match(out, /^10000 10000 true ERR_ACCESS_DENIED .*more than 10000 pending waiters/);
+  } finally {
+    await env.close();
+  }
+});

@@ -17,6 +17,8 @@ import { promisify } from 'node:util';
  */
 
 const TIMEOUT_MAX = 2 ** 31 - 1;
+/** Atomics.waitAsync waiters pending at once in a process; honest env code has next to none. */
+const MAX_PENDING_WAITERS = 10_000;
 
 interface Entry {
   id: number;
@@ -277,12 +279,24 @@ export function installVirtualTimers(): VirtualClock {
     writable: true,
     configurable: true,
   });
+  // Each waiter left pending is native memory outside V8's heap that no limit counts (3 M of them
+  // crashed node by SIGSEGV: rerun 66b); only the module's own Atomics.notify settles one.
+  let pendingWaiters = 0;
+  const settle = () => void pendingWaiters--;
+  const then = Promise.prototype.then;
   Object.defineProperty(Atomics, 'waitAsync', {
     value: (ta: Int32Array, i: number, v: number, t?: number) => {
       const ms = timeoutOf(t);
       const r = realWaitAsync(ta, i, v, 0);
       if (r.value === 'not-equal' || ms === 0) return r;
+      if (pendingWaiters >= MAX_PENDING_WAITERS)
+        throw Object.assign(
+          new Error(`sandbox: Atomics.waitAsync: more than ${MAX_PENDING_WAITERS} pending waiters in one process`),
+          { code: 'ERR_ACCESS_DENIED', permission: 'Sandbox', resource: 'Atomics.waitAsync' },
+        );
       const notified = realWaitAsync(ta, i, v) as { value: Promise<string> };
+      pendingWaiters++;
+      Reflect.apply(then, notified.value, [settle]);
       return {
         async: true,
         value: ms === Infinity ? notified.value : Promise.race([notified.value, pTimeout(ms, 'timed-out')]),
