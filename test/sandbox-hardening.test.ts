@@ -228,6 +228,34 @@ test('hardening: a module spinning is stopped by CPU time, and the error names t
   }
 });
 
+test('hardening: the module cannot listen for signals, so SIGXCPU stops it at cpuSeconds (rerun 67b: one that caught it ran on to the hard limit, misnamed a crash)', async () => {
+  const env = await startSandboxedEnv({
+    source: attackSource(
+      `
+      const codes: string[] = [];
+      for (const add of [() => process.on('SIGXCPU', () => {}), () => EventEmitter.prototype.once.call(process, 'SIGTERM', () => {})])
+        try { add(); codes.push('added'); } catch (e) { codes.push((e as any).code); }
+      if (codes.join() !== 'ERR_ACCESS_DENIED,ERR_ACCESS_DENIED') return codes.join();
+      // Without Node's own 'newListener' listener, an added one installs no handler.
+      process.removeAllListeners('newListener');
+      process.on('SIGXCPU', () => {});
+      for (;;) {}`,
+      "import { EventEmitter } from 'node:events';",
+    ),
+    limits: { cpuSeconds: 1, wallMs: 600_000 },
+  });
+  try {
+    const ep = await env.reset({ taskId: 'attack' });
+    await assert.rejects(ep.step(ATTACK), (e: unknown) => {
+      assert.ok(e instanceof SandboxError, String(e));
+      assert.equal(e.limit, 'cpuSeconds', e.message);
+      return true;
+    });
+  } finally {
+    await env.close();
+  }
+});
+
 test('hardening: a level without network and file-system namespaces is refused unless explicitly allowed', async (t) => {
   const weak: IsolationLevel[] = [];
   for (const level of ['unshare-net', 'node-permissions'] as const)
@@ -664,6 +692,24 @@ test('hardening: WebAssembly modules and instances are counted, at most 1 000 a 
     assert.match(out, /^1000 ERR_ACCESS_DENIED .*more than 1000 WebAssembly modules and instances/);
   } finally {
     await env.close();
+  }
+});
+
+test("hardening: a bomb of small buffers outside V8's heap is the memory limit, not a crash (rerun 67b: node died by SIGSEGV at the data limit in 13 of 13 runs)", async () => {
+  for (const make of ['Buffer.alloc(65536)', 'new Uint8Array(65536)']) {
+    const env = await startSandboxedEnv({
+      source: attackSource(`const kept: unknown[] = []; for (;;) kept.push(${make});`),
+      limits: { memoryMb: 256, wallMs: 600_000 },
+    });
+    try {
+      await assert.rejects((await env.reset({ taskId: 'attack' })).step(ATTACK), (e: unknown) => {
+        assert.ok(e instanceof SandboxError, String(e));
+        assert.equal(e.reason, 'memory', `${make}: ${e.message}`);
+        return true;
+      });
+    } finally {
+      await env.close();
+    }
   }
 });
 

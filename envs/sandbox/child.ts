@@ -679,9 +679,15 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
   // up: a monitor listener, or an emit of the module's, that threw there sent Node down its own
   // fatal exit, which hung until the wall clock (rerun 14). process.emit is the runner's and fixed,
   // and an error thrown for that event is dropped.
+  // No signal listeners: Node installs a handler when one is added, and a module that caught
+  // SIGXCPU ran on past cpuSeconds to the hard limit, its death misnamed a crash (rerun 67b). Every
+  // way of adding a listener emits 'newListener' first, through this emit; a throw there adds none.
   const realEmit = process.emit;
+  const signals = new Set(Object.keys(os.constants.signals));
   Object.defineProperty(process, 'emit', {
     value: function emit(this: unknown, type: unknown, ...args: unknown[]) {
+      if (type === 'newListener' && typeof args[0] === 'string' && signals.has(args[0]))
+        refused(`listening for ${args[0]}`)();
       if (type !== 'uncaughtExceptionMonitor') return Reflect.apply(realEmit, this, [type, ...args]);
       try {
         return Reflect.apply(realEmit, this, [type, ...args]);

@@ -25,6 +25,7 @@ import { SESSION_KEY_BYTES } from './framing.js';
 import {
   allocateUid,
   inheritableFds,
+  dataLimitBytes,
   isolationIfAvailable,
   makeSandboxDir,
   sandboxCommand,
@@ -231,7 +232,15 @@ async function startGeneration(
       reject: false,
       cleanup: true,
     });
-    const proc = new SandboxProcess(child, limits, randomBytes(SESSION_KEY_BYTES), named, spent.busyMs, cpuLeft);
+    const proc = new SandboxProcess(
+      child,
+      limits,
+      randomBytes(SESSION_KEY_BYTES),
+      named,
+      spent.busyMs,
+      cpuLeft,
+      isolation.rlimits ? dataLimitBytes(limits) : 0,
+    );
     const onAbort = () => proc.cancel(`cancelled by the caller (${cause(opts.signal!)}); process killed`);
     if (opts.signal?.aborted) onAbort();
     opts.signal?.addEventListener('abort', onAbort, { once: true });

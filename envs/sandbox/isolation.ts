@@ -75,6 +75,11 @@ export interface SandboxCommand {
 }
 
 const MiB = 1024 * 1024;
+
+/** The data segment prlimit allows a sandboxed process: V8's heap limit and room for what lies outside it. */
+export function dataLimitBytes(limits: Pick<ResolvedLimits, 'memoryMb'>): number {
+  return (limits.memoryMb + 256) * MiB;
+}
 /** Where the sandbox dir appears inside the bwrap mount namespace. */
 const BWRAP_DIR = '/sandbox';
 
@@ -205,7 +210,7 @@ export function sandboxCommand(
   const rlimits = o.prlimit
     ? [
         'prlimit',
-        `--data=${(o.limits.memoryMb + 256) * MiB}`,
+        `--data=${dataLimitBytes(o.limits)}`,
         // SIGXCPU at the soft limit says why; SIGKILL one second later if it is caught.
         `--cpu=${o.limits.cpuSeconds}:${o.limits.cpuSeconds + 1}`,
         `--fsize=${o.limits.diskMb * MiB}`,
