@@ -15,6 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pathToFileURL } from 'node:url';
+import zlib from 'node:zlib';
 import { SandboxError, sandboxIsolation, startSandboxedEnv, type SandboxOptions } from '../envs/sandbox/index.js';
 import { ISOLATION_LEVELS, isolationIfAvailable, type IsolationLevel } from '../envs/sandbox/isolation.js';
 import { seccompProgram } from '../envs/sandbox/seccomp.js';
@@ -228,17 +229,13 @@ test('hardening: a module spinning is stopped by CPU time, and the error names t
   }
 });
 
-test('hardening: the module cannot listen for signals, so SIGXCPU stops it at cpuSeconds (rerun 67b: one that caught it ran on to the hard limit, misnamed a crash)', async () => {
+test("hardening: no signal listener the module adds is installed, so SIGXCPU stops it at cpuSeconds (rerun 67b: one that caught it ran on to the hard limit, misnamed a crash; rerun 68b: by calling Node's own listener)", async () => {
   const env = await startSandboxedEnv({
     source: attackSource(
       `
-      const codes: string[] = [];
-      for (const add of [() => process.on('SIGXCPU', () => {}), () => EventEmitter.prototype.once.call(process, 'SIGTERM', () => {})])
-        try { add(); codes.push('added'); } catch (e) { codes.push((e as any).code); }
-      if (codes.join() !== 'ERR_ACCESS_DENIED,ERR_ACCESS_DENIED') return codes.join();
-      // Without Node's own 'newListener' listener, an added one installs no handler.
-      process.removeAllListeners('newListener');
       process.on('SIGXCPU', () => {});
+      EventEmitter.prototype.once.call(process, 'SIGXCPU', () => {});
+      for (const f of process.listeners('newListener')) (f as (s: string) => void)('SIGXCPU');
       for (;;) {}`,
       "import { EventEmitter } from 'node:events';",
     ),
@@ -251,6 +248,32 @@ test('hardening: the module cannot listen for signals, so SIGXCPU stops it at cp
       assert.equal(e.limit, 'cpuSeconds', e.message);
       return true;
     });
+  } finally {
+    await env.close();
+  }
+});
+
+test('hardening: Brotli compression is refused however its class is reached; decompression works (rerun 68b: the encoder exits the process when an allocation fails)', async () => {
+  const packed = zlib.brotliCompressSync('hello').toString('base64');
+  const env = await startSandboxedEnv({
+    source: attackSource(
+      `
+      const C = zlib.constants;
+      const Brotli = Object.getPrototypeOf(zlib.BrotliDecompress) as any;
+      const out: string[] = [];
+      for (const make of [
+        () => zlib.createBrotliCompress({ params: { [C.BROTLI_PARAM_LARGE_WINDOW]: 1, [C.BROTLI_PARAM_LGWIN]: 30 } }),
+        () => zlib.brotliCompressSync('x'),
+        () => Reflect.construct(Brotli, [{}, C.BROTLI_ENCODE], zlib.BrotliDecompress),
+      ])
+        try { make(); out.push('made'); } catch (e) { out.push((e as any).code); }
+      return out.join() + ' ' + zlib.brotliDecompressSync(Buffer.from('${packed}', 'base64')).toString();`,
+      "import zlib from 'node:zlib';",
+    ),
+  });
+  try {
+    const out = (await (await env.reset({ taskId: 'attack' })).step(ATTACK)).observation.content;
+    assert.equal(out, 'ERR_ACCESS_DENIED,ERR_ACCESS_DENIED,ERR_ACCESS_DENIED hello');
   } finally {
     await env.close();
   }

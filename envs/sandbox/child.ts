@@ -22,6 +22,7 @@ import https from 'node:https';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import workerThreads from 'node:worker_threads';
+import zlib from 'node:zlib';
 import type { Environment } from '../environment.js';
 import { createProtocolHandler } from '../protocol/handler.js';
 import type { ProtocolErrorType } from '../protocol/schemas.js';
@@ -185,6 +186,25 @@ function disableEscapeHatches(): void {
     configurable: false,
     writable: false,
   });
+  // Node installs a signal's handler from its own 'newListener' listener; without it, no listener
+  // the module adds installs one. One that caught SIGXCPU answered on past cpuSeconds to the hard
+  // limit, its death misnamed a crash (rerun 67b); a refusal in 'newListener' was passed by calling
+  // Node's listener, taken from process.listeners (rerun 68b).
+  const emitter = process as unknown as NodeJS.EventEmitter;
+  for (const event of ['newListener', 'removeListener'])
+    for (const f of emitter.listeners(event))
+      if (/^(start|stop)ListeningIfSignal$/.test(f.name)) emitter.removeListener(event, f as () => void);
+  // Brotli's encoder calls exit(1) from a thread-pool thread when an allocation fails (an 8 GiB
+  // window at once, or its 128 MiB one near the data limit): node died by SIGSEGV or SIGABRT, or hung
+  // to the wall clock, with 13% of its memory in use (rerun 68b). Every encoder is initialized
+  // through its native class's init, refused there, however the module reaches the class.
+  const encoder = zlib.createBrotliCompress();
+  Object.defineProperty(Object.getPrototypeOf((encoder as unknown as { _handle: object })._handle), 'init', {
+    value: refused('Brotli compression'),
+    configurable: false,
+    writable: false,
+  });
+  encoder.close();
   confineModuleResolution();
   syncBuiltinESMExports(); // named ESM imports of those modules see the refusals too
   Object.defineProperty(process, 'report', { get: refused('process.report'), configurable: false });
@@ -679,15 +699,9 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
   // up: a monitor listener, or an emit of the module's, that threw there sent Node down its own
   // fatal exit, which hung until the wall clock (rerun 14). process.emit is the runner's and fixed,
   // and an error thrown for that event is dropped.
-  // No signal listeners: Node installs a handler when one is added, and a module that caught
-  // SIGXCPU ran on past cpuSeconds to the hard limit, its death misnamed a crash (rerun 67b). Every
-  // way of adding a listener emits 'newListener' first, through this emit; a throw there adds none.
   const realEmit = process.emit;
-  const signals = new Set(Object.keys(os.constants.signals));
   Object.defineProperty(process, 'emit', {
     value: function emit(this: unknown, type: unknown, ...args: unknown[]) {
-      if (type === 'newListener' && typeof args[0] === 'string' && signals.has(args[0]))
-        refused(`listening for ${args[0]}`)();
       if (type !== 'uncaughtExceptionMonitor') return Reflect.apply(realEmit, this, [type, ...args]);
       try {
         return Reflect.apply(realEmit, this, [type, ...args]);
