@@ -406,9 +406,25 @@ test('hardening: a module cannot fake a limit as its failure reason (self-sent s
       isSandboxError('permission', /process\.kill/),
     );
   await assert.rejects(attack("process.abort(); return 'alive'"), isSandboxError('permission', /process\.abort/));
+  // SIGUSR1 to any pid (rerun 69b).
+  await assert.rejects(
+    attack("(process as any)._debugProcess(1); return 'alive'"),
+    isSandboxError('permission', /process\._debugProcess/),
+  );
   const oom = "console.error('FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory');";
   for (const exit of ['process.exit(152)', 'process.reallyExit(153)', 'process.exitCode = 134; process.exit()'])
     await assert.rejects(attack(`${oom} ${exit}; return 'alive'`), isSandboxError('crash', /exited with code 1\b/));
+  // Node exits with process.exitCode when process._fatalException says an error is fatal (rerun 69b:
+  // 152 read as SIGXCPU, at import and in a request).
+  const fatal = 'try { (process as any)._fatalException = () => false; } catch {} process.exitCode = 152;';
+  await assert.rejects(
+    attack(`${fatal} setTimeout(() => { throw new Error('boom'); }, 0); return 'alive'`),
+    isSandboxError('crash', /left an error uncaught: Error: boom/),
+  );
+  await assert.rejects(
+    attack("return 'alive'", { atImport: `${fatal} throw new Error('boom');` }),
+    isSandboxError('crash', /left an error uncaught: Error: boom/),
+  );
   // A real SIGABRT through a native check (zlib's handle without its arguments) after a limit's text
   // (rerun 14: read as memoryMb and as permission).
   const abort = "(process as any).getBuiltinModule('zlib').createDeflate()._handle.writeSync();";
@@ -716,6 +732,14 @@ test('hardening: WebAssembly modules and instances are counted, at most 1 000 a 
   } finally {
     await env.close();
   }
+});
+
+test("hardening: a single allocation Node cannot make is the memory limit, not a crash (rerun 69b: Node's allocation checks)", async () => {
+  for (const make of [
+    "(process as any).getBuiltinModule('crypto').createHash('shake256', { outputLength: 2 ** 31 - 1 }).update('x').digest()",
+    "(process as any).getBuiltinModule('crypto').pbkdf2Sync('p', 's', 1, 2 ** 31 - 1, 'sha256')",
+  ])
+    await assert.rejects(attack(`${make}; return 'made'`), isSandboxError('memory', /killed by SIGABRT/));
 });
 
 test("hardening: a bomb of small buffers outside V8's heap is the memory limit, not a crash (rerun 67b: node died by SIGSEGV at the data limit in 13 of 13 runs)", async () => {

@@ -213,7 +213,16 @@ function disableEscapeHatches(): void {
   const title = process.title;
   Object.defineProperty(process, 'title', { get: () => title, set: refused('process.title'), configurable: false });
   // The handle lists hold the runner's own stdin and stdout sockets, past the process.stdin refusal (rerun 6).
-  for (const k of ['binding', '_linkedBinding', 'dlopen', '_getActiveHandles', '_getActiveRequests'])
+  // _debugProcess sends SIGUSR1 to any pid (the sandbox's node blocks it; no signals from JavaScript: rerun 69b).
+  for (const k of [
+    'binding',
+    '_linkedBinding',
+    'dlopen',
+    '_getActiveHandles',
+    '_getActiveRequests',
+    '_debugProcess',
+    '_debugEnd',
+  ])
     Object.defineProperty(process, k, { value: refused(`process.${k}`), configurable: false, writable: false });
 }
 
@@ -716,6 +725,14 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
   process.setUncaughtExceptionCaptureCallback((err) => onUncaught(err));
   Object.defineProperty(process, 'setUncaughtExceptionCaptureCallback', {
     value: refused('process.setUncaughtExceptionCaptureCallback'),
+    configurable: false,
+    writable: false,
+  });
+  // Node's C++ asks process._fatalException about each uncaught error; Node's own calls the callback
+  // above. A module's replacement answering false had Node exit with process.exitCode, past the
+  // runner's notice and its cap at 127: 152 read as SIGXCPU, a faked limit (rerun 69b).
+  Object.defineProperty(process, '_fatalException', {
+    value: (process as unknown as { _fatalException: unknown })._fatalException,
     configurable: false,
     writable: false,
   });

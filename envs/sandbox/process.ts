@@ -93,9 +93,11 @@ const ERROR_REASONS: Record<string, { reason: SandboxReason; fatal: boolean }> =
 
 const signalName = (n: number) => Object.entries(os.constants.signals).find(([, v]) => v === n)?.[0];
 
-// C++'s bad_alloc is the memory limit too (rerun 63b: a 20 MB JSON.parse of brackets, reported as a crash).
+// C++'s bad_alloc is the memory limit too (rerun 63b: a 20 MB JSON.parse of brackets, reported as a
+// crash), and so are Node's checks that an allocation returned memory (rerun 69b: one 2 GiB key or
+// digest, a 250 MiB transcode).
 const OUT_OF_MEMORY =
-  /heap out of memory|Allocation failed|allocation failed|Fatal process out of memory|std::bad_alloc/gi;
+  /heap out of memory|Allocation failed|allocation failed|Fatal process out of memory|std::bad_alloc|!\(mem == nullptr\) \|\| \(count == 0\)|!\(n > 0\) \|\| \(ret != nullptr\)/gi;
 const NATIVE_CHECK = /Assertion failed|# Fatal error in|Check failed:/g;
 /** How often a running process's data segment is read (it sat at the limit 20-80 ms before it died: rerun 67b). */
 const DATA_SAMPLE_MS = 10;
