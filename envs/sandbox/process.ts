@@ -99,6 +99,8 @@ const signalName = (n: number) => Object.entries(os.constants.signals).find(([, 
 const OUT_OF_MEMORY =
   /heap out of memory|Allocation failed|allocation failed|Fatal process out of memory|std::bad_alloc|!\(mem == nullptr\) \|\| \(count == 0\)|!\(n > 0\) \|\| \(ret != nullptr\)/gi;
 const NATIVE_CHECK = /Assertion failed|# Fatal error in|Check failed:/g;
+/** What Node prints after a fatal report, before the frames of the module's JavaScript. */
+const JS_STACK_HEADER = '----- JavaScript stack trace -----';
 /** How often a running process's data segment is read (it sat at the limit 20-80 ms before it died: rerun 67b). */
 const DATA_SAMPLE_MS = 10;
 /** A native death with this share of the data limit in use was the memory limit. */
@@ -108,9 +110,13 @@ const NEAR_DATA_LIMIT = 0.9;
  * What a process that died by a signal last reported on stderr: V8's out-of-memory, or a native
  * check (Node's CHECK or V8's) failing. The last report is the one its death printed: a module may
  * print either text before (rerun 14: out-of-memory text, then a real CHECK in zlib; rerun 15: a
- * made-up "Check failed" line, then a real out-of-memory), never after.
+ * made-up "Check failed" line, then a real out-of-memory). After it comes only Node's JavaScript
+ * stack, which names the module's functions: it is not read (rerun 70b: a function named "heap out
+ * of memory" made a zlib CHECK read as memory).
  */
-function lastFatalReport(tail: string): { kind: 'memory' | 'check'; line: string } | undefined {
+function lastFatalReport(stderrTail: string): { kind: 'memory' | 'check'; line: string } | undefined {
+  const jsStack = stderrTail.lastIndexOf(JS_STACK_HEADER);
+  const tail = jsStack < 0 ? stderrTail : stderrTail.slice(0, jsStack);
   const last = (re: RegExp) => [...tail.matchAll(re)].at(-1)?.index ?? -1;
   const memory = last(OUT_OF_MEMORY);
   const check = last(NATIVE_CHECK);
