@@ -230,34 +230,27 @@ test('hardening: a module spinning is stopped by CPU time, and the error names t
 });
 
 test("hardening: no signal listener the module adds is installed, so SIGXCPU stops it at cpuSeconds (rerun 67b: one that caught it ran on to the hard limit, misnamed a crash; rerun 68b: by calling Node's own listener)", async () => {
-  const env = await startSandboxedEnv({
-    source: attackSource(
+  await assert.rejects(
+    attack(
       `
       process.on('SIGXCPU', () => {});
       EventEmitter.prototype.once.call(process, 'SIGXCPU', () => {});
       for (const f of process.listeners('newListener')) (f as (s: string) => void)('SIGXCPU');
       for (;;) {}`,
-      "import { EventEmitter } from 'node:events';",
+      { atImport: "import { EventEmitter } from 'node:events';", limits: { cpuSeconds: 1, wallMs: 600_000 } },
     ),
-    limits: { cpuSeconds: 1, wallMs: 600_000 },
-  });
-  try {
-    const ep = await env.reset({ taskId: 'attack' });
-    await assert.rejects(ep.step(ATTACK), (e: unknown) => {
+    (e: unknown) => {
       assert.ok(e instanceof SandboxError, String(e));
       assert.equal(e.limit, 'cpuSeconds', e.message);
       return true;
-    });
-  } finally {
-    await env.close();
-  }
+    },
+  );
 });
 
 test('hardening: Brotli compression is refused however its class is reached; decompression works (rerun 68b: the encoder exits the process when an allocation fails)', async () => {
   const packed = zlib.brotliCompressSync('hello').toString('base64');
-  const env = await startSandboxedEnv({
-    source: attackSource(
-      `
+  const out = await attack(
+    `
       const C = zlib.constants;
       const Brotli = Object.getPrototypeOf(zlib.BrotliDecompress) as any;
       const out: string[] = [];
@@ -268,15 +261,9 @@ test('hardening: Brotli compression is refused however its class is reached; dec
       ])
         try { make(); out.push('made'); } catch (e) { out.push((e as any).code); }
       return out.join() + ' ' + zlib.brotliDecompressSync(Buffer.from('${packed}', 'base64')).toString();`,
-      "import zlib from 'node:zlib';",
-    ),
-  });
-  try {
-    const out = (await (await env.reset({ taskId: 'attack' })).step(ATTACK)).observation.content;
-    assert.equal(out, 'ERR_ACCESS_DENIED,ERR_ACCESS_DENIED,ERR_ACCESS_DENIED hello');
-  } finally {
-    await env.close();
-  }
+    { atImport: "import zlib from 'node:zlib';" },
+  );
+  assert.equal(out, 'ERR_ACCESS_DENIED,ERR_ACCESS_DENIED,ERR_ACCESS_DENIED hello');
 });
 
 test('hardening: a level without network and file-system namespaces is refused unless explicitly allowed', async (t) => {
@@ -665,8 +652,7 @@ test('hardening: a generated env cannot speak as the policy (or the system) in a
 
 test('hardening: resizable and growable buffers are refused; fixed ones work (rerun 61b: 32 000 resizable ones crashed V8 with SIGSEGV)', async () => {
   // Each reserves its maxByteLength as a mapping of its own: the kernel's map count ran out.
-  const env = await startSandboxedEnv({
-    source: attackSource(`
+  const out = await attack(`
       const codes = new Set<string>();
       for (let i = 0; i < 40_000; i++) {
         for (const B of [ArrayBuffer, SharedArrayBuffer] as any[]) {
@@ -674,14 +660,8 @@ test('hardening: resizable and growable buffers are refused; fixed ones work (re
         }
       }
       const [a, s] = [new ArrayBuffer(8, {}), new SharedArrayBuffer(8)];
-      return [...codes].join(',') + ' ' + (a.byteLength + s.byteLength) + ' ' + (a.constructor === ArrayBuffer);`),
-  });
-  try {
-    const out = (await (await env.reset({ taskId: 'attack' })).step(ATTACK)).observation.content;
-    assert.equal(out, 'ERR_ACCESS_DENIED 16 true');
-  } finally {
-    await env.close();
-  }
+      return [...codes].join(',') + ' ' + (a.byteLength + s.byteLength) + ' ' + (a.constructor === ArrayBuffer);`);
+  assert.equal(out, 'ERR_ACCESS_DENIED 16 true');
 });
 
 test("hardening: a worker's first sandbox removes the dirs dead workers left, and no live one's nor a look-alike (rerun 61b: a killed worker's stayed in /tmp; rerun 63b: a raced look-alike)", async () => {
@@ -716,22 +696,15 @@ test("hardening: a worker's first sandbox removes the dirs dead workers left, an
 
 test('hardening: WebAssembly modules and instances are counted, at most 1 000 a process (rerun 63b: 65 000 tiny modules crashed V8 by SIGSEGV)', async () => {
   // Distinct 19-byte modules (a global of i32.const i), so that V8 shares none.
-  const env = await startSandboxedEnv({
-    source: attackSource(`
+  const out = await attack(`
       const bytes = (i: number) => new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 6, 10, 1, 127, 0, 65, ...leb(i), 11]);
       const leb = (n: number) => { const out: number[] = []; do { let b = n & 127; n >>= 7; if (n) b |= 128; out.push(b); } while (n); while (out.length < 5) { out[out.length - 1] |= 128; out.push(0); } return out; };
       let made = 0;
       try {
         for (let i = 0; i < 1500; i++) { new WebAssembly.Instance(new WebAssembly.Module(bytes(i))); made += 2; }
       } catch (e) { return made + ' ' + (e as any).code + ' ' + (e as Error).message; }
-      return made + ' all made';`),
-  });
-  try {
-    const out = (await (await env.reset({ taskId: 'attack' })).step(ATTACK)).observation.content ?? '';
-    assert.match(out, /^1000 ERR_ACCESS_DENIED .*more than 1000 WebAssembly modules and instances/);
-  } finally {
-    await env.close();
-  }
+      return made + ' all made';`);
+  assert.match(out, /^1000 ERR_ACCESS_DENIED .*more than 1000 WebAssembly modules and instances/);
 });
 
 test("hardening: a single allocation Node cannot make is the memory limit, not a crash (rerun 69b: Node's allocation checks)", async () => {
@@ -760,54 +733,36 @@ test("hardening: a single allocation Node cannot make is the memory limit, not a
 
 test("hardening: a bomb of small buffers outside V8's heap is the memory limit, not a crash (rerun 67b: node died by SIGSEGV at the data limit in 13 of 13 runs)", async () => {
   for (const make of ['Buffer.alloc(65536)', 'new Uint8Array(65536)']) {
-    const env = await startSandboxedEnv({
-      source: attackSource(`const kept: unknown[] = []; for (;;) kept.push(${make});`),
-      limits: { memoryMb: 256, wallMs: 600_000 },
-    });
-    try {
-      await assert.rejects((await env.reset({ taskId: 'attack' })).step(ATTACK), (e: unknown) => {
+    await assert.rejects(
+      attack(`const kept: unknown[] = []; for (;;) kept.push(${make});`, {
+        limits: { memoryMb: 256, wallMs: 600_000 },
+      }),
+      (e: unknown) => {
         assert.ok(e instanceof SandboxError, String(e));
         assert.equal(e.reason, 'memory', `${make}: ${e.message}`);
         return true;
-      });
-    } finally {
-      await env.close();
-    }
+      },
+    );
   }
 });
 
 test("hardening: C++'s bad_alloc is the memory limit, not a crash (rerun 63b)", async () => {
-  const env = await startSandboxedEnv({
-    source: attackSource(`return JSON.parse('['.repeat(1e7) + ']'.repeat(1e7)).length;`),
+  await assert.rejects(attack(`return JSON.parse('['.repeat(1e7) + ']'.repeat(1e7)).length;`), (e: unknown) => {
+    assert.ok(e instanceof SandboxError, String(e));
+    assert.equal(e.reason, 'memory', e.message);
+    return true;
   });
-  try {
-    await assert.rejects((await env.reset({ taskId: 'attack' })).step(ATTACK), (e: unknown) => {
-      assert.ok(e instanceof SandboxError, String(e));
-      assert.equal(e.reason, 'memory', e.message);
-      return true;
-    });
-  } finally {
-    await env.close();
-  }
 });
 
 test('hardening: asm.js runs as plain JavaScript, not as a wasm module each (rerun 65b: 35 000 "use asm" functions failed a V8 check)', async () => {
-  const env = await startSandboxedEnv({
-    source: attackSource(`
+  const out = await attack(`
       const asm = new Function('return function m() { "use asm"; function f() { return 41; } return { f: f }; }')();
-      return asm().f() + 1 + ' ' + process.execArgv.includes('--no-validate-asm');`),
-  });
-  try {
-    const out = (await (await env.reset({ taskId: 'attack' })).step(ATTACK)).observation.content;
-    assert.equal(out, '42 true');
-  } finally {
-    await env.close();
-  }
+      return asm().f() + 1 + ' ' + process.execArgv.includes('--no-validate-asm');`);
+  assert.equal(out, '42 true');
 });
 
 test('hardening: pending Atomics.waitAsync waiters are counted, at most 10 000 a process; a notify frees them (rerun 66b: 3 M crashed node by SIGSEGV)', async () => {
-  const env = await startSandboxedEnv({
-    source: attackSource(`
+  const out = await attack(`
       const ta = new Int32Array(new SharedArrayBuffer(4));
       const waiters: Promise<unknown>[] = [];
       let refusal = 'none';
@@ -817,12 +772,6 @@ test('hardening: pending Atomics.waitAsync waiters are counted, at most 10 000 a
       const woken = Atomics.notify(ta, 0);
       await Promise.all(waiters);
       const again = (Atomics as any).waitAsync(ta, 0, 0).async;
-      return waiters.length + ' ' + woken + ' ' + again + ' ' + refusal;`),
-  });
-  try {
-    const out = (await (await env.reset({ taskId: 'attack' })).step(ATTACK)).observation.content ?? '';
-    assert.match(out, /^10000 10000 true ERR_ACCESS_DENIED .*more than 10000 pending waiters/);
-  } finally {
-    await env.close();
-  }
+      return waiters.length + ' ' + woken + ' ' + again + ' ' + refusal;`);
+  assert.match(out, /^10000 10000 true ERR_ACCESS_DENIED .*more than 10000 pending waiters/);
 });

@@ -1,6 +1,7 @@
 import timers from 'node:timers';
 import timersPromises from 'node:timers/promises';
 import { promisify } from 'node:util';
+import { refusal } from './refusal.js';
 
 /**
  * Virtual timers for the sandbox's child runner (issue 13, "time inside one process"). With every
@@ -290,10 +291,7 @@ export function installVirtualTimers(): VirtualClock {
       const r = realWaitAsync(ta, i, v, 0);
       if (r.value === 'not-equal' || ms === 0) return r;
       if (pendingWaiters >= MAX_PENDING_WAITERS)
-        throw Object.assign(
-          new Error(`sandbox: Atomics.waitAsync: more than ${MAX_PENDING_WAITERS} pending waiters in one process`),
-          { code: 'ERR_ACCESS_DENIED', permission: 'Sandbox', resource: 'Atomics.waitAsync' },
-        );
+        throw refusal('Atomics.waitAsync', `more than ${MAX_PENDING_WAITERS} pending waiters in one process`);
       const notified = realWaitAsync(ta, i, v) as { value: Promise<string> };
       pendingWaiters++;
       Reflect.apply(then, notified.value, [settle]);

@@ -10,6 +10,7 @@
  */
 
 import { types } from 'node:util';
+import { refusal } from './refusal.js';
 
 const WASM_MAGIC = [0x00, 0x61, 0x73, 0x6d];
 const SECTION_IMPORT = 2;
@@ -130,12 +131,6 @@ export function refuseSharedWasmMemory(refused: Refused): void {
     }
   };
 
-  const refusal = (what: string, message: string) =>
-    Object.assign(new Error(`sandbox: ${what}: ${message}`), {
-      code: 'ERR_ACCESS_DENIED',
-      permission: 'Sandbox',
-      resource: what,
-    });
   const deny = (what: string, why: string) =>
     refusal(what, `${why}; shared WebAssembly memories are disabled in the sandbox`);
   // Each module or instance takes a mapping of its own: ~65 000 tiny modules ran out the kernel's
