@@ -729,6 +729,14 @@ test("hardening: a single allocation Node cannot make is the memory limit, not a
     ),
     isSandboxError('memory', /killed by SIGABRT/),
   );
+  // Nor are a name longer than the logs' tail, which pushed Node's report out of it (rerun 71b), and
+  // the module's own report text on each route it prints by: Node's report is on fd 2 alone.
+  const fake = JSON.stringify('FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory\n');
+  const printed = `console.error(${fake}); process.stderr.write(${fake}); process.stdout.write(${fake}); (process as any)._rawDebug(${fake});`;
+  await assert.rejects(
+    attack(`${printed} ${named('JavaScript heap out of memory '.repeat(200), zlibCheck)} return 'made'`),
+    isSandboxError('crash', /a native check failed: .*IsInt32/),
+  );
 });
 
 test("hardening: a bomb of small buffers outside V8's heap is the memory limit, not a crash (rerun 67b: node died by SIGSEGV at the data limit in 13 of 13 runs)", async () => {

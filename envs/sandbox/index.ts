@@ -225,9 +225,8 @@ async function startGeneration(
       extendEnv: false,
       uid: cmd.uid,
       gid: cmd.gid,
-      stdin: 'pipe',
-      stdout: 'pipe',
-      stderr: 'pipe',
+      // fd 3 (LOG_FD): the module's console, apart from Node's own reports on fd 2.
+      stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
       buffer: false,
       reject: false,
       cleanup: true,

@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
 import { seccompDenied, seccompProgram } from './seccomp.js';
+import { LOG_FD } from './framing.js';
 
 /**
  * How generated env code is confined, strongest first. Every level adds Node's permission model
@@ -145,7 +146,8 @@ const O_CLOEXEC = 0o2000000;
  * The worker's descriptors without close-on-exec (from /proc/self/fdinfo): they pass through every
  * exec into the sandboxed node, bwrap included — a file or pipe the worker's own launcher left
  * open would be writable by the module. Node marks only fds up to the first gap after 15
- * close-on-exec at start-up; the sandbox runner closes these before the module loads.
+ * close-on-exec at start-up; the sandbox runner closes these before the module loads. Those up to
+ * LOG_FD are not among them: the spawn puts its own pipes there.
  */
 export function inheritableFds(): number[] {
   let fds: string[];
@@ -155,7 +157,7 @@ export function inheritableFds(): number[] {
     return [];
   }
   return fds.map(Number).filter((fd) => {
-    if (!(fd > 2)) return false;
+    if (!(fd > LOG_FD)) return false;
     try {
       const flags = /^flags:\s+([0-7]+)$/m.exec(readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8'))?.[1];
       return flags !== undefined && (parseInt(flags, 8) & O_CLOEXEC) === 0;
@@ -226,7 +228,7 @@ export function sandboxCommand(
     const bwrap = ['bwrap', '--die-with-parent', '--new-session', '--unshare-all', '--hostname', 'sandbox'];
     bwrap.push('--clearenv', '--cap-drop', 'ALL');
     if (o.fileCountLimit) bwrap.push('--unshare-user', '--disable-userns', '--uid', '1000', '--gid', '1000');
-    if (o.fileCountLimit && SECCOMP) bwrap.push('--seccomp', '3'); // fd 3: opened by the shell below
+    if (o.fileCountLimit && SECCOMP) bwrap.push('--seccomp', '4'); // fd 4: opened by the shell below (fd 3 is LOG_FD)
     // /dev is a tmpfs bwrap creates: read-only, else it is unbounded scratch space outside diskMb.
     bwrap.push(...nodeMounts(), '--proc', '/proc', '--dev', '/dev', '--remount-ro', '/dev');
     for (const dir of procDirs()) bwrap.push('--tmpfs', dir, '--remount-ro', dir);
@@ -255,7 +257,7 @@ export function sandboxCommand(
           '--',
           '/bin/sh',
           '-c',
-          'mount -t tmpfs -o "$1" tmpfs "$2" && exec 3<"$3" && shift 3 && exec "$@"',
+          'mount -t tmpfs -o "$1" tmpfs "$2" && exec 4<"$3" && shift 3 && exec "$@"',
           'sh',
           `size=${o.limits.diskMb * MiB},nr_inodes=${o.limits.maxFiles},mode=0700`,
           scratch,

@@ -6,7 +6,7 @@ import type { ProtocolResponse } from '../protocol/handler.js';
 import type { ProtocolTransport } from '../protocol/client.js';
 import { tooComplex } from '../protocol/json-limits.js';
 import { ErrorBodySchema } from '../protocol/schemas.js';
-import { MAC_HEX } from './framing.js';
+import { LOG_FD, MAC_HEX } from './framing.js';
 import type { ResolvedLimits } from './isolation.js';
 
 export type SandboxReason =
@@ -47,7 +47,14 @@ const MAX_MESSAGE_CHARS = 1_200;
 /** How a limit is named in messages: its option or config path and its value. */
 export type LimitNamer = (limit: keyof ResolvedLimits) => string;
 
-const STDERR_TAIL = 4096;
+/** The last characters of the process's output (its logs and Node's reports) kept for messages and repair feedback. */
+const LOGS_TAIL = 4096;
+/**
+ * The first characters of fd 2 kept: what Node printed as the process died. Its report (the last
+ * collections, then the fatal line) comes before any text of the module's: the native and
+ * JavaScript stacks, which name the module's functions, follow it.
+ */
+const REPORT_HEAD = 8192;
 /** Deepest nesting of arrays/objects a response may have; checked before JSON.parse sees it. */
 export const MAX_RESPONSE_DEPTH = 64;
 /**
@@ -107,23 +114,20 @@ const DATA_SAMPLE_MS = 10;
 const NEAR_DATA_LIMIT = 0.9;
 
 /**
- * What a process that died by a signal last reported on stderr: V8's out-of-memory, or a native
- * check (Node's CHECK or V8's) failing. The last report is the one its death printed: a module may
- * print either text before (rerun 14: out-of-memory text, then a real CHECK in zlib; rerun 15: a
- * made-up "Check failed" line, then a real out-of-memory). After it comes only Node's JavaScript
- * stack, which names the module's functions: it is not read (rerun 70b: a function named "heap out
- * of memory" made a zlib CHECK read as memory).
+ * What a process that died by a signal reported on fd 2, which only Node writes to (the module's
+ * console is LOG_FD): V8's out-of-memory, or a native check (Node's CHECK or V8's) failing. Read up
+ * to Node's JavaScript stack, which names the module's functions (rerun 70b: a function named "heap
+ * out of memory" made a zlib CHECK read as memory; rerun 71b: a 5 000-character name pushed the
+ * report out of the stderr tail the module's console shared).
  */
-function lastFatalReport(stderrTail: string): { kind: 'memory' | 'check'; line: string } | undefined {
-  const jsStack = stderrTail.lastIndexOf(JS_STACK_HEADER);
-  const tail = jsStack < 0 ? stderrTail : stderrTail.slice(0, jsStack);
-  const last = (re: RegExp) => [...tail.matchAll(re)].at(-1)?.index ?? -1;
-  const memory = last(OUT_OF_MEMORY);
-  const check = last(NATIVE_CHECK);
-  if (memory < 0 && check < 0) return undefined;
-  const at = Math.max(memory, check);
-  const line = tail.slice(tail.lastIndexOf('\n', at) + 1, (tail.indexOf('\n', at) + 1 || tail.length + 1) - 1).trim();
-  return { kind: memory > check ? 'memory' : 'check', line };
+function fatalReport(reportHead: string): { kind: 'memory' | 'check'; line: string } | undefined {
+  const jsStack = reportHead.indexOf(JS_STACK_HEADER);
+  const report = jsStack < 0 ? reportHead : reportHead.slice(0, jsStack);
+  const first = (re: RegExp) => [...report.matchAll(re)][0]?.index ?? Infinity;
+  const at = Math.min(first(OUT_OF_MEMORY), first(NATIVE_CHECK));
+  if (at === Infinity) return undefined;
+  const line = report.slice(report.lastIndexOf('\n', at) + 1, (report.indexOf('\n', at) + 1 || report.length + 1) - 1);
+  return { kind: first(OUT_OF_MEMORY) < Infinity ? 'memory' : 'check', line: line.trim() };
 }
 
 type Pending = { resolve: (r: ProtocolResponse) => void; reject: (e: Error) => void; timer: NodeJS.Timeout };
@@ -144,8 +148,9 @@ export class SandboxProcess implements ProtocolTransport {
   private stdoutPending = 0;
   /** Bytes read from stdout so far (a request's wall clock waits while more keep arriving). */
   private stdoutBytes = 0;
-  private stderrBytes = 0;
-  private stderrTail = '';
+  private logBytes = 0;
+  private logsTail = '';
+  private reportHead = '';
   private failure?: SandboxError;
   private readonly exited: Promise<void>;
   /** Time requests have kept the sandbox busy (at least one pending), excluding the current stretch. */
@@ -171,7 +176,7 @@ export class SandboxProcess implements ProtocolTransport {
    * module loads; every response line carries its HMAC, so a line the module writes itself is refused.
    */
   constructor(
-    private readonly child: ResultPromise,
+    private readonly child: ResultPromise<{ stdio: ['pipe', 'pipe', 'pipe', 'pipe']; buffer: false; reject: false }>,
     private readonly limits: ResolvedLimits,
     private readonly key: Buffer,
     private readonly named: LimitNamer,
@@ -188,7 +193,8 @@ export class SandboxProcess implements ProtocolTransport {
       this.dataSampler.unref();
     }
     child.stdout!.on('data', (chunk: Buffer) => this.onStdout(chunk));
-    child.stderr!.on('data', (chunk: Buffer) => this.onStderr(chunk));
+    child.stderr!.on('data', (chunk: Buffer) => this.onOutput(chunk, true));
+    child.stdio[LOG_FD]!.on('data', (chunk: Buffer) => this.onOutput(chunk, false));
     child.stdin!.on('error', () => {}); // EPIPE after the child died; the exit handler reports why
     child.stdin!.write(key.toString('hex') + '\n');
     this.exited = child.then(
@@ -197,9 +203,9 @@ export class SandboxProcess implements ProtocolTransport {
     );
   }
 
-  /** The last few KiB the module wrote to stderr/console (for repair feedback to the generator). */
+  /** The last few KiB the module wrote to its console and Node to fd 2 (for repair feedback to the generator). */
   get logs(): string {
-    return this.stderrTail;
+    return this.logsTail;
   }
 
   get dead(): SandboxError | undefined {
@@ -459,10 +465,14 @@ export class SandboxProcess implements ProtocolTransport {
     this.busyMs += performance.now() - this.busySince;
   }
 
-  private onStderr(chunk: Buffer) {
-    this.stderrBytes += chunk.length;
-    this.stderrTail = (this.stderrTail + chunk.toString('utf8')).slice(-STDERR_TAIL);
-    if (this.stderrBytes > this.limits.outputBytes) {
+  /** The module's logs (LOG_FD) and Node's fd 2: one tail and one byte count; fd 2's head is kept apart. */
+  private onOutput(chunk: Buffer, fromNode: boolean) {
+    this.logBytes += chunk.length;
+    const text = chunk.toString('utf8');
+    this.logsTail = (this.logsTail + text).slice(-LOGS_TAIL);
+    if (fromNode && this.reportHead.length < REPORT_HEAD)
+      this.reportHead = (this.reportHead + text).slice(0, REPORT_HEAD);
+    if (this.logBytes > this.limits.outputBytes) {
       this.fail('output_limit', `wrote more than ${this.named('outputBytes')} bytes of logs`, 'outputBytes');
     }
   }
@@ -491,7 +501,7 @@ export class SandboxProcess implements ProtocolTransport {
     if (this.failure) return this.rejectAll(this.failure);
     // bwrap reports its child's death by signal N as exit code 128 + N.
     const signal = killedBy ?? (code !== undefined && code > 128 ? signalName(code - 128) : undefined);
-    const tail = this.stderrTail;
+    const tail = this.logsTail;
     // The module's own words: one line, as its thrown errors are (rerun 53b: 4 KB with escapes).
     const last = oneLine(
       tail
@@ -502,7 +512,7 @@ export class SandboxProcess implements ProtocolTransport {
         .join(' | '),
     );
     const how = signal ? `killed by ${signal}` : `exited with code ${code}`;
-    const fatal = signal ? lastFatalReport(tail) : undefined;
+    const fatal = signal ? fatalReport(this.reportHead) : undefined;
     if (signal === 'SIGXCPU') {
       this.cpuSeen = Math.max(this.cpuSeen, this.cpuLimit);
       this.failWith(
@@ -535,7 +545,7 @@ export class SandboxProcess implements ProtocolTransport {
       );
     } else if (fatal?.kind === 'check') {
       this.failWith(new SandboxError('crash', `${how}: a native check failed: ${oneLine(fatal.line, 300)}`));
-    } else if (/ERR_ACCESS_DENIED/.test(tail)) {
+    } else if (/ERR_ACCESS_DENIED/.test(this.reportHead)) {
       this.failWith(new SandboxError('permission', `${how}: ${last}`));
     } else {
       this.failWith(new SandboxError('crash', `${how}${last ? `: ${last}` : ''}`));
