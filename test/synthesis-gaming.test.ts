@@ -2,14 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseConfig } from '../core/config.js';
 import type { Message } from '../core/messages.js';
-import {
-  actionMessage,
-  speechOf,
-  SPEECH,
-  type AgentAction,
-  type Environment,
-  type Speech,
-} from '../envs/environment.js';
+import { actionMessage, speechOf, SPEECH, type AgentAction, type Environment } from '../envs/environment.js';
 import type { Termination } from '../core/trajectory.js';
 import { call, inspectInstance, say } from '../envs/sdk/index.js';
 import {

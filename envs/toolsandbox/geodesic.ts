@@ -15,7 +15,6 @@
 
 const sq = (x: number): number => x * x;
 const DEG = Math.PI / 180; // CPython's math.radians multiplies by pi / 180.0
-const RAD = 180 / Math.PI; // and math.degrees by 180.0 / pi
 
 /** Python's round(): halves go to the even integer. */
 function roundHalfEven(x: number): number {
