@@ -21,12 +21,10 @@ function fakeChild() {
   /** Each signal sent, and whether the child's input had ended by then. */
   const kills: { signal: string; inputEnded: boolean }[] = [];
   let exit!: (r: { signal: string }) => void;
-  const stderr = new EventEmitter();
   const child = Object.assign(new Promise<{ signal: string }>((resolve) => (exit = resolve)), {
     stdout,
-    stderr,
+    stderr: new EventEmitter(),
     stdin,
-    stdio: [stdin, stdout, stderr, new EventEmitter()],
     kill: (signal: string) => {
       kills.push({ signal, inputEnded: stdin.writableEnded });
       exit({ signal });

@@ -26,7 +26,7 @@ import zlib from 'node:zlib';
 import type { Environment } from '../environment.js';
 import { createProtocolHandler } from '../protocol/handler.js';
 import type { ProtocolErrorType } from '../protocol/schemas.js';
-import { FROZEN_EPOCH_MS, LOG_FD, MAC_HEX, SESSION_KEY_BYTES } from './framing.js';
+import { FROZEN_EPOCH_MS, MAC_HEX, SESSION_KEY_BYTES } from './framing.js';
 import { installVirtualTimers, type VirtualClock } from './virtual-time.js';
 import { hmacSha256, utf8 } from './hmac-sha256.js';
 import { lockIntrinsics } from './lockdown.js';
@@ -557,37 +557,6 @@ function closeInheritedFds(): void {
   }
 }
 
-/**
- * The module's console, process.stdout and process.stderr, and process._rawDebug write to LOG_FD:
- * fd 2 carries only what Node itself prints as it dies, the fatal report the worker reads for the
- * limit behind a death (the module's own text there had named its death: reruns 14, 15, 70b, 71b).
- * Node's streams for fds 1 and 2 are never made. Logs are best effort: a failed write is dropped.
- */
-function routeConsoleToLogs(): void {
-  const { writeSync } = fs;
-  const writeAll = (bytes: Uint8Array) => {
-    for (let off = 0; off < bytes.length;) {
-      try {
-        off += writeSync(LOG_FD, bytes, off, bytes.length - off);
-      } catch (err) {
-        if ((err as { code?: unknown }).code !== 'EAGAIN') return;
-      }
-    }
-  };
-  const logs = new stream.Writable({
-    write(chunk: Buffer, _encoding, done) {
-      writeAll(chunk);
-      done();
-    },
-  });
-  for (const k of ['stdout', 'stderr']) Object.defineProperty(process, k, { get: () => logs, configurable: false });
-  Object.defineProperty(process, '_rawDebug', {
-    value: (...args: unknown[]) => writeAll(utf8(`${util.format(...args)}\n`)),
-    configurable: false,
-    writable: false,
-  });
-}
-
 /** The first stdin line, read before the module exists, so only the runner ever holds it. */
 function readSessionKey(): Buffer {
   const line = Buffer.alloc(SESSION_KEY_BYTES * 2 + 1);
@@ -721,7 +690,6 @@ const DRAIN_MAX = 1000;
 
 export const runSandboxChild: (mod: unknown) => void = (() => {
   closeInheritedFds();
-  routeConsoleToLogs();
   // An answer longer than this is not MACed and sent (seconds for 100 MiB) for the worker to refuse
   // at its first 4 MiB: the runner answers output_limit at once (a 64 MiB one had run past the wall
   // clock: rerun 10).
@@ -778,10 +746,12 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
   key.fill(0);
   // The protocol runs on fds 0 and 1 themselves, below Node's streams: their prototypes are Node's,
   // not frozen, and a module that patched them got the runner's stdin socket and every answer line
-  // (rerun 7). Neither stream is ever made (process.stdin is refused, process.stdout is the logs), so
+  // (rerun 7). Neither stream is ever made (process.stdin is refused, process.stdout is stderr), so
   // both fds keep the blocking mode the spawn gave them; everything the module prints goes to
-  // LOG_FD, and a line it writes to fd 1 itself lacks the runner's MAC and the worker refuses it.
+  // stderr, and a line it writes to fd 1 itself lacks the runner's MAC and the worker refuses it.
   Object.defineProperty(process, 'stdin', { get: refused('process.stdin'), configurable: false });
+  const stderr = process.stderr;
+  Object.defineProperty(process, 'stdout', { get: () => stderr, configurable: false });
   const { read, writeSync } = fs;
   // The runner's own exit, taken now: `process.exit` is the module's to replace, and a no-op there
   // had the runner go on to serve a request line it had refused (red-team rerun 9). Node's exit in
@@ -894,11 +864,8 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
     const env = mod as Environment;
     const missing = env && typeof env === 'object' ? REQUIRED.filter((k) => typeof env[k] !== 'function') : REQUIRED;
     if (missing.length || typeof env.info !== 'object') {
-      writeSync(
-        LOG_FD,
-        utf8(
-          `sandbox: the module's default export is not an Environment (missing ${missing.length ? missing.join(', ') : 'info'})\n`,
-        ),
+      process.stderr.write(
+        `sandbox: the module's default export is not an Environment (missing ${missing.length ? missing.join(', ') : 'info'})\n`,
       );
       exit(3);
     }
@@ -921,7 +888,7 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
       let diff = line[MAC_HEX] === ' ' && line.length > MAC_HEX ? 0 : 1;
       for (let i = 0; i < MAC_HEX; i++) diff |= expected.charCodeAt(i) ^ line.charCodeAt(i);
       if (!diff) return json;
-      writeSync(LOG_FD, utf8('sandbox: a request line the worker did not sign; the runner stops\n'));
+      writeSync(2, utf8('sandbox: a request line the worker did not sign; the runner stops\n'));
       return exit(4);
     };
     const serve = async (line: string) => {

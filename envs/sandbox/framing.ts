@@ -11,9 +11,3 @@ export const MAC_HEX = 64;
 
 /** The one instant every clock inside the sandbox shows (2025-01-01T00:00:00Z; see child.ts freezeClocks). */
 export const FROZEN_EPOCH_MS = Date.UTC(2025, 0, 1);
-
-/**
- * The descriptor the module's console and process.stdout/stderr write to: fd 2 then carries only
- * what Node itself prints as it dies (its fatal reports, which name the limit behind a death).
- */
-export const LOG_FD = 3;

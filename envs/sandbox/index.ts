@@ -25,6 +25,7 @@ import { SESSION_KEY_BYTES } from './framing.js';
 import {
   allocateUid,
   inheritableFds,
+  reportFileOf,
   dataLimitBytes,
   isolationIfAvailable,
   makeSandboxDir,
@@ -225,8 +226,9 @@ async function startGeneration(
       extendEnv: false,
       uid: cmd.uid,
       gid: cmd.gid,
-      // fd 3 (LOG_FD): the module's console, apart from Node's own reports on fd 2.
-      stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
+      stdin: 'pipe',
+      stdout: 'pipe',
+      stderr: 'pipe',
       buffer: false,
       reject: false,
       cleanup: true,
@@ -239,6 +241,7 @@ async function startGeneration(
       spent.busyMs,
       cpuLeft,
       isolation.rlimits ? dataLimitBytes(limits) : 0,
+      reportFileOf(runDir),
     );
     const onAbort = () => proc.cancel(`cancelled by the caller (${cause(opts.signal!)}); process killed`);
     if (opts.signal?.aborted) onAbort();

@@ -5,7 +5,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
 import { seccompDenied, seccompProgram } from './seccomp.js';
-import { LOG_FD } from './framing.js';
 
 /**
  * How generated env code is confined, strongest first. Every level adds Node's permission model
@@ -83,6 +82,8 @@ export function dataLimitBytes(limits: Pick<ResolvedLimits, 'memoryMb'>): number
 }
 /** Where the sandbox dir appears inside the bwrap mount namespace. */
 const BWRAP_DIR = '/sandbox';
+/** Where the bwrap level mounts the report file (reportFileOf), outside the module's permissions. */
+const BWRAP_REPORT_DIR = '/report';
 
 const isRoot = () => process.getuid?.() === 0;
 let uidCounter = 0;
@@ -146,8 +147,7 @@ const O_CLOEXEC = 0o2000000;
  * The worker's descriptors without close-on-exec (from /proc/self/fdinfo): they pass through every
  * exec into the sandboxed node, bwrap included — a file or pipe the worker's own launcher left
  * open would be writable by the module. Node marks only fds up to the first gap after 15
- * close-on-exec at start-up; the sandbox runner closes these before the module loads. Those up to
- * LOG_FD are not among them: the spawn puts its own pipes there.
+ * close-on-exec at start-up; the sandbox runner closes these before the module loads.
  */
 export function inheritableFds(): number[] {
   let fds: string[];
@@ -157,7 +157,7 @@ export function inheritableFds(): number[] {
     return [];
   }
   return fds.map(Number).filter((fd) => {
-    if (!(fd > LOG_FD)) return false;
+    if (!(fd > 2)) return false;
     try {
       const flags = /^flags:\s+([0-7]+)$/m.exec(readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8'))?.[1];
       return flags !== undefined && (parseInt(flags, 8) & O_CLOEXEC) === 0;
@@ -169,6 +169,12 @@ export function inheritableFds(): number[] {
 
 /** Where the worker creates the (empty) mount point of the bwrap level's scratch tmpfs. */
 export const scratchDirOf = (runDir: string) => path.join(path.dirname(runDir), 'scratch');
+const REPORT_FILE = 'fatal.json';
+/**
+ * Where Node writes its report of a fatal error: a file the worker makes empty, the only thing of
+ * its dir the sandbox uid may write (Node truncates and writes it; no file can be added beside it).
+ */
+export const reportFileOf = (runDir: string) => path.join(path.dirname(runDir), 'report', REPORT_FILE);
 /** Where the worker writes the seccomp filter bwrap loads (x86-64 and arm64, see seccomp.ts). */
 const seccompFileOf = (runDir: string) => path.join(path.dirname(runDir), 'seccomp.bpf');
 const SECCOMP = seccompProgram();
@@ -205,6 +211,14 @@ export function sandboxCommand(
     // own, past wasm-guard's count, and 35 000 of them failed a V8 check (rerun 65b).
     '--no-validate-asm',
     '--no-warnings',
+    // Node's own report of a fatal error (V8's out-of-memory among them), in a dir the module's
+    // permissions do not reach: a death's limit is read from it, not from stderr, where the
+    // module's text and its function names in Node's stacks read as Node's (reruns 14, 70b-72b).
+    '--report-on-fatalerror',
+    `--report-directory=${level === 'bwrap' ? BWRAP_REPORT_DIR : path.dirname(reportFileOf(o.runDir))}`,
+    `--report-filename=${REPORT_FILE}`,
+    '--report-compact',
+    '--report-exclude-network', // no name lookups for its sockets as it dies
     path.posix.join(dir, o.entry),
     `--output-bytes=${o.limits.outputBytes}`,
     ...(o.closeFds?.length ? [`--close-fds=${o.closeFds.join(',')}`] : []),
@@ -228,13 +242,14 @@ export function sandboxCommand(
     const bwrap = ['bwrap', '--die-with-parent', '--new-session', '--unshare-all', '--hostname', 'sandbox'];
     bwrap.push('--clearenv', '--cap-drop', 'ALL');
     if (o.fileCountLimit) bwrap.push('--unshare-user', '--disable-userns', '--uid', '1000', '--gid', '1000');
-    if (o.fileCountLimit && SECCOMP) bwrap.push('--seccomp', '4'); // fd 4: opened by the shell below (fd 3 is LOG_FD)
+    if (o.fileCountLimit && SECCOMP) bwrap.push('--seccomp', '3'); // fd 3: opened by the shell below
     // /dev is a tmpfs bwrap creates: read-only, else it is unbounded scratch space outside diskMb.
     bwrap.push(...nodeMounts(), '--proc', '/proc', '--dev', '/dev', '--remount-ro', '/dev');
     for (const dir of procDirs()) bwrap.push('--tmpfs', dir, '--remount-ro', dir);
     const scratch = scratchDirOf(o.runDir);
     if (o.fileCountLimit) bwrap.push('--bind', scratch, BWRAP_DIR);
     else bwrap.push('--perms', '0700', '--size', String(o.limits.diskMb * MiB), '--tmpfs', BWRAP_DIR);
+    bwrap.push('--bind', reportFileOf(o.runDir), path.posix.join(BWRAP_REPORT_DIR, REPORT_FILE));
     // Only the bundle is bound into the writable dir, read-only. Last, bwrap's root tmpfs (holding
     // the mount points) becomes read-only: socket files bound at / and /usr were writes outside the
     // scratch dir's caps (rerun 14).
@@ -257,7 +272,7 @@ export function sandboxCommand(
           '--',
           '/bin/sh',
           '-c',
-          'mount -t tmpfs -o "$1" tmpfs "$2" && exec 4<"$3" && shift 3 && exec "$@"',
+          'mount -t tmpfs -o "$1" tmpfs "$2" && exec 3<"$3" && shift 3 && exec "$@"',
           'sh',
           `size=${o.limits.diskMb * MiB},nr_inodes=${o.limits.maxFiles},mode=0700`,
           scratch,
@@ -330,6 +345,9 @@ export async function makeSandboxDir(uid: number | undefined): Promise<{ root: s
     await mkdir(dir, { mode: 0o700 });
     if (uid !== undefined) await chown(dir, uid, uid);
   }
+  await mkdir(path.dirname(reportFileOf(runDir)), { mode: 0o711 });
+  await writeFile(reportFileOf(runDir), '', { mode: 0o600 });
+  if (uid !== undefined) await chown(reportFileOf(runDir), uid, uid);
   if (SECCOMP) await writeFile(seccompFileOf(runDir), SECCOMP, { mode: 0o644 });
   return { root, runDir };
 }

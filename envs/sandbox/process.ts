@@ -1,12 +1,12 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readFileSync, readSync } from 'node:fs';
 import os from 'node:os';
 import type { ResultPromise } from 'execa';
 import type { ProtocolResponse } from '../protocol/handler.js';
 import type { ProtocolTransport } from '../protocol/client.js';
 import { tooComplex } from '../protocol/json-limits.js';
 import { ErrorBodySchema } from '../protocol/schemas.js';
-import { LOG_FD, MAC_HEX } from './framing.js';
+import { MAC_HEX } from './framing.js';
 import type { ResolvedLimits } from './isolation.js';
 
 export type SandboxReason =
@@ -47,14 +47,7 @@ const MAX_MESSAGE_CHARS = 1_200;
 /** How a limit is named in messages: its option or config path and its value. */
 export type LimitNamer = (limit: keyof ResolvedLimits) => string;
 
-/** The last characters of the process's output (its logs and Node's reports) kept for messages and repair feedback. */
-const LOGS_TAIL = 4096;
-/**
- * The first characters of fd 2 kept: what Node printed as the process died. Its report (the last
- * collections, then the fatal line) comes before any text of the module's: the native and
- * JavaScript stacks, which name the module's functions, follow it.
- */
-const REPORT_HEAD = 8192;
+const STDERR_TAIL = 4096;
 /** Deepest nesting of arrays/objects a response may have; checked before JSON.parse sees it. */
 export const MAX_RESPONSE_DEPTH = 64;
 /**
@@ -100,34 +93,38 @@ const ERROR_REASONS: Record<string, { reason: SandboxReason; fatal: boolean }> =
 
 const signalName = (n: number) => Object.entries(os.constants.signals).find(([, v]) => v === n)?.[0];
 
-// C++'s bad_alloc is the memory limit too (rerun 63b: a 20 MB JSON.parse of brackets, reported as a
-// crash), and so are Node's checks that an allocation returned memory (rerun 69b: one 2 GiB key or
-// digest, a 250 MiB transcode).
-const OUT_OF_MEMORY =
-  /heap out of memory|Allocation failed|allocation failed|Fatal process out of memory|std::bad_alloc|!\(mem == nullptr\) \|\| \(count == 0\)|!\(n > 0\) \|\| \(ret != nullptr\)/gi;
-const NATIVE_CHECK = /Assertion failed|# Fatal error in|Check failed:/g;
-/** What Node prints after a fatal report, before the frames of the module's JavaScript. */
-const JS_STACK_HEADER = '----- JavaScript stack trace -----';
+/** A frame of a stack, or a stack's header, as Node and V8 print them. */
+const STACK_LINE = /^\s+at |^\s*\d+: |^\s*(-----|<---).*(-----|--->)\s*$/;
 /** How often a running process's data segment is read (it sat at the limit 20-80 ms before it died: rerun 67b). */
 const DATA_SAMPLE_MS = 10;
 /** A native death with this share of the data limit in use was the memory limit. */
 const NEAR_DATA_LIMIT = 0.9;
+/** The start of Node's report: its header's first fields, the event (Node's words) and the trigger. */
+const REPORT_HEADER = /^\{"header":\{"reportVersion":\d+,"event":("(?:[^"\\]|\\.)*"),"trigger":"(\w+)"/;
 
 /**
- * What a process that died by a signal reported on fd 2, which only Node writes to (the module's
- * console is LOG_FD): V8's out-of-memory, or a native check (Node's CHECK or V8's) failing. Read up
- * to Node's JavaScript stack, which names the module's functions (rerun 70b: a function named "heap
- * out of memory" made a zlib CHECK read as memory; rerun 71b: a 5 000-character name pushed the
- * report out of the stderr tail the module's console shared).
+ * What Node reported as the process died of a fatal error (`--report-on-fatalerror`): V8's
+ * out-of-memory (trigger `OOMError`) or another fatal error. The report is written where only Node
+ * writes, so the module cannot make one up; its stderr can be: the module prints there, and so
+ * does Node on its behalf (its source line and function names in Node's stacks and in an exception
+ * in Node's promise-rejection callback: reruns 14, 15, 70b, 71b, 72b), so no reason is read there.
  */
-function fatalReport(reportHead: string): { kind: 'memory' | 'check'; line: string } | undefined {
-  const jsStack = reportHead.indexOf(JS_STACK_HEADER);
-  const report = jsStack < 0 ? reportHead : reportHead.slice(0, jsStack);
-  const first = (re: RegExp) => [...report.matchAll(re)][0]?.index ?? Infinity;
-  const at = Math.min(first(OUT_OF_MEMORY), first(NATIVE_CHECK));
-  if (at === Infinity) return undefined;
-  const line = report.slice(report.lastIndexOf('\n', at) + 1, (report.indexOf('\n', at) + 1 || report.length + 1) - 1);
-  return { kind: first(OUT_OF_MEMORY) < Infinity ? 'memory' : 'check', line: line.trim() };
+function fatalReport(file: string | undefined): { trigger: string; event: string } | undefined {
+  if (!file) return undefined;
+  let head: string;
+  try {
+    const fd = openSync(file, 'r');
+    try {
+      const bytes = Buffer.alloc(4096);
+      head = bytes.toString('utf8', 0, readSync(fd, bytes, 0, bytes.length, 0));
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return undefined; // none written: the death was no fatal error of Node's or V8's
+  }
+  const m = REPORT_HEADER.exec(head);
+  return m ? { trigger: m[2], event: String(JSON.parse(m[1])) } : undefined;
 }
 
 type Pending = { resolve: (r: ProtocolResponse) => void; reject: (e: Error) => void; timer: NodeJS.Timeout };
@@ -148,9 +145,8 @@ export class SandboxProcess implements ProtocolTransport {
   private stdoutPending = 0;
   /** Bytes read from stdout so far (a request's wall clock waits while more keep arriving). */
   private stdoutBytes = 0;
-  private logBytes = 0;
-  private logsTail = '';
-  private reportHead = '';
+  private stderrBytes = 0;
+  private stderrTail = '';
   private failure?: SandboxError;
   private readonly exited: Promise<void>;
   /** Time requests have kept the sandbox busy (at least one pending), excluding the current stretch. */
@@ -176,7 +172,7 @@ export class SandboxProcess implements ProtocolTransport {
    * module loads; every response line carries its HMAC, so a line the module writes itself is refused.
    */
   constructor(
-    private readonly child: ResultPromise<{ stdio: ['pipe', 'pipe', 'pipe', 'pipe']; buffer: false; reject: false }>,
+    private readonly child: ResultPromise,
     private readonly limits: ResolvedLimits,
     private readonly key: Buffer,
     private readonly named: LimitNamer,
@@ -186,6 +182,8 @@ export class SandboxProcess implements ProtocolTransport {
     private readonly cpuLimit = 0,
     /** Its RLIMIT_DATA in bytes (0: none): a native death near it is the memory limit. */
     private readonly dataLimit = 0,
+    /** Where Node writes its report if the process dies of a fatal error. */
+    private readonly reportFile?: string,
   ) {
     this.busyMs = spentMs;
     if (dataLimit) {
@@ -193,8 +191,7 @@ export class SandboxProcess implements ProtocolTransport {
       this.dataSampler.unref();
     }
     child.stdout!.on('data', (chunk: Buffer) => this.onStdout(chunk));
-    child.stderr!.on('data', (chunk: Buffer) => this.onOutput(chunk, true));
-    child.stdio[LOG_FD]!.on('data', (chunk: Buffer) => this.onOutput(chunk, false));
+    child.stderr!.on('data', (chunk: Buffer) => this.onStderr(chunk));
     child.stdin!.on('error', () => {}); // EPIPE after the child died; the exit handler reports why
     child.stdin!.write(key.toString('hex') + '\n');
     this.exited = child.then(
@@ -203,9 +200,9 @@ export class SandboxProcess implements ProtocolTransport {
     );
   }
 
-  /** The last few KiB the module wrote to its console and Node to fd 2 (for repair feedback to the generator). */
+  /** The last few KiB the module wrote to stderr/console (for repair feedback to the generator). */
   get logs(): string {
-    return this.logsTail;
+    return this.stderrTail;
   }
 
   get dead(): SandboxError | undefined {
@@ -465,14 +462,10 @@ export class SandboxProcess implements ProtocolTransport {
     this.busyMs += performance.now() - this.busySince;
   }
 
-  /** The module's logs (LOG_FD) and Node's fd 2: one tail and one byte count; fd 2's head is kept apart. */
-  private onOutput(chunk: Buffer, fromNode: boolean) {
-    this.logBytes += chunk.length;
-    const text = chunk.toString('utf8');
-    this.logsTail = (this.logsTail + text).slice(-LOGS_TAIL);
-    if (fromNode && this.reportHead.length < REPORT_HEAD)
-      this.reportHead = (this.reportHead + text).slice(0, REPORT_HEAD);
-    if (this.logBytes > this.limits.outputBytes) {
+  private onStderr(chunk: Buffer) {
+    this.stderrBytes += chunk.length;
+    this.stderrTail = (this.stderrTail + chunk.toString('utf8')).slice(-STDERR_TAIL);
+    if (this.stderrBytes > this.limits.outputBytes) {
       this.fail('output_limit', `wrote more than ${this.named('outputBytes')} bytes of logs`, 'outputBytes');
     }
   }
@@ -501,18 +494,19 @@ export class SandboxProcess implements ProtocolTransport {
     if (this.failure) return this.rejectAll(this.failure);
     // bwrap reports its child's death by signal N as exit code 128 + N.
     const signal = killedBy ?? (code !== undefined && code > 128 ? signalName(code - 128) : undefined);
-    const tail = this.logsTail;
-    // The module's own words: one line, as its thrown errors are (rerun 53b: 4 KB with escapes).
+    const tail = this.stderrTail;
+    // Its last words, without stack frames, one line as thrown errors are (rerun 53b: 4 KB with
+    // escapes): the module's or Node's, and only ever quoted, never read for the reason.
     const last = oneLine(
       tail
         .trim()
         .split('\n')
-        .filter((l) => l.trim() && !/^\s+at /.test(l))
+        .filter((l) => l.trim() && !STACK_LINE.test(l))
         .slice(-3)
         .join(' | '),
     );
     const how = signal ? `killed by ${signal}` : `exited with code ${code}`;
-    const fatal = signal ? fatalReport(this.reportHead) : undefined;
+    const report = signal ? fatalReport(this.reportFile) : undefined;
     if (signal === 'SIGXCPU') {
       this.cpuSeen = Math.max(this.cpuSeen, this.cpuLimit);
       this.failWith(
@@ -530,9 +524,13 @@ export class SandboxProcess implements ProtocolTransport {
           `${how}, not by a sandbox wall clock: by the CPU hard limit (${this.named('cpuSeconds')} s + 1 s) or from outside the sandbox (e.g. the kernel's OOM killer when the machine runs short of memory)${last ? `; last output: ${last}` : ''}`,
         ),
       );
-    } else if (fatal?.kind === 'memory') {
+    } else if (report?.trigger === 'OOMError') {
       this.failWith(
-        new SandboxError('memory', `${how}: ran out of memory (${this.named('memoryMb')} MiB)`, 'memoryMb'),
+        new SandboxError(
+          'memory',
+          `${how}: ran out of memory (${this.named('memoryMb')} MiB): ${oneLine(report.event, 300)}`,
+          'memoryMb',
+        ),
       );
     } else if (this.dataLimit && this.dataSeen >= NEAR_DATA_LIMIT * this.dataLimit) {
       const mib = (n: number) => Math.round(n / 2 ** 20);
@@ -543,10 +541,8 @@ export class SandboxProcess implements ProtocolTransport {
           'memoryMb',
         ),
       );
-    } else if (fatal?.kind === 'check') {
-      this.failWith(new SandboxError('crash', `${how}: a native check failed: ${oneLine(fatal.line, 300)}`));
-    } else if (/ERR_ACCESS_DENIED/.test(this.reportHead)) {
-      this.failWith(new SandboxError('permission', `${how}: ${last}`));
+    } else if (report) {
+      this.failWith(new SandboxError('crash', `${how}: a fatal error in Node: ${oneLine(report.event, 300)}`));
     } else {
       this.failWith(new SandboxError('crash', `${how}${last ? `: ${last}` : ''}`));
     }
