@@ -412,6 +412,13 @@ test('hardening: a module cannot fake a limit as its failure reason (self-sent s
     attack("return 'alive'", { atImport: `${fatal} throw new Error('boom');` }),
     isSandboxError('crash', /left an error uncaught: Error: boom/),
   );
+  // Node's own exit, once nothing is left to run, takes process.exitCode as it stands (rerun 72b: a
+  // top-level await that never settles; 152 read as SIGXCPU, 153 as SIGXFSZ, 137 as SIGKILL).
+  for (const code of [152, 153, 137])
+    await assert.rejects(
+      attack("return 'alive'", { atImport: `process.exitCode = ${code}; await new Promise(() => {});` }),
+      isSandboxError('crash', new RegExp(`exited with code 1: the module exited with code ${code}`)),
+    );
   // A real SIGABRT through a native check (zlib's handle without its arguments) after a limit's text
   // (rerun 14: read as memoryMb and as permission).
   const abort = "(process as any).getBuiltinModule('zlib').createDeflate()._handle.writeSync();";
@@ -705,6 +712,27 @@ test('hardening: WebAssembly modules and instances are counted, at most 1 000 a 
       } catch (e) { return made + ' ' + (e as any).code + ' ' + (e as Error).message; }
       return made + ' all made';`);
   assert.match(out, /^1000 ERR_ACCESS_DENIED .*more than 1000 WebAssembly modules and instances/);
+});
+
+test("hardening: no accessor on AsyncWrap.prototype catches a request's callback (rerun 72b: a stat's raw numbers, the real time and the pause between requests)", async () => {
+  const out = await attack(`
+    let proto: any = Object.getPrototypeOf((process as any).getBuiltinModule('zlib').createGzip()._handle);
+    while (proto && !Object.hasOwn(proto, 'getAsyncId')) proto = Object.getPrototypeOf(proto);
+    let caught = 'none';
+    try {
+      Object.defineProperty(proto, 'oncomplete', { configurable: true, set() {}, get: () => (...args: any[]) => { caught = String(args.length); } });
+    } catch (e) { caught = (e as Error).name; }
+    fs.writeFileSync('clock', 'x');
+    const stats: any = await new Promise((resolve, reject) => fs.stat('clock', (err, s) => (err ? reject(err) : resolve(s))));
+    return caught + ' ' + stats.mtime.toISOString();`);
+  assert.equal(out, 'TypeError 2025-01-01T00:00:00.000Z');
+});
+
+test('hardening: a timer awaited while the module loads fires (rerun 72b: the import had no virtual time, exit code 13)', async () => {
+  const out = await attack('return (globalThis as any).loaded', {
+    atImport: "await new Promise((r) => setTimeout(r, 5000)); (globalThis as any).loaded = 'after a timer';",
+  });
+  assert.equal(out, 'after a timer');
 });
 
 test("hardening: one allocation Node cannot make ends as a crash that quotes Node's check (rerun 69b; Node writes no report for it: Known gaps)", async () => {

@@ -199,11 +199,21 @@ function disableEscapeHatches(): void {
   // to the wall clock, with 13% of its memory in use (rerun 68b). Every encoder is initialized
   // through its native class's init, refused there, however the module reaches the class.
   const encoder = zlib.createBrotliCompress();
-  Object.defineProperty(Object.getPrototypeOf((encoder as unknown as { _handle: object })._handle), 'init', {
+  const handle = (encoder as unknown as { _handle: object })._handle;
+  Object.defineProperty(Object.getPrototypeOf(handle), 'init', {
     value: refused('Brotli compression'),
     configurable: false,
     writable: false,
   });
+  // Node sets each request's `oncomplete` on the request itself, and every request inherits from
+  // AsyncWrap.prototype, which any handle leads to: an accessor the module put there was handed
+  // each callback, and with it a stat's raw numbers before the frozen Stats were built (the real
+  // time, the pause between requests, the host disk: rerun 72b). Node adds nothing to it later.
+  let asyncWrap = Object.getPrototypeOf(handle) as object | null;
+  while (asyncWrap && !Object.hasOwn(asyncWrap, 'getAsyncId'))
+    asyncWrap = Object.getPrototypeOf(asyncWrap) as object | null;
+  if (!asyncWrap) throw new Error('sandbox runner: no AsyncWrap prototype found in this Node');
+  Object.freeze(asyncWrap);
   encoder.close();
   confineModuleResolution();
   syncBuiltinESMExports(); // named ESM imports of those modules see the refusals too
@@ -707,10 +717,18 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
   // Node emits 'uncaughtExceptionMonitor' before it calls the capture callback, looking process.emit
   // up: a monitor listener, or an emit of the module's, that threw there sent Node down its own
   // fatal exit, which hung until the wall clock (rerun 14). process.emit is the runner's and fixed,
-  // and an error thrown for that event is dropped.
+  // and an error thrown for that event is dropped. After the 'exit' listeners, the runner exits
+  // itself (onExitEvent).
   const realEmit = process.emit;
+  let onExitEvent: () => void = () => {};
   Object.defineProperty(process, 'emit', {
     value: function emit(this: unknown, type: unknown, ...args: unknown[]) {
+      if (type === 'exit')
+        try {
+          return Reflect.apply(realEmit, this, [type, ...args]);
+        } finally {
+          onExitEvent();
+        }
       if (type !== 'uncaughtExceptionMonitor') return Reflect.apply(realEmit, this, [type, ...args]);
       try {
         return Reflect.apply(realEmit, this, [type, ...args]);
@@ -806,10 +824,15 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
   // may exit, but not as a signal: no signals of its own, no exit code over 127 (as 1). Node's
   // process.exit calls this after the 'exit' listeners (replaceable, as Node has it: a module's own
   // replacement can reach only this one).
-  (process as unknown as { reallyExit: (code: unknown) => never }).reallyExit = (code) => {
+  const cappedExit = (code: unknown): never => {
     const valid = Number.isInteger(code) && (code as number) >= 0 && (code as number) <= 127;
     return moduleExit(valid ? (code as number) : 1, `the module exited with code ${String(code).slice(0, 40)}`);
   };
+  (process as unknown as { reallyExit: (code: unknown) => never }).reallyExit = cappedExit;
+  // Node's own exit, once nothing is left to run (a top-level await that never settles, the
+  // runner's read of fd 0 made to never complete), takes process.exitCode as it stands, past the cap
+  // above: 152 read as SIGXCPU, at import and in a request (rerun 72b). Node emits 'exit' first.
+  onExitEvent = () => cappedExit(process.exitCode ?? 0);
   for (const k of ['kill', '_kill', 'abort'])
     Object.defineProperty(process, k, { value: refused(`process.${k}`), configurable: false, writable: false });
   // An error the module leaves uncaught (a throw in a callback, an unhandled rejection) ends the
@@ -841,8 +864,10 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
 
   // Virtual time moves only while a request is being answered and the module waits on nothing
   // but timers: then the earliest fires, one per turn of the event loop (I/O the module started
-  // completes first, so a timeout raced against a file read does not win by accident).
-  let inFlight = 0;
+  // completes first, so a timeout raced against a file read does not win by accident). The
+  // module's import counts as one request: an honest top-level await of a timer had left Node with
+  // nothing to run, exit code 13 (rerun 72b).
+  let inFlight = 1;
   let pumping = false;
   const step = () => {
     pumping = false;
@@ -861,6 +886,7 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
   const turn = () => new Promise<void>((r) => realImmediate(r));
 
   return (mod: unknown) => {
+    inFlight--; // the import is done
     const env = mod as Environment;
     const missing = env && typeof env === 'object' ? REQUIRED.filter((k) => typeof env[k] !== 'function') : REQUIRED;
     if (missing.length || typeof env.info !== 'object') {
