@@ -735,6 +735,54 @@ test('hardening: a timer awaited while the module loads fires (rerun 72b: the im
   assert.equal(out, 'after a timer');
 });
 
+test("hardening: no route to Node's own clock through fs's file requests, the HTTP parser or fs's timestamp helper (rerun 72d)", async () => {
+  const out = await attack(`
+    const out: string[] = [];
+    // Dir.close calls back with its file request as \`this\`: its prototype takes no accessor.
+    const dir = fs.opendirSync('.');
+    const request: any = await new Promise((resolve) => dir.close(function (this: unknown) { resolve(this); }));
+    try { Object.defineProperty(Object.getPrototypeOf(request), 'oncomplete', { get: () => undefined, set() {} }); out.push('defined'); }
+    catch (e) { out.push((e as Error).name); }
+    // The HTTP parser's stopwatch, after real time has passed.
+    const http: any = (process as any).getBuiltinModule('http');
+    const common: any = (process as any).getBuiltinModule('_http_common');
+    const server = new http.Server();
+    server.emit('listening');
+    const list = server[Object.getOwnPropertySymbols(server).find((k: symbol) => k.description === 'http.server.connections')!];
+    const parser = common.parsers.alloc();
+    parser.initialize(common.HTTPParser.REQUEST, {}, 0, 0, list);
+    let x = 0; for (let i = 0; i < 2e7; i++) x += i % 7;
+    out.push(String(parser.duration() + (x < 0 ? 1 : 0)));
+    out.push(String((fs as any)._toUnixTimestamp(-1)), String((fs as any)._toUnixTimestamp(1.5)));
+    return out.join(' ');`);
+  assert.equal(out, `TypeError 0 ${Date.UTC(2025, 0, 1) / 1000} 1.5`);
+});
+
+test("hardening: Buffer.allocUnsafeSlow hands out no freed memory (rerun 72c: earlier requests' raw stat arrays, the real time to 10 ms; the runner's HMAC pads, the session key)", async () => {
+  const out = await attack(`
+    fs.writeFileSync('f', 'x');
+    for (let i = 0; i < 30; i++) await fs.promises.stat('f');
+    let junk: object[] = [];
+    let dirty = 0;
+    for (let round = 0; round < 20; round++) {
+      for (let i = 0; i < 20000; i++) junk.push({ i });
+      junk = [];
+      for (const size of [288, 512, 1024, 4096]) if (Buffer.allocUnsafeSlow(size).some((b) => b !== 0)) dirty++;
+    }
+    return dirty + ' of 80 dirty';`);
+  assert.equal(out, '0 of 80 dirty');
+});
+
+test("hardening: V8's out-of-memory with every descriptor in use is still the memory limit (rerun 72c: Node could not open its report, crash)", async () => {
+  await assert.rejects(
+    attack(
+      `fs.writeFileSync('f', 'x'); const fds: number[] = []; try { for (;;) fds.push(fs.openSync('f', 'r')); } catch {} const keep: object[] = []; for (let i = 0; ; i++) keep.push({ i, s: 'x' + i }); return String(fds.length);`,
+      { limits: { memoryMb: 128, wallMs: 60_000 } },
+    ),
+    isSandboxError('memory', /resident: ran out of memory/),
+  );
+});
+
 test("hardening: one allocation Node cannot make ends as a crash that quotes Node's check (rerun 69b; Node writes no report for it: Known gaps)", async () => {
   for (const make of [
     "(process as any).getBuiltinModule('crypto').createHash('shake256', { outputLength: 2 ** 31 - 1 }).update('x').digest()",

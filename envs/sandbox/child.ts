@@ -213,6 +213,20 @@ function disableEscapeHatches(): void {
   while (asyncWrap && !Object.hasOwn(asyncWrap, 'getAsyncId'))
     asyncWrap = Object.getPrototypeOf(asyncWrap) as object | null;
   if (!asyncWrap) throw new Error('sandbox runner: no AsyncWrap prototype found in this Node');
+  // And a file request's own prototype, which `Dir.close` leads to (it calls back with the request
+  // as `this`: rerun 72d). It is caught as Node sets the first request's `oncomplete`.
+  let fileRequest: object | undefined;
+  Object.defineProperty(asyncWrap, 'oncomplete', {
+    set(this: object, callback: unknown) {
+      fileRequest ??= Object.getPrototypeOf(this) as object;
+      Object.defineProperty(this, 'oncomplete', { value: callback, writable: true, configurable: true });
+    },
+    configurable: true,
+  });
+  fs.stat('.', () => {});
+  delete (asyncWrap as { oncomplete?: unknown }).oncomplete;
+  if (!fileRequest) throw new Error('sandbox runner: no file request prototype found in this Node');
+  Object.freeze(fileRequest);
   Object.freeze(asyncWrap);
   encoder.close();
   confineModuleResolution();
@@ -373,6 +387,21 @@ function freezeClocks(): void {
   const probeFields = probe as unknown as Record<symbol, unknown>;
   Object.defineProperty(Object.getPrototypeOf(probeFields[own('http.server.connections')]), 'expired', {
     value: () => [],
+    configurable: false,
+    writable: false,
+  });
+  // The parser's own stopwatch since that stamp, as the frozen clocks show it (rerun 72d: it counted
+  // the pauses between requests).
+  const { HTTPParser } = builtin('_http_common') as { HTTPParser: { prototype: object } };
+  Object.defineProperty(HTTPParser.prototype, 'duration', { value: () => 0, configurable: false, writable: false });
+  // fs's timestamp helper answers a negative or non-finite time with Node's own clock (rerun 72d:
+  // `fs._toUnixTimestamp(-1)` was the real time); it answers with the frozen instant.
+  const toUnixTimestamp = (fs as unknown as Record<string, (time: unknown, name?: string) => number>)._toUnixTimestamp;
+  Object.defineProperty(fs, '_toUnixTimestamp', {
+    value: (time: unknown, name?: string) =>
+      typeof time === 'number' && !(Number.isFinite(time) && time >= 0)
+        ? FROZEN_EPOCH_MS / 1000
+        : toUnixTimestamp(time, name),
     configurable: false,
     writable: false,
   });

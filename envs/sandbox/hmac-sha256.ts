@@ -82,6 +82,11 @@ function sha256(prefix: Uint8Array, data: Uint8Array): Uint8Array {
   }
   const out = new Uint8Array(32);
   for (let i = 0; i < 32; i++) out[i] = (h[i >> 2] >>> (24 - 8 * (i & 3))) & 0xff;
+  // The pad and what was computed from it, wiped before their memory is freed (rerun 72c read the
+  // key back out of freed memory; the sandbox's node also zero-fills every buffer it hands out).
+  padded.fill(0);
+  w.fill(0);
+  h.fill(0);
   return out;
 }
 

@@ -211,6 +211,9 @@ export function sandboxCommand(
     // own, past wasm-guard's count, and 35 000 of them failed a V8 check (rerun 65b).
     '--no-validate-asm',
     '--no-warnings',
+    // Buffer.allocUnsafe(Slow) hands out freed memory as it was: the raw stat arrays of earlier
+    // requests (the real time, to 10 ms) and the runner's HMAC pads (the session key: rerun 72c).
+    '--zero-fill-buffers',
     // Node's own report of a fatal error (V8's out-of-memory among them), in a dir the module's
     // permissions do not reach: a death's limit is read from it, not from stderr, where the
     // module's text and its function names in Node's stacks read as Node's (reruns 14, 70b-72b).

@@ -97,8 +97,10 @@ const signalName = (n: number) => Object.entries(os.constants.signals).find(([, 
 const STACK_LINE = /^\s+at |^\s*\d+: |^\s*(-----|<---).*(-----|--->)\s*$/;
 /** How often a running process's data segment is read (it sat at the limit 20-80 ms before it died: rerun 67b). */
 const DATA_SAMPLE_MS = 10;
-/** A native death with this share of the data limit in use was the memory limit. */
-const NEAR_DATA_LIMIT = 0.9;
+/** A native death with this share of the data limit in use (or of memoryMb resident) was the memory limit. */
+const NEAR_LIMIT = 0.9;
+const VM_DATA = /^VmData:\s+(\d+) kB/m;
+const VM_RSS = /^VmRSS:\s+(\d+) kB/m;
 /** The start of Node's report: its header's first fields, the event (Node's words) and the trigger. */
 const REPORT_HEADER = /^\{"header":\{"reportVersion":\d+,"event":("(?:[^"\\]|\\.)*"),"trigger":"(\w+)"/;
 
@@ -159,6 +161,7 @@ export class SandboxProcess implements ProtocolTransport {
   private cpuSeen = 0;
   private dataSampler?: NodeJS.Timeout;
   private dataSeen = 0;
+  private residentSeen = 0;
   /**
    * Called at each answer, the process's CPU read: the env checks its totals over every live
    * process there (each process's own limits cannot see the others'). At each answer, not only
@@ -475,14 +478,17 @@ export class SandboxProcess implements ProtocolTransport {
    * use, read every few ms while it runs: node dies natively, not by V8's out-of-memory report,
    * when an allocation outside V8's heap fails at the limit (the collection it starts cannot get
    * memory either: SIGSEGV in 13 of 13 runs of 64 KiB buffers, rerun 67b), and a dead process's
-   * use cannot be read.
+   * use cannot be read. And the most resident memory (VmRSS): V8's heap at its limit where Node
+   * could not write its report (every descriptor in use: rerun 72c).
    */
   private sampleData() {
     if (this.frozen || this.failure) return;
     for (const pid of this.frozenPids ?? this.treePids()) {
       try {
-        const kb = Number(/^VmData:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
-        this.dataSeen = Math.max(this.dataSeen, kb * 1024);
+        const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+        const bytes = (field: RegExp) => Number(field.exec(status)?.[1] ?? 0) * 1024;
+        this.dataSeen = Math.max(this.dataSeen, bytes(VM_DATA));
+        this.residentSeen = Math.max(this.residentSeen, bytes(VM_RSS));
       } catch {
         // gone meanwhile, or /proc hides it
       }
@@ -507,6 +513,7 @@ export class SandboxProcess implements ProtocolTransport {
     );
     const how = signal ? `killed by ${signal}` : `exited with code ${code}`;
     const report = signal ? fatalReport(this.reportFile) : undefined;
+    const mib = (n: number) => Math.round(n / 2 ** 20);
     if (signal === 'SIGXCPU') {
       this.cpuSeen = Math.max(this.cpuSeen, this.cpuLimit);
       this.failWith(
@@ -532,12 +539,19 @@ export class SandboxProcess implements ProtocolTransport {
           'memoryMb',
         ),
       );
-    } else if (this.dataLimit && this.dataSeen >= NEAR_DATA_LIMIT * this.dataLimit) {
-      const mib = (n: number) => Math.round(n / 2 ** 20);
+    } else if (this.dataLimit && this.dataSeen >= NEAR_LIMIT * this.dataLimit) {
       this.failWith(
         new SandboxError(
           'memory',
           `${how} with ${mib(this.dataSeen)} MiB of its ${mib(this.dataLimit)} MiB data limit in use: ran out of memory outside V8's heap (${this.named('memoryMb')} MiB + 256 MiB)`,
+          'memoryMb',
+        ),
+      );
+    } else if (this.dataLimit && this.residentSeen >= NEAR_LIMIT * this.limits.memoryMb * 2 ** 20) {
+      this.failWith(
+        new SandboxError(
+          'memory',
+          `${how} with ${mib(this.residentSeen)} MiB resident: ran out of memory (${this.named('memoryMb')} MiB)`,
           'memoryMb',
         ),
       );
