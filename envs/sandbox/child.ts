@@ -350,6 +350,24 @@ function freezeClocks(): void {
   os.uptime = () => 0;
   // An event's timeStamp is the real performance clock (`new Event('x').timeStamp`, an abort event's).
   Object.defineProperty(Event.prototype, 'timeStamp', { get: () => 0 });
+  // And its inspection, which read the private stamp itself (rerun 72e: `util.inspect(new Event('x'))`
+  // moved by each pause between requests): the same fields, the stamp as the getter shows it.
+  Object.defineProperty(Event.prototype, util.inspect.custom, {
+    value: function inspectEvent(
+      this: Event,
+      depth: number,
+      options: util.InspectOptions,
+      inspect: typeof util.inspect,
+    ): string {
+      const name = this.constructor.name;
+      if (depth < 0) return name;
+      const { type, defaultPrevented, cancelable } = this;
+      const nested = { ...options, depth: options.depth == null ? null : options.depth - 1 };
+      return `${name} ${inspect({ type, defaultPrevented, cancelable, timeStamp: 0 }, nested)}`;
+    },
+    writable: false,
+    configurable: false,
+  });
   for (const k of ['monitorEventLoopDelay', 'createHistogram', 'PerformanceObserver'])
     (perfHooks as unknown as Record<string, unknown>)[k] = refused(`perf_hooks.${k}`);
   (globalThis as Record<string, unknown>).PerformanceObserver = refused('PerformanceObserver');
@@ -849,7 +867,7 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
     return exit(code);
   };
   // The worker reads a death by signal (or bwrap's 128 + N) as the limit behind it: SIGXCPU as
-  // cpuSeconds, SIGXFSZ as diskMb, SIGABRT with Node's out-of-memory text as memoryMb. The module
+  // cpuSeconds, SIGXFSZ as diskMb, SIGABRT with Node's out-of-memory report as memoryMb. The module
   // may exit, but not as a signal: no signals of its own, no exit code over 127 (as 1). Node's
   // process.exit calls this after the 'exit' listeners (replaceable, as Node has it: a module's own
   // replacement can reach only this one).
