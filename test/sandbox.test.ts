@@ -363,6 +363,16 @@ test("sandbox: every reason is one bounded line, whatever path the module's text
   );
 });
 
+test('sandbox: oneLine shows the first 500 characters of a text of any length, escaped (rerun 72f: it escaped all 2 M newlines of a thrown error first; bench/one-line.ts)', () => {
+  assert.equal(oneLine('\n'.repeat(2_000_000)), `${'\\u000a'.repeat(83)}\\u… (2000000 characters)`);
+  assert.equal(oneLine(`${'a'.repeat(499)}\n`), `${'a'.repeat(499)}\\u000a`.slice(0, 500) + '… (500 characters)');
+  assert.equal(
+    oneLine(`${'a'.repeat(499)}\u2028`.slice(0, 500)),
+    `${'a'.repeat(499)}\\u2028`.slice(0, 500) + '… (500 characters)',
+  );
+  assert.equal(oneLine('short\ttext'), 'short\\u0009text');
+});
+
 test("sandbox: a thrown value that cannot be read as text is the env's error, and the sandbox goes on (rerun 55b: reported as a bad request line)", async () => {
   for (const thrown of [
     'Object.create(null)',
