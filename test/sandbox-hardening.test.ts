@@ -735,7 +735,7 @@ test('hardening: a timer awaited while the module loads fires (rerun 72b: the im
   assert.equal(out, 'after a timer');
 });
 
-test("hardening: no route to Node's own clock through fs's file requests, the HTTP parser, fs's timestamp helper (rerun 72d) or an event's inspection (72e)", async () => {
+test("hardening: no route to Node's own clock through fs's file requests, the HTTP parser, fs's timestamp helper (rerun 72d), an event's inspection (72e) or a file-backed Blob (72g)", async () => {
   const out = await attack(`
     const out: string[] = [];
     // Dir.close calls back with its file request as \`this\`: its prototype takes no accessor.
@@ -754,12 +754,15 @@ test("hardening: no route to Node's own clock through fs's file requests, the HT
     let x = 0; for (let i = 0; i < 2e7; i++) x += i % 7;
     out.push(String(parser.duration() + (x < 0 ? 1 : 0)));
     out.push(String((fs as any)._toUnixTimestamp(-1)), String((fs as any)._toUnixTimestamp(1.5)));
+    // A file-backed Blob, whose reads compare the file's real modification time (rerun 72g).
+    fs.writeFileSync('blob', 'x');
+    try { await (fs as any).openAsBlob('blob'); out.push('opened'); } catch (e) { out.push((e as any).code); }
     // An event's inspection, after real time has passed (rerun 72e).
     const util: any = (process as any).getBuiltinModule('util');
     for (const event of [new Event('x'), new CustomEvent('y', { detail: 1 })])
       out.push(/timeStamp: ([^ ,}]+)/.exec(util.format('%o', event))?.[1] ?? 'none');
     return out.join(' ');`);
-  assert.equal(out, `TypeError 0 ${Date.UTC(2025, 0, 1) / 1000} 1.5 0 0`);
+  assert.equal(out, `TypeError 0 ${Date.UTC(2025, 0, 1) / 1000} 1.5 ERR_ACCESS_DENIED 0 0`);
 });
 
 test("hardening: Buffer.allocUnsafeSlow hands out no freed memory (rerun 72c: earlier requests' raw stat arrays, the real time to 10 ms; the runner's HMAC pads, the session key)", async () => {

@@ -412,6 +412,10 @@ function freezeClocks(): void {
   // the pauses between requests).
   const { HTTPParser } = builtin('_http_common') as { HTTPParser: { prototype: object } };
   Object.defineProperty(HTTPParser.prototype, 'duration', { value: () => 0, configurable: false, writable: false });
+  // A file-backed Blob refuses a read once the file's modification time has changed since it was
+  // opened, comparing the real nanoseconds the kernel stamped: times the module set one by one
+  // found the real millisecond of a write, the pause between requests modulo 1 s (rerun 72g).
+  Object.defineProperty(fs, 'openAsBlob', { value: refused('fs.openAsBlob'), configurable: false, writable: false });
   // fs's timestamp helper answers a negative or non-finite time with Node's own clock (rerun 72d:
   // `fs._toUnixTimestamp(-1)` was the real time); it answers with the frozen instant.
   const toUnixTimestamp = (fs as unknown as Record<string, (time: unknown, name?: string) => number>)._toUnixTimestamp;
