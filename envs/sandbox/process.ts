@@ -127,7 +127,7 @@ function fatalReport(file: string | undefined): { trigger: string; event: string
       closeSync(fd);
     }
   } catch {
-    return undefined; // none written: the death was no fatal error of Node's or V8's
+    return undefined; // unreadable: taken as none (an empty file is none too: no fatal error of Node's or V8's)
   }
   const m = REPORT_HEADER.exec(head);
   return m ? { trigger: m[2], event: String(JSON.parse(m[1])) } : undefined;
