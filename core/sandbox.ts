@@ -10,7 +10,9 @@ export const SandboxLimitsSchema = z
     wallMs: positiveInt.describe('wall clock of one request'),
     startMs: positiveInt.describe('wall clock of start-up: module evaluation and the first /v1/info'),
     budgetMs: positiveInt.describe('wall clock requests may keep the sandbox busy, in total'),
-    memoryMb: z.number().int().min(64).describe('V8 heap; the data segment gets 256 MiB more'),
+    // At least 128: the sandboxed node alone is ~68 MiB resident, past 90% of 64, so any native
+    // crash there read as the memory limit (rerun 72i).
+    memoryMb: z.number().int().min(128).describe('V8 heap; the data segment gets 256 MiB more'),
     outputBytes: positiveInt.describe('logs in total, and any one response'),
     cpuSeconds: positiveInt.describe('CPU time over the sandbox lifetime (RLIMIT_CPU)'),
     maxProcesses: z.number().int().min(16).describe('threads of the sandbox uid (RLIMIT_NPROC)'),

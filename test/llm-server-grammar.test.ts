@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { buildChatPrompt, parseAction } from '../infra/llm/chat-prompt.js';
 import { BadRequestError, parseChatRequest } from '../infra/llm/chat-request.js';
 import {
+  jsonSchemasToGrammarSchemas,
   jsonSchemaToGrammarSchema,
   MAX_OPTIONAL_SUBSET,
   SchemaConversionError,
@@ -130,7 +131,17 @@ test('schemas that expand past the grammar budget or nest too deep are refused a
   const big = { type: 'object', properties: Object.fromEntries([...Array(5000)].map((_, i) => [`p${i}`, {}])) };
   const allOf = Array(2000).fill({ $ref: '#/$defs/big' });
   assert.throws(() => jsonSchemaToGrammarSchema({ type: 'object', $defs: { big }, allOf }), /more than 20000/);
-  // Many tools, each under the budget, that together pass it: the request names `tools`.
+  // Schemas converted as one grammar (an env's tools in check 1) share the budget (rerun 72i: 256
+  // tools, each just under it, held the worker's event loop 1.6–1.9 s).
+  const fanned = { type: 'object', properties: { x: { $ref: '#/$defs/d8' } }, $defs: defs };
+  const three = ['a', 'b', 'c'].map((field) => ({ schema: fanned, field }));
+  assert.equal(jsonSchemasToGrammarSchemas(three.slice(0, 2), 'tools').length, 2);
+  assert.throws(
+    () => jsonSchemasToGrammarSchemas(three, 'tools'),
+    (e: Error) =>
+      e instanceof SchemaConversionError && e.field === 'c' && /together with the schemas before it/.test(e.reason),
+  );
+  // Many tools, each under the budget, that together pass it: the request names the tool where it ran out.
   const wide = {
     type: 'object',
     properties: Object.fromEntries([...Array(1200)].map((_, i) => [`p${i}`, { type: 'string' }])),
@@ -138,7 +149,10 @@ test('schemas that expand past the grammar budget or nest too deep are refused a
   const tools = [...Array(20)].map((_, i) => ({ type: 'function', function: { name: `t${i}`, parameters: wide } }));
   assert.throws(
     () => buildChatPrompt(parseChatRequest({ messages: [{ role: 'user', content: 'x' }], tools })),
-    (e: Error) => e instanceof BadRequestError && e.param === 'tools',
+    (e: Error) =>
+      e instanceof BadRequestError &&
+      e.param === 'tools[8].function.parameters' &&
+      /together with the schemas before it/.test(e.message),
   );
   // τ²-airline's largest tool schema expands to 41 nodes: ordinary schemas are far inside the budget.
   const wideOne = {

@@ -419,6 +419,21 @@ test('hardening: a module cannot fake a limit as its failure reason (self-sent s
       attack("return 'alive'", { atImport: `process.exitCode = ${code}; await new Promise(() => {});` }),
       isSandboxError('crash', new RegExp(`exited with code 1: the module exited with code ${code}`)),
     );
+  // A fault built on the protocol handler's own class, reached by a direct eval of the bundle's top
+  // level (rerun 72i: typed output_limit it read as outputBytes; typed __proto__, as no reason at all).
+  for (const type of ['output_limit', '__proto__'])
+    await assert.rejects(
+      attack(
+        `let F: any; for (const n of ['ProtocolFault', 'ProtocolFault2']) try { F = eval(n); break; } catch {} if (typeof F !== 'function') return 'no class'; throw Object.assign(Object.create(F.prototype), { status: 500, type: '${type}', message: 'forged' });`,
+      ),
+      isSandboxError('env_error'),
+    );
+  // Under 128 MiB the sandboxed node's own resident memory is within 10% of memoryMb, and any native
+  // death read as the memory limit (rerun 72i: memoryMb 64, a zlib check).
+  await assert.rejects(
+    startSandboxedEnv({ source: attackSource("return 'ok'"), limits: { memoryMb: 64 } }),
+    /limits: memoryMb: .*>=128/,
+  );
   // A real SIGABRT through a native check (zlib's handle without its arguments) after a limit's text
   // (rerun 14: read as memoryMb and as permission).
   const abort = "(process as any).getBuiltinModule('zlib').createDeflate()._handle.writeSync();";
@@ -763,6 +778,55 @@ test("hardening: no route to Node's own clock through fs's file requests, the HT
       out.push(/timeStamp: ([^ ,}]+)/.exec(util.format('%o', event))?.[1] ?? 'none');
     return out.join(' ');`);
   assert.equal(out, `TypeError 0 ${Date.UTC(2025, 0, 1) / 1000} 1.5 ERR_ACCESS_DENIED 0 0`);
+});
+
+test("hardening: the state Node's native bindings trust is checked or kept from the module (rerun 72i: a StringDecoder's byte count read past its buffer, the real time to 5 ms; a foreign or freed HTTP connections list, SIGSEGV; zlib wrote into memory the module had detached); honest decoding, HTTP and zlib work", async () => {
+  const packed = zlib.brotliCompressSync('hello brotli '.repeat(100)).toString('base64');
+  const out = await attack(
+    `
+    const out: string[] = [];
+    const tried = (f: () => unknown) => { try { return String(f()); } catch (e) { return (e as any).code ?? (e as Error).message; } };
+    const { StringDecoder } = (process as any).getBuiltinModule('string_decoder');
+    const k = Object.getOwnPropertySymbols(new StringDecoder('utf8')).find((s) => s.description === 'kNativeDecoder')!;
+    for (const forge of [(d: any) => { d[k][5] = 255; }, (d: any) => { d[k] = new Uint8Array(1); }, (d: any) => { d[k][6] = 9; }]) {
+      const d = new StringDecoder('base64'); forge(d); out.push(tried(() => d.end().length));
+    }
+    const swapped = new StringDecoder('utf8'); swapped[k] = new Uint8Array(1);
+    out.push(tried(() => swapped.text(Buffer.from([0xe2]), 0).length));
+    const utf8 = new StringDecoder('utf8');
+    out.push(utf8.write(Buffer.from([0xe2, 0x82])) + utf8.write(Buffer.from([0xac])) + new StringDecoder('base64').end(Buffer.from('abc')));
+    const { HTTPParser } = (process as any).getBuiltinModule('_http_common');
+    const http: any = (process as any).getBuiltinModule('http');
+    out.push(tried(() => new HTTPParser().initialize(HTTPParser.REQUEST, {}, 0, 0, new HTTPParser())));
+    out.push(tried(() => new HTTPParser().consume(zlib.createGzip()._handle)));
+    const server = new http.Server(); server.emit('listening');
+    const list = server[Object.getOwnPropertySymbols(server).find((s: symbol) => s.description === 'http.server.connections')!];
+    const closed = new HTTPParser(); closed.initialize(HTTPParser.REQUEST, {}, 0, 0, list); closed.close();
+    let junk: unknown[] | null = []; for (let i = 0; i < 100_000; i++) junk.push({ i }); junk = null;
+    out.push(String(list.all().length)); server.close();
+    const srv = http.createServer((q: any, r: any) => { let n = 0; q.on('data', (d: any) => (n += d.length)); q.on('end', () => r.end(String(n))); });
+    await new Promise((r) => srv.listen('h.sock', r));
+    out.push(await new Promise<string>((res) => http.request({ socketPath: 'h.sock', method: 'POST', path: '/' }, (r: any) => { let d = ''; r.on('data', (x: any) => (d += x)); r.on('end', () => res(d)); }).end('x'.repeat(70_000))));
+    srv.close();
+    // A deflate stream's result array, detached by a byte stream the module reads it back from.
+    const z: any = zlib.createDeflate();
+    const bytes = new ReadableStream({ type: 'bytes', start(c) { c.enqueue(new Uint8Array(z._writeState.buffer)); c.close(); } });
+    const { value } = await bytes.getReader().read();
+    z._handle.writeSync(zlib.constants.Z_FINISH, Buffer.from('hello'), 0, 5, Buffer.alloc(64), 0, 64);
+    out.push([...value!].join(''));
+    out.push(tried(() => z._handle.init(15, 6, 8, 0, new Uint32Array(2), () => {}, undefined)));
+    const text = 'hello '.repeat(50_000);
+    const gz: Buffer = await new Promise((r) => zlib.gzip(text, (_e: unknown, b: Buffer) => r(b)));
+    const inflated: Buffer = await new Promise((r) => zlib.gunzip(gz, (_e: unknown, b: Buffer) => r(b)));
+    out.push(String(inflated.toString() === text && zlib.inflateSync(zlib.deflateSync(text)).toString() === text));
+    out.push(zlib.brotliDecompressSync(Buffer.from('${packed}', 'base64')).toString().length + '');
+    return out.join(' ');`,
+    { atImport: "import zlib from 'node:zlib';" },
+  );
+  assert.equal(
+    out,
+    'ERR_ACCESS_DENIED ERR_ACCESS_DENIED ERR_ACCESS_DENIED ERR_ACCESS_DENIED €YWJj Illegal invocation undefined 0 70000 00000000 ERR_ACCESS_DENIED true 1300',
+  );
 });
 
 test("hardening: Buffer.allocUnsafeSlow hands out no freed memory (rerun 72c: earlier requests' raw stat arrays, the real time to 10 ms; the runner's HMAC pads, the session key)", async () => {

@@ -215,6 +215,16 @@ test("enum and const values are bounded per tool and per env, as inlined (rerun 
     toolsFault(Array.from({ length: 6 }, (_, i) => fn(`t${i}`, named(8, 400)))) ?? '',
     /property names come to \d+ bytes; at most 16384/,
   );
+  // Parameters that expand through $refs to 2 349 nodes: eight tools of them fit the env's 20 000,
+  // nine do not (rerun 72i: 256 tools, each just under 20 000, cost the worker 1–2 s at every start and reset).
+  const defs: Record<string, unknown> = { d0: { type: 'string' } };
+  for (let i = 1; i <= 3; i++) defs[`d${i}`] = { anyOf: Array(8).fill({ $ref: `#/$defs/d${i - 1}` }) };
+  const fanned = { type: 'object', properties: { a: { $ref: '#/$defs/d3' } }, $defs: defs };
+  assert.equal(toolsFault(Array.from({ length: 8 }, (_, i) => fn(`t${i}`, fanned))), undefined);
+  assert.equal(
+    toolsFault(Array.from({ length: 9 }, (_, i) => fn(`t${i}`, fanned))),
+    'tool t8: parameters: expands to more than 20000 schema nodes through $refs together with the tools before it',
+  );
 });
 
 test('verifier helpers: communicated values, partial argument match, weighted credit', () => {

@@ -34,7 +34,7 @@ import { inspectInstance, Rng, type InstanceView, type JsonSchema } from '../../
 import { oneLine, SandboxError } from '../../envs/sandbox/index.js';
 import { anchorMiss, goldAnchorOf, type GoldAnchor } from '../../envs/gold-anchor.js';
 import { activityContext, keepAliveDuring } from '../../infra/activity-context.js';
-import { jsonSchemaToGrammarSchema } from '../../infra/llm/json-schema-grammar.js';
+import { jsonSchemasToGrammarSchemas } from '../../infra/llm/json-schema-grammar.js';
 import type { Llm } from '../../llm/client.js';
 import { askPolicy, trajectoryId } from '../../agent/rollout.js';
 import {
@@ -273,9 +273,11 @@ export async function checkCompile(
       .sort();
     if (JSON.stringify(names) !== JSON.stringify([...manifest.tools].sort()))
       throw new Error(`tools [${names.join(', ')}] do not match manifest.tools [${manifest.tools.join(', ')}]`);
-    // The policy's LLM server turns each tool's parameters into a grammar, bounded in size and depth.
-    for (const t of loaded.env.tools())
-      jsonSchemaToGrammarSchema(t.function.parameters, `tool ${t.function.name}'s parameters`);
+    // The policy's LLM server turns the tools' parameters into one grammar, bounded in size and depth.
+    jsonSchemasToGrammarSchemas(
+      loaded.env.tools().map((t) => ({ schema: t.function.parameters, field: `tool ${t.function.name}'s parameters` })),
+      "the tools' parameters",
+    );
     if (!Array.isArray(view.gold) || !view.gold.length) throw new Error('generate(0) returned no gold actions');
   } catch (e) {
     await loaded.close();

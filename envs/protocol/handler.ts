@@ -50,7 +50,7 @@ export interface ProtocolHandler {
   close(): Promise<void>;
 }
 
-export class ProtocolFault extends Error {
+class ProtocolFault extends Error {
   constructor(
     readonly status: number,
     readonly type: ProtocolErrorType,
@@ -69,6 +69,15 @@ const DEFAULT_IDLE_MS = 10 * 60_000;
 export function createProtocolHandler(env: Environment, opts: ProtocolHandlerOptions = {}): ProtocolHandler {
   const idleMs = opts.idleTimeoutMs ?? DEFAULT_IDLE_MS;
   const episodes = new Map<string, { episode: Episode; lastUsed: number }>();
+  // Only a fault this handler threw answers with its own status and type, kept where nothing else
+  // reaches: a module sharing the sandbox bundle's top level threw one it built on ProtocolFault's
+  // prototype, typed output_limit or __proto__ (rerun 72i).
+  const thrown = new WeakMap<object, { status: number; type: ProtocolErrorType; message: string }>();
+  const fault = (status: number, type: ProtocolErrorType, message: string) => {
+    const f = new ProtocolFault(status, type, message);
+    thrown.set(f, { status, type, message });
+    return f;
+  };
 
   const sweep = setInterval(
     () => {
@@ -92,37 +101,31 @@ export function createProtocolHandler(env: Environment, opts: ProtocolHandlerOpt
 
   function lookup(id: string): Episode {
     const e = episodes.get(id);
-    if (!e)
-      throw new ProtocolFault(404, 'unknown_episode', `unknown episode '${id}' (closed, expired or never created)`);
+    if (!e) throw fault(404, 'unknown_episode', `unknown episode '${id}' (closed, expired or never created)`);
     e.lastUsed = Date.now();
     return e.episode;
   }
 
   function parse<S extends z.ZodType>(schema: S, body: unknown, what: string): z.infer<S> {
     const r = schema.safeParse(body);
-    if (!r.success) throw new ProtocolFault(400, 'bad_request', describeZodError(r.error, what));
+    if (!r.success) throw fault(400, 'bad_request', describeZodError(r.error, what));
     return r.data;
   }
 
   /** The env's answers are checked too, so a buggy env is named as such instead of breaking clients. */
   function answer<S extends z.ZodType>(schema: S, value: unknown, what: string): z.infer<S> {
     const r = schema.safeParse(value);
-    if (!r.success)
-      throw new ProtocolFault(500, 'internal', describeZodError(r.error, `environment returned an invalid ${what}`));
+    if (!r.success) throw fault(500, 'internal', describeZodError(r.error, `environment returned an invalid ${what}`));
     return r.data;
   }
 
   async function route(method: string, path: string, body: unknown, signal: AbortSignal | undefined): Promise<unknown> {
     const opts = signal ? { signal } : undefined;
     const parts = path.split('/').filter(Boolean);
-    if (parts[0] !== 'v1') throw new ProtocolFault(404, 'not_found', `no such endpoint: ${path}`);
+    if (parts[0] !== 'v1') throw fault(404, 'not_found', `no such endpoint: ${path}`);
     const allow = (...methods: string[]) => {
       if (!methods.includes(method)) {
-        throw new ProtocolFault(
-          405,
-          'method_not_allowed',
-          `${method} ${path} not allowed (use ${methods.join(' or ')})`,
-        );
+        throw fault(405, 'method_not_allowed', `${method} ${path} not allowed (use ${methods.join(' or ')})`);
       }
     };
     if (parts.length === 2 && parts[1] === 'info') {
@@ -182,7 +185,7 @@ export function createProtocolHandler(env: Environment, opts: ProtocolHandlerOpt
         return { episodeId: register(await lookup(id).fork()) };
       }
     }
-    throw new ProtocolFault(404, 'not_found', `no such endpoint: ${path}`);
+    throw fault(404, 'not_found', `no such endpoint: ${path}`);
   }
 
   return {
@@ -193,7 +196,8 @@ export function createProtocolHandler(env: Environment, opts: ProtocolHandlerOpt
         // Reading a thrown value can throw too (a null-prototype object, a revoked Proxy: rerun
         // 55b); that is still the environment's error, not a bad request.
         try {
-          if (err instanceof ProtocolFault) return { status: err.status, body: errorBody(err.type, err.message) };
+          const own = typeof err === 'object' && err !== null ? thrown.get(err) : undefined;
+          if (own) return { status: own.status, body: errorBody(own.type, own.message) };
           const message = err instanceof Error ? String(err.message) : String(err);
           const c = opts.classifyError?.(err);
           return {

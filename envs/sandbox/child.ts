@@ -31,6 +31,7 @@ import { installVirtualTimers, type VirtualClock } from './virtual-time.js';
 import { hmacSha256, utf8 } from './hmac-sha256.js';
 import { lockIntrinsics } from './lockdown.js';
 import { refuseResizableBuffers } from './buffer-guard.js';
+import { guardNativeState } from './native-guards.js';
 import { refuseSharedWasmMemory } from './wasm-guard.js';
 
 /**
@@ -808,6 +809,7 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
   disableEscapeHatches(); // after freezeClocks: its syncBuiltinESMExports carries the frozen fs/os functions to named imports
   refuseSharedWasmMemory(refused); // a wasm atomic wait on a shared memory blocks for real time
   refuseResizableBuffers(refused); // each reserves a mapping no memory limit counts
+  guardNativeState(refused); // the state Node's bindings trust, checked or kept from the module
   lockIntrinsics(); // last: the runner's own changes to the built-ins are in place
   // The key lives only in the MAC's own pads (Node's createHmac let a getter on its prototypes see it: rerun 6).
   const key = readSessionKey();

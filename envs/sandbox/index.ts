@@ -298,7 +298,7 @@ function looserTools(episode: readonly ToolSchema[], env: readonly ToolSchema[])
 export function toolsFault(tools: readonly ToolSchema[]): string | undefined {
   if (tools.length > MAX_TOOLS) return `${tools.length} tools; an env may offer at most ${MAX_TOOLS}`;
   const seen = new Set<string>();
-  const literals = { chars: 0 };
+  const together = { chars: 0, nodes: 0 };
   let description = 0;
   for (const { function: f } of tools) {
     if (!TOOL_NAME.test(f.name))
@@ -313,11 +313,11 @@ export function toolsFault(tools: readonly ToolSchema[]): string | undefined {
     description += Buffer.byteLength(f.description ?? '');
     if (description > MAX_OBSERVATION_BYTES)
       return `the tools' descriptions come to more than ${MAX_OBSERVATION_BYTES} bytes (at tool ${f.name}); the prompt renders them all`;
-    const bad = callSchemaFault(f.parameters, `tool ${f.name}: parameters`, literals);
+    const bad = callSchemaFault(f.parameters, `tool ${f.name}: parameters`, together);
     if (bad) return bad;
   }
-  if (literals.chars > MAX_ENV_LITERAL_CHARS)
-    return `the tools' enum and const values and property names come to ${literals.chars} bytes; at most ${MAX_ENV_LITERAL_CHARS} (the trainer's grammar compiles long ones slowly)`;
+  if (together.chars > MAX_ENV_LITERAL_CHARS)
+    return `the tools' enum and const values and property names come to ${together.chars} bytes; at most ${MAX_ENV_LITERAL_CHARS} (the trainer's grammar compiles long ones slowly)`;
   const lengths = new Set<string>();
   for (const { function: f } of tools) lengthBounds(f.parameters, lengths);
   if (lengths.size > MAX_LENGTH_BOUNDS)

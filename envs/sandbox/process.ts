@@ -375,7 +375,10 @@ export class SandboxProcess implements ProtocolTransport {
       this.fail('output_limit', `a response exceeded ${this.named('outputBytes')} bytes`, 'outputBytes');
       throw this.failure;
     }
-    const mapped = ERROR_REASONS[type] ?? { reason: 'protocol' as const, fatal: false };
+    // An own entry only: `__proto__` read Object.prototype, and the error had no reason (rerun 72i).
+    const mapped = Object.hasOwn(ERROR_REASONS, type)
+      ? ERROR_REASONS[type]
+      : { reason: 'protocol' as const, fatal: false };
     if (mapped.fatal) this.fail(mapped.reason, message);
     throw new SandboxError(mapped.reason, message);
   }

@@ -98,8 +98,11 @@ function loneSurrogateIn(v: unknown): string | undefined {
 export function callSchemaFault(
   schema: JsonSchema,
   path = 'parameters',
-  /** Adds the bytes of its enum and const values and property names as inlined (an env's tools share a bound: MAX_ENV_LITERAL_CHARS). */
-  literals = { chars: 0 },
+  /**
+   * What an env's tools have used together, this one added: bytes of enum and const values and
+   * property names as inlined (bound: MAX_ENV_LITERAL_CHARS), and nodes as inlined (INLINED_NODES).
+   */
+  together = { chars: 0, nodes: 0 },
 ): string | undefined {
   const bytes = Buffer.byteLength(JSON.stringify(schema) ?? '');
   if (bytes > MAX_SCHEMA_BYTES) return `${path}: ${bytes} bytes of schema; at most ${MAX_SCHEMA_BYTES}`;
@@ -184,7 +187,7 @@ export function callSchemaFault(
     }
     return undefined;
   };
-  return walk(schema, path, 0) ?? inlineFault(schema, path, literals);
+  return walk(schema, path, 0) ?? inlineFault(schema, path, together);
 }
 
 /** What the trainer's grammar inlines a tool's parameters to at most (trace_trainer/grammar.py MAX_SCHEMA_NODES, MAX_SCHEMA_DEPTH). */
@@ -209,11 +212,13 @@ const DATA = new Set(['enum', 'const', 'default', 'examples']);
  * where referenced), so a schema validation accepts is one training can start on: a recursive
  * `$ref` and a fan-out of 2^12 through 1 KB both passed validation and stopped training (rerun 26).
  */
-function inlineFault(root: JsonSchema, path: string, literals: { chars: number }): string | undefined {
-  let budget = INLINED_NODES;
+function inlineFault(root: JsonSchema, path: string, together: { chars: number; nodes: number }): string | undefined {
+  // One budget for an env's tools, as the LLM server's grammar of them all has: 256 tools, each
+  // just under it, cost the worker 1–2 s at every start and reset (rerun 72i).
+  let budget = INLINED_NODES - together.nodes;
   let chars = INLINED_CHARS;
   let own = 0;
-  const tooMany = `${path}: expands to more than ${INLINED_NODES} schema nodes through $refs`;
+  const tooMany = `${path}: expands to more than ${INLINED_NODES} schema nodes through $refs${together.nodes ? ' together with the tools before it' : ''}`;
   const tooLong = `${path}: expands to more than ${INLINED_CHARS} characters of names and strings through $refs`;
   // Every value counts, a name in `required` or a member of an enum too: a definition holding
   // 14 000 names reached 4 900 times through $refs passed and took the worker 23 s (rerun 41b);
@@ -257,7 +262,7 @@ function inlineFault(root: JsonSchema, path: string, literals: { chars: number }
           // DEL is one byte here and six in xgrammar's grammar ("\u007f"): 46 times the cost (rerun 45b).
           const bytes = Buffer.byteLength(json) + 5 * (json.match(/\x7f/g)?.length ?? 0);
           own += bytes;
-          literals.chars += bytes;
+          together.chars += bytes;
         }
         if (own > MAX_LITERAL_CHARS)
           return `${path}: its enum and const values and property names come to more than ${MAX_LITERAL_CHARS} bytes through $refs (the trainer's grammar compiles long ones slowly)`;
@@ -284,7 +289,9 @@ function inlineFault(root: JsonSchema, path: string, literals: { chars: number }
     }
     return children.reduce<string | undefined>((f, [v, k]) => f ?? walk(v, seen, depth + 1, k), undefined);
   };
-  return walk(root, [], 0, true);
+  const bad = walk(root, [], 0, true);
+  together.nodes = INLINED_NODES - budget;
+  return bad;
 }
 
 /**

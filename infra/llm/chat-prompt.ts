@@ -1,6 +1,11 @@
 import type { ChatHistoryItem, GbnfJsonSchema } from 'node-llama-cpp';
 import { BadRequestError, contentText, type ChatRequest, type ChatRequestTool } from './chat-request.js';
-import { assertGrammarSize, jsonSchemaToGrammarSchema, SchemaConversionError } from './json-schema-grammar.js';
+import {
+  assertGrammarSize,
+  jsonSchemasToGrammarSchemas,
+  jsonSchemaToGrammarSchema,
+  SchemaConversionError,
+} from './json-schema-grammar.js';
 
 /**
  * Turns an OpenAI chat request into the model's chat history plus the output constraint for this
@@ -90,19 +95,24 @@ function actionSchema(
   contentSchema: GbnfJsonSchema | undefined,
 ): GbnfJsonSchema {
   const forced = typeof req.tool_choice === 'object' ? req.tool_choice.function.name : undefined;
-  const calls: GbnfJsonSchema[] = tools
-    .map((t, i) => ({ t, i }))
-    .filter(({ t }) => !forced || t.function.name === forced)
-    .map(({ t, i }) => ({
-      type: 'object',
-      properties: {
-        type: { const: 'tool_call' },
-        name: { const: t.function.name },
-        arguments: t.function.parameters
-          ? convertOrReject(t.function.parameters, `tools[${i}].function.parameters`)
-          : { type: 'object', additionalProperties: true },
-      },
-    }));
+  const chosen = tools.map((t, i) => ({ t, i })).filter(({ t }) => !forced || t.function.name === forced);
+  // The tools' parameters under one budget, as the grammar they make together is bounded.
+  const typed = chosen.filter(({ t }) => t.function.parameters);
+  const converted = asBadRequest(() =>
+    jsonSchemasToGrammarSchemas(
+      typed.map(({ t, i }) => ({ schema: t.function.parameters, field: `tools[${i}].function.parameters` })),
+      'tools',
+    ),
+  );
+  const parameters = new Map(typed.map(({ i }, k) => [i, converted[k]]));
+  const calls: GbnfJsonSchema[] = chosen.map(({ t, i }) => ({
+    type: 'object',
+    properties: {
+      type: { const: 'tool_call' },
+      name: { const: t.function.name },
+      arguments: parameters.get(i) ?? { type: 'object', additionalProperties: true },
+    },
+  }));
   const replyAllowed = req.tool_choice === undefined || req.tool_choice === 'auto';
   const message: GbnfJsonSchema = {
     type: 'object',
@@ -110,7 +120,7 @@ function actionSchema(
   };
   const options = replyAllowed ? [message, ...calls] : calls;
   const action = options.length === 1 ? options[0] : { oneOf: options };
-  // Each tool's schema is bounded on its own; so is the grammar they make together.
+  // So is the grammar with its wrapping (each call's name, the message).
   asBadRequest(() => assertGrammarSize(action, 'tools'));
   return action;
 }

@@ -47,15 +47,29 @@ const PRIMITIVES = new Set(['string', 'number', 'integer', 'boolean', 'null']);
 const GRAMMAR_STRING_FORMATS = new Set(['date-time', 'time', 'date']);
 
 export function jsonSchemaToGrammarSchema(schema: unknown, field = 'schema'): GbnfJsonSchema {
-  if (!isObject(schema) && typeof schema !== 'boolean') {
-    throw new SchemaConversionError(field, `must be a JSON Schema object`);
-  }
-  const root = isObject(schema) ? schema : {};
-  const budget = { left: MAX_GRAMMAR_NODES, tooLarge: tooLarge(field) };
-  const out = convert(schema, { root, field, refStack: [], depth: 0, budget });
+  return jsonSchemasToGrammarSchemas([{ schema, field }], field)[0];
+}
+
+/**
+ * Several schemas that make one grammar (a request's or an env's tools), under one budget: 256
+ * tools, each just under it, held check 1 on the worker's event loop for 1.6–1.9 s (rerun 72i).
+ * `together` names them all where the whole is too large.
+ */
+export function jsonSchemasToGrammarSchemas(
+  schemas: readonly { schema: unknown; field: string }[],
+  together: string,
+): GbnfJsonSchema[] {
+  const budget = { left: MAX_GRAMMAR_NODES, tooLarge: tooLarge(together) };
+  const out = schemas.map(({ schema, field }, i) => {
+    if (!isObject(schema) && typeof schema !== 'boolean') {
+      throw new SchemaConversionError(field, `must be a JSON Schema object`);
+    }
+    budget.tooLarge = tooLarge(field, i > 0);
+    return convert(schema, { root: isObject(schema) ? schema : {}, field, refStack: [], depth: 0, budget });
+  });
   // Conversion shares converted children between alternatives (optional properties); the grammar
   // compiler walks each use, so the budget applies to the expanded tree as well.
-  assertGrammarSize(out, field);
+  assertGrammarSize(oneOf(out), together);
   return out;
 }
 
@@ -64,10 +78,10 @@ export function assertGrammarSize(schema: GbnfJsonSchema, field: string): void {
   if (expandedNodes(schema, MAX_GRAMMAR_NODES) > MAX_GRAMMAR_NODES) throw tooLarge(field);
 }
 
-const tooLarge = (field: string) =>
+const tooLarge = (field: string, withEarlier = false) =>
   new SchemaConversionError(
     field,
-    `expands to more than ${MAX_GRAMMAR_NODES} schema nodes (through $refs, anyOf or optional properties); a grammar this large is refused`,
+    `expands to more than ${MAX_GRAMMAR_NODES} schema nodes${withEarlier ? ' together with the schemas before it' : ''} (through $refs, anyOf or optional properties); a grammar this large is refused`,
   );
 
 interface Ctx {
