@@ -141,6 +141,26 @@ test('schemas that expand past the grammar budget or nest too deep are refused a
     (e: Error) =>
       e instanceof SchemaConversionError && e.field === 'c' && /together with the schemas before it/.test(e.reason),
   );
+  // Objects of 8 optional properties are charged their 256 subsets before they are built, so the
+  // first tool runs the budget out while it converts (rerun 72j: four tools of 294 such objects were
+  // built whole, 0.6 s, before the size of the whole refused them).
+  const optional8 = {
+    type: 'object',
+    properties: Object.fromEntries([...'abcdefgh'].map((c) => [c, { type: 'string' }])),
+  };
+  const many = {
+    type: 'object',
+    properties: Object.fromEntries([...Array(294)].map((_, i) => [`p${i}`, optional8])),
+    required: [...Array(294)].map((_, i) => `p${i}`),
+  };
+  assert.throws(
+    () =>
+      jsonSchemasToGrammarSchemas(
+        ['t0', 't1', 't2', 't3'].map((field) => ({ schema: many, field })),
+        'tools',
+      ),
+    (e: Error) => e instanceof SchemaConversionError && e.field === 't0',
+  );
   // Many tools, each under the budget, that together pass it: the request names the tool where it ran out.
   const wide = {
     type: 'object',

@@ -750,7 +750,7 @@ test('hardening: a timer awaited while the module loads fires (rerun 72b: the im
   assert.equal(out, 'after a timer');
 });
 
-test("hardening: no route to Node's own clock through fs's file requests, the HTTP parser, fs's timestamp helper (rerun 72d), an event's inspection (72e) or a file-backed Blob (72g)", async () => {
+test("hardening: no route to Node's own clock through fs's file requests, the HTTP parser, fs's timestamp helper (rerun 72d), an event's inspection (72e), a file-backed Blob (72g) or an http header built on a Proxy (72j)", async () => {
   const out = await attack(`
     const out: string[] = [];
     // Dir.close calls back with its file request as \`this\`: its prototype takes no accessor.
@@ -772,15 +772,19 @@ test("hardening: no route to Node's own clock through fs's file requests, the HT
     // A file-backed Blob, whose reads compare the file's real modification time (rerun 72g).
     fs.writeFileSync('blob', 'x');
     try { await (fs as any).openAsBlob('blob'); out.push('opened'); } catch (e) { out.push((e as any).code); }
+    // A response behind a Proxy that pretends to take sendDate = false (rerun 72j: the real date).
+    const res = new http.OutgoingMessage();
+    const lying = new Proxy(res, { defineProperty: (t, k, d) => k === 'sendDate' || Reflect.defineProperty(t, k, d), get: (t, k, r) => k === 'sendDate' || Reflect.get(t, k, r) });
+    try { lying._storeHeader('HTTP/1.1 200 OK\\r\\n', null); out.push(/Date:/.test(res._header) ? 'dated' : 'undated'); } catch (e) { out.push((e as any).code); }
     // An event's inspection, after real time has passed (rerun 72e).
     const util: any = (process as any).getBuiltinModule('util');
     for (const event of [new Event('x'), new CustomEvent('y', { detail: 1 })])
       out.push(/timeStamp: ([^ ,}]+)/.exec(util.format('%o', event))?.[1] ?? 'none');
     return out.join(' ');`);
-  assert.equal(out, `TypeError 0 ${Date.UTC(2025, 0, 1) / 1000} 1.5 ERR_ACCESS_DENIED 0 0`);
+  assert.equal(out, `TypeError 0 ${Date.UTC(2025, 0, 1) / 1000} 1.5 ERR_ACCESS_DENIED ERR_ACCESS_DENIED 0 0`);
 });
 
-test("hardening: the state Node's native bindings trust is checked or kept from the module (rerun 72i: a StringDecoder's byte count read past its buffer, the real time to 5 ms; a foreign or freed HTTP connections list, SIGSEGV; zlib wrote into memory the module had detached); honest decoding, HTTP and zlib work", async () => {
+test("hardening: the state Node's native bindings trust is checked or kept from the module (rerun 72i: a StringDecoder's byte count read past its buffer, the real time to 5 ms; 72j: set between the check and the call; a foreign or freed HTTP connections list, SIGSEGV; zlib wrote into memory the module had detached); honest decoding, HTTP and zlib work", async () => {
   const packed = zlib.brotliCompressSync('hello brotli '.repeat(100)).toString('base64');
   const out = await attack(
     `
@@ -793,6 +797,9 @@ test("hardening: the state Node's native bindings trust is checked or kept from 
     }
     const swapped = new StringDecoder('utf8'); swapped[k] = new Uint8Array(1);
     out.push(tried(() => swapped.text(Buffer.from([0xe2]), 0).length));
+    // The byte count set from the module's own slice(), after the check (rerun 72j: 120 bytes written past the state).
+    const sliced = new StringDecoder('utf8'); const st = sliced[k];
+    out.push(sliced.text({ slice: () => { st[5] = 120; return Buffer.alloc(1000, 0x41); } }, 0).length + ':' + st[5]);
     const utf8 = new StringDecoder('utf8');
     out.push(utf8.write(Buffer.from([0xe2, 0x82])) + utf8.write(Buffer.from([0xac])) + new StringDecoder('base64').end(Buffer.from('abc')));
     const { HTTPParser } = (process as any).getBuiltinModule('_http_common');
@@ -808,12 +815,20 @@ test("hardening: the state Node's native bindings trust is checked or kept from 
     await new Promise((r) => srv.listen('h.sock', r));
     out.push(await new Promise<string>((res) => http.request({ socketPath: 'h.sock', method: 'POST', path: '/' }, (r: any) => { let d = ''; r.on('data', (x: any) => (d += x)); r.on('end', () => res(d)); }).end('x'.repeat(70_000))));
     srv.close();
-    // A deflate stream's result array, detached by a byte stream the module reads it back from.
+    // A deflate stream's result array, which a byte stream's enqueue used to detach (the module read
+    // native writes back from the chunk); the chunk is a copy now, and the array stays attached.
     const z: any = zlib.createDeflate();
     const bytes = new ReadableStream({ type: 'bytes', start(c) { c.enqueue(new Uint8Array(z._writeState.buffer)); c.close(); } });
     const { value } = await bytes.getReader().read();
     z._handle.writeSync(zlib.constants.Z_FINISH, Buffer.from('hello'), 0, 5, Buffer.alloc(64), 0, 64);
-    out.push([...value!].join(''));
+    out.push([...value!].join('') + '/' + z._writeState.buffer.byteLength);
+    // Parsing, the parser closed from its own headers callback (rerun 72j: SIGSEGV 3/3).
+    const parsing = new HTTPParser();
+    parsing.initialize(HTTPParser.REQUEST, {});
+    let closedWhileParsing = 'not called';
+    parsing[HTTPParser.kOnHeadersComplete] = () => { closedWhileParsing = tried(() => parsing.close()); return 0; };
+    parsing.execute(Buffer.from('GET / HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n'));
+    out.push(closedWhileParsing);
     out.push(tried(() => z._handle.init(15, 6, 8, 0, new Uint32Array(2), () => {}, undefined)));
     const text = 'hello '.repeat(50_000);
     const gz: Buffer = await new Promise((r) => zlib.gzip(text, (_e: unknown, b: Buffer) => r(b)));
@@ -825,7 +840,38 @@ test("hardening: the state Node's native bindings trust is checked or kept from 
   );
   assert.equal(
     out,
-    'ERR_ACCESS_DENIED ERR_ACCESS_DENIED ERR_ACCESS_DENIED ERR_ACCESS_DENIED €YWJj Illegal invocation undefined 0 70000 00000000 ERR_ACCESS_DENIED true 1300',
+    'ERR_ACCESS_DENIED ERR_ACCESS_DENIED ERR_ACCESS_DENIED ERR_ACCESS_DENIED 1000:0 €YWJj Illegal invocation undefined 0 70000 00000000/8 ERR_ACCESS_DENIED ERR_ACCESS_DENIED true 1300',
+  );
+});
+
+test('hardening: no buffer the module can reach is detached (rerun 72j: a socket sent freed memory, the real time to 4 ms; fs.read and a socket wrote into freed memory); honest streams, messages and bodies work', async () => {
+  const out = await attack(`
+    const out: string[] = [];
+    const tried = async (f: () => unknown) => { try { return String(await f()); } catch (e) { return (e as any).code ?? (e as Error).message; } };
+    const ab = new ArrayBuffer(8);
+    out.push(await tried(() => structuredClone(ab, { transfer: [ab] })));
+    const { port1, port2 } = new MessageChannel();
+    out.push(await tried(() => port1.postMessage(ab, [ab])), await tried(() => port1.postMessage(1, { transfer: [ab] })));
+    out.push(await tried(() => new Promise((r) => { port2.onmessage = (e) => r(e.data.y); port1.postMessage({ y: 7 }); })));
+    port1.close(); port2.close();
+    out.push(await tried(() => new Blob(['x']).stream().getReader({ mode: 'byob' } as any).read(new Uint8Array(ab))));
+    out.push(await tried(() => new ReadableStream({ type: 'bytes', autoAllocateChunkSize: 16 } as any)));
+    const fsp: any = (process as any).getBuiltinModule('fs/promises');
+    await fsp.writeFile('f.txt', 'x');
+    const fh = await fsp.open('f.txt');
+    out.push(await tried(() => fh.readableWebStream()));
+    await fh.close();
+    out.push(String(ab.byteLength) + ' ' + String(structuredClone({ a: [1] }).a[0]));
+    const chunk = new Uint8Array([1, 2, 3]);
+    const own = new ReadableStream({ type: 'bytes', start(c) { c.enqueue(chunk); c.close(); } } as any);
+    out.push((await own.getReader().read()).value.length + '/' + chunk.byteLength);
+    out.push(await new Response('body').text(), await new Blob(['blob']).text());
+    let text = ''; for await (const c of new ReadableStream({ start(c) { c.enqueue('p'); c.enqueue('q'); c.close(); } }) as any) text += c;
+    out.push(text);
+    return out.join(' ');`);
+  assert.equal(
+    out,
+    'ERR_ACCESS_DENIED ERR_ACCESS_DENIED ERR_ACCESS_DENIED 7 ERR_ACCESS_DENIED ERR_ACCESS_DENIED ERR_ACCESS_DENIED 8 1 3/3 body blob pq',
   );
 });
 

@@ -156,6 +156,20 @@ test('sleeper: the instance re-check spans processes, and a process with open ep
   }
 });
 
+test('sleeper: a fork counts toward episodesPerProcess, so the next reset after the last goes to a fresh process (rerun 72j: 1 reset and 10 forks, then a reset, all in one process)', async () => {
+  const env = await startGeneratedEnv({ source: GOOD_SOURCE }, { ...config.synthesis.sandbox, episodesPerProcess: 2 });
+  try {
+    const a = await env.reset({ seed: 1 });
+    const started = env.processesStarted;
+    const forked = await a.fork(); // the process's second episode: its last
+    const b = await env.reset({ seed: 2 });
+    assert.equal(env.processesStarted, started + 1);
+    await Promise.all([a.close(), forked.close(), b.close()]);
+  } finally {
+    await env.close();
+  }
+});
+
 test('sleeper: resets made at once take at most episodesPerProcess episodes in each process (six at once all went to one)', async () => {
   const env = await startGeneratedEnv({ source: GOOD_SOURCE }, { ...config.synthesis.sandbox, episodesPerProcess: 2 });
   try {

@@ -409,15 +409,20 @@ test('sandbox: an inspection whose close never answers fails the reset with the 
   }
 });
 
-test("sandbox: the tools' descriptions are bounded together (rerun 55b: 3.5 MB in every prompt)", async () => {
-  await assert.rejects(
-    startSandboxedEnv({
-      source: attackWith("function: { name: 'attack',", "function: { name: 'attack', description: 'd'.repeat(70_000),"),
-    }),
-    (e: unknown) =>
-      reason('env_error')(e) &&
-      /descriptions come to more than 65536 bytes \(at tool attack\)/.test((e as Error).message),
-  );
+test("sandbox: the tools' descriptions and parameters are bounded together (rerun 55b: 3.5 MB in every prompt; 72j: in the parameters)", async () => {
+  for (const [from, to] of [
+    ["function: { name: 'attack',", "function: { name: 'attack', description: 'd'.repeat(70_000),"],
+    [
+      "name: 'attack', parameters: { type: 'object'",
+      "name: 'attack', description: 'd'.repeat(30_000), parameters: { description: 'd'.repeat(40_000), type: 'object'",
+    ],
+  ])
+    await assert.rejects(
+      startSandboxedEnv({ source: attackWith(from, to) }),
+      (e: unknown) =>
+        reason('env_error')(e) &&
+        /descriptions and parameters come to more than 65536 bytes \(at tool attack\)/.test((e as Error).message),
+    );
 });
 
 test('sandbox: an enum is refused before esbuild computes it, and a bundle is at most 8 MiB (rerun 56b: 28 doubling members crashed the worker at check 1)', async () => {

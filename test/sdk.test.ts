@@ -225,6 +225,17 @@ test("enum and const values are bounded per tool and per env, as inlined (rerun 
     toolsFault(Array.from({ length: 9 }, (_, i) => fn(`t${i}`, fanned))),
     'tool t8: parameters: expands to more than 20000 schema nodes through $refs together with the tools before it',
   );
+  // What resolving $refs reads counts too, used or not (rerun 72j: 1 560 $refs to a definition of
+  // 8 150 required names, eight tools of them, took the worker 1.1 s at every start and reset).
+  const unused = {
+    type: 'object',
+    properties: {},
+    $defs: {
+      U: { anyOf: Array.from({ length: 1560 }, () => ({ $ref: '#/$defs/D' })) },
+      D: { required: Array(8150).fill('a') },
+    },
+  };
+  assert.equal(toolsFault([fn('t', unused)]), 'tool t: parameters: more than 20000 schema nodes');
 });
 
 test('verifier helpers: communicated values, partial argument match, weighted credit', () => {

@@ -32,6 +32,7 @@ import { hmacSha256, utf8 } from './hmac-sha256.js';
 import { lockIntrinsics } from './lockdown.js';
 import { refuseResizableBuffers } from './buffer-guard.js';
 import { guardNativeState } from './native-guards.js';
+import { keepBuffersAttached } from './detach-guard.js';
 import { refuseSharedWasmMemory } from './wasm-guard.js';
 
 /**
@@ -473,8 +474,12 @@ function freezeClocks(): void {
     (this: object, ...a: unknown[]) => unknown
   >;
   const storeHeader = outgoing._storeHeader;
+  const isProxy = util.types.isProxy;
   Object.defineProperty(outgoing, '_storeHeader', {
     value: function storeHeaderWithoutDate(this: object, ...a: unknown[]) {
+      // A Proxy only pretends to take the property, and answers true when Node reads it (rerun 72j:
+      // the real date and second, and the pause between requests).
+      if (isProxy(this)) throw refused('http headers built on a Proxy')();
       try {
         Object.defineProperty(this, 'sendDate', {
           value: false,
@@ -671,11 +676,14 @@ function refuseReadline(): void {
     value: async function openWithoutReadLines(...args: unknown[]) {
       const handle = await Reflect.apply(open, promises, args);
       if (!handlesLocked) {
-        Object.defineProperty(Object.getPrototypeOf(handle) as object, 'readLines', {
-          value: refused('FileHandle.readLines'),
-          configurable: false,
-          writable: false,
-        });
+        // And its web stream: a byte stream whose pull buffers Node fills, then detaches (rerun 72j;
+        // detach-guard.ts).
+        for (const k of ['readLines', 'readableWebStream'])
+          Object.defineProperty(Object.getPrototypeOf(handle) as object, k, {
+            value: refused(`FileHandle.${k}`),
+            configurable: false,
+            writable: false,
+          });
         handlesLocked = true;
       }
       return handle;
@@ -810,6 +818,7 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
   refuseSharedWasmMemory(refused); // a wasm atomic wait on a shared memory blocks for real time
   refuseResizableBuffers(refused); // each reserves a mapping no memory limit counts
   guardNativeState(refused); // the state Node's bindings trust, checked or kept from the module
+  keepBuffersAttached(refused); // a detached buffer is freed under native calls still using it
   lockIntrinsics(); // last: the runner's own changes to the built-ins are in place
   // The key lives only in the MAC's own pads (Node's createHmac let a getter on its prototypes see it: rerun 6).
   const key = readSessionKey();

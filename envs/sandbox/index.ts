@@ -299,7 +299,7 @@ export function toolsFault(tools: readonly ToolSchema[]): string | undefined {
   if (tools.length > MAX_TOOLS) return `${tools.length} tools; an env may offer at most ${MAX_TOOLS}`;
   const seen = new Set<string>();
   const together = { chars: 0, nodes: 0 };
-  let description = 0;
+  let described = 0;
   for (const { function: f } of tools) {
     if (!TOOL_NAME.test(f.name))
       return `tool name ${JSON.stringify(f.name.slice(0, 80))} is not 1–64 characters of A-Z, a-z, 0-9, _ and -`;
@@ -308,13 +308,14 @@ export function toolsFault(tools: readonly ToolSchema[]): string | undefined {
     // The native format puts the description in the prompt, whose tokenizer raises on half a UTF-16 pair (rerun 46b).
     if (f.description !== undefined && /\p{Cs}/u.test(f.description))
       return `tool ${f.name}: its description holds a lone surrogate (half a UTF-16 pair), which the trainer's tokenizer cannot take`;
-    // The native format renders every description in every prompt (rerun 55b: 3.5 MB took the
-    // trainer 1.5 s per episode to tokenize).
-    description += Buffer.byteLength(f.description ?? '');
-    if (description > MAX_OBSERVATION_BYTES)
-      return `the tools' descriptions come to more than ${MAX_OBSERVATION_BYTES} bytes (at tool ${f.name}); the prompt renders them all`;
     const bad = callSchemaFault(f.parameters, `tool ${f.name}: parameters`, together);
     if (bad) return bad;
+    // Both prompt formats render every description and parameters schema in every prompt (rerun 55b:
+    // 3.5 MB of descriptions took the trainer 1.5 s per episode to tokenize; rerun 72j: 3.9 MB in
+    // the parameters' own descriptions). The built-in targets come to 1–11 KB.
+    described += Buffer.byteLength(f.description ?? '') + Buffer.byteLength(JSON.stringify(f.parameters) ?? '');
+    if (described > MAX_OBSERVATION_BYTES)
+      return `the tools' descriptions and parameters come to more than ${MAX_OBSERVATION_BYTES} bytes (at tool ${f.name}); the prompt renders them all`;
   }
   if (together.chars > MAX_ENV_LITERAL_CHARS)
     return `the tools' enum and const values and property names come to ${together.chars} bytes; at most ${MAX_ENV_LITERAL_CHARS} (the trainer's grammar compiles long ones slowly)`;
@@ -730,7 +731,9 @@ export class SandboxedEnvironment implements Environment {
       },
       fork: async () => {
         gen.openEpisodes++;
-        gen.started++;
+        // A fork stays in its process, which then takes no new reset past its last (rerun 72j: 1 reset
+        // and 10 forks, then another reset, all in one process of episodesPerProcess 4).
+        if (++gen.started >= this.ctx.limits.episodesPerProcess) this.retire(gen);
         try {
           return this.tracked(gen, await ep.fork(), anchor, calls.copy(), refused);
         } catch (err) {

@@ -26,7 +26,7 @@ function wrapMethod(proto: object, name: string, wrap: (original: Method) => Met
 
 export function guardNativeState(refused: Refused): void {
   guardStringDecoder(refused);
-  guardHttpParser();
+  guardHttpParser(refused);
   guardZlib(refused);
 }
 
@@ -48,10 +48,13 @@ function guardStringDecoder(refused: Refused): void {
   );
   const isUint8Array = (builtin('util').types as { isUint8Array: (v: unknown) => v is Uint8Array }).isUint8Array;
   const byteLength = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), 'byteLength')!.get!;
-  const changed = refused('a StringDecoder whose state was changed');
-  // The state read once and checked; Node's method then reads it from an object only the runner
-  // holds (a getter on the decoder could answer the check and the native call apart).
-  const holding = (decoder: unknown) => {
+  const changed: () => never = refused('a StringDecoder whose state was changed');
+  const set = Uint8Array.prototype.set;
+  // The state read once and checked, and Node's method run on a copy only the runner holds, copied
+  // back after: a getter on the decoder could answer the check and the native call apart, and
+  // \`text\` calls the module's \`buf.slice\` between them (rerun 72j: the byte count set there had the
+  // native decoder write 193 chosen bytes past the state).
+  const decoding = (decoder: unknown, method: Method, args: unknown[]) => {
     const s = (decoder as Record<symbol, unknown>)[state];
     if (
       !isUint8Array(s) ||
@@ -60,9 +63,19 @@ function guardStringDecoder(refused: Refused): void {
       !encodings.has(s[ENCODING_FIELD])
     )
       changed();
-    const holder: Record<string | symbol, unknown> = { __proto__: null, [state]: s };
+    const own = new Uint8Array(STATE_FIELDS);
+    for (let i = 0; i < STATE_FIELDS; i++) own[i] = s[i];
+    const holder: Record<string | symbol, unknown> = { __proto__: null, [state]: own };
     holder.write = (buf: unknown) => apply(write, holder, [buf]);
-    return holder;
+    try {
+      return apply(method, holder, args);
+    } finally {
+      try {
+        apply(set, s, [own]);
+      } catch {
+        // detached by the module meanwhile: nothing to copy back to
+      }
+    }
   };
   const proto = StringDecoder.prototype;
   const write = (proto as Record<string, Method>).write;
@@ -72,12 +85,12 @@ function guardStringDecoder(refused: Refused): void {
       name,
       (original) =>
         function guardedDecode(this: unknown, ...args: unknown[]) {
-          return apply(original, holding(this), args);
+          return decoding(this, original, args);
         },
     );
 }
 
-function guardHttpParser(): void {
+function guardHttpParser(refused: Refused): void {
   const { HTTPParser } = builtin('_http_common') as { HTTPParser: { prototype: object } };
   const probe = new (builtin('http').Server as new () => NodeJS.EventEmitter)();
   probe.emit('listening'); // creates its connections list (and a check interval, cleared below)
@@ -93,6 +106,14 @@ function guardHttpParser(): void {
   // so each keeps the other alive, and a parser leaves its list before it is re-initialized or freed.
   const listOf = new WeakMap<object, object>();
   const members = new WeakMap<object, Set<object>>();
+  // Native parsing runs the module's callbacks (headers, body) with the parser mid-call: closing or
+  // re-initializing it there freed what the call went on to use (rerun 72j: close from its own
+  // headers callback, SIGSEGV 3/3). Node's own code defers those, and never parses re-entrantly.
+  const parsing = new WeakSet<object>();
+  const busy = refused('an HTTP parser closed, re-initialized or run again while it parses');
+  const idle = (parser: unknown) => {
+    if (parsing.has(parser as object)) busy();
+  };
   const unlist = (parser: object) => {
     const list = listOf.get(parser);
     if (!list) return;
@@ -105,6 +126,7 @@ function guardHttpParser(): void {
     'initialize',
     (initialize) =>
       function guardedInitialize(this: unknown, ...args: unknown[]) {
+        idle(this);
         const list = args[4];
         // Anything but a real connections list throws here ("Illegal invocation"), before native
         // code takes it for one.
@@ -124,6 +146,7 @@ function guardHttpParser(): void {
     'close',
     (close) =>
       function guardedClose(this: unknown) {
+        idle(this);
         unlist(this as object);
         return apply(close, this, []);
       },
@@ -135,12 +158,29 @@ function guardHttpParser(): void {
   // could detach it: it parses a copy only the runner holds.
   const copy = Uint8Array.prototype.slice;
   const isView = ArrayBuffer.isView;
+  const parse = (parser: unknown, method: Method, args: unknown[]) => {
+    idle(parser);
+    parsing.add(parser as object);
+    try {
+      return apply(method, parser, args);
+    } finally {
+      parsing.delete(parser as object);
+    }
+  };
   wrapMethod(
     proto,
     'execute',
     (execute) =>
       function guardedExecute(this: unknown, data: unknown) {
-        return apply(execute, this, [isView(data) ? apply(copy, viewBytes(data), []) : data]);
+        return parse(this, execute, [isView(data) ? apply(copy, viewBytes(data), []) : data]);
+      },
+  );
+  wrapMethod(
+    proto,
+    'finish',
+    (finish) =>
+      function guardedFinish(this: unknown) {
+        return parse(this, finish, []);
       },
   );
 }

@@ -216,6 +216,12 @@ function convertObject(s: Json, ctx: Ctx): GbnfJsonSchema {
   const optional = names.filter((n) => !requiredSet.has(n));
   if (optional.length > MAX_OPTIONAL_SUBSET)
     return oneOf([object(names.filter((n) => requiredSet.has(n))), object(names)]);
+  // The subsets charged before they are built, as their expansion counts them at the least (each
+  // object, its properties, each chosen child once): four tools of 294 objects with 8 optional
+  // properties built 256 each before the size check refused them (rerun 72j: 0.6 s of the worker).
+  const k = optional.length;
+  if (k) ctx.budget.left -= 2 ** k * (2 + names.length - k) + k * 2 ** (k - 1);
+  if (ctx.budget.left < 0) throw ctx.budget.tooLarge;
   const subsets: GbnfJsonSchema[] = [];
   for (let mask = 0; mask < 2 ** optional.length; mask++) {
     const chosen = new Set(optional.filter((_, i) => mask & (1 << i)));
