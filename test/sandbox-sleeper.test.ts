@@ -212,7 +212,15 @@ test('sleeper: a process idle for idleRetireMs takes no new episodes, and a succ
     { ...config.synthesis.sandbox, episodesPerProcess: 2, idleRetireMs: 50 },
   );
   try {
-    await sleep(200); // the first process, started to describe the env, retires unused
+    // Waits on the retirement itself rather than a fixed 200 ms, which failed once on a starved machine.
+    const retired = async () => {
+      const since = Date.now();
+      while (env.processDirs().length > 0) {
+        assert.ok(Date.now() - since < 60_000, 'no idle process retired in 60 s');
+        await sleep(10);
+      }
+    };
+    await retired(); // the first process, started to describe the env, retires unused
     // Each count below is processes that serve episodes plus those that take seeds' first instances.
     const a = await env.reset({ seed: 1 });
     assert.equal(env.processesStarted, 3);
@@ -222,7 +230,7 @@ test('sleeper: a process idle for idleRetireMs takes no new episodes, and a succ
     assert.equal(env.processesStarted, 3, 'no process starts before a reset needs one');
     await (await env.reset({ seed: 3 })).close();
     assert.equal(env.processesStarted, 5);
-    await sleep(200); // idle past idleRetireMs: the third process (and the second inspector) retire
+    await retired(); // idle past idleRetireMs: the third process (and the second inspector) retire
     const ep = await env.reset({ seed: 4 });
     assert.equal(env.processesStarted, 7);
     await ep.close();
