@@ -161,6 +161,16 @@ test('schemas that expand past the grammar budget or nest too deep are refused a
       ),
     (e: Error) => e instanceof SchemaConversionError && e.field === 't0',
   );
+  // Descriptions constrain nothing and are left out: copied into every optional-property subset, one
+  // 30 000-character description reached through $refs made a 117 MiB grammar (rerun 72k).
+  const described = {
+    type: 'object',
+    $defs: { D: { type: 'string', description: ' '.repeat(30_000) } },
+    properties: {
+      o: { type: 'object', description: 'x', properties: { a: { $ref: '#/$defs/D' }, b: { $ref: '#/$defs/D' } } },
+    },
+  };
+  assert.equal(JSON.stringify(jsonSchemaToGrammarSchema(described)).includes('description'), false);
   // Many tools, each under the budget, that together pass it: the request names the tool where it ran out.
   const wide = {
     type: 'object',

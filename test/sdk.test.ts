@@ -236,6 +236,15 @@ test("enum and const values are bounded per tool and per env, as inlined (rerun 
     },
   };
   assert.equal(toolsFault([fn('t', unused)]), 'tool t: parameters: more than 20000 schema nodes');
+  // A definition's name is at most 128 characters (rerun 72k: one of 30 000 reached 3 249 times cost
+  // the LLM server's conversion 300 ms a request).
+  const named128 = (n: number) => ({
+    type: 'object',
+    properties: { x: { $ref: `#/$defs/${'d'.repeat(n)}` } },
+    $defs: { ['d'.repeat(n)]: { type: 'string' } },
+  });
+  assert.equal(callSchemaFault(named128(128)), undefined);
+  assert.match(callSchemaFault(named128(129)) ?? '', /1–128 letters/);
 });
 
 test('verifier helpers: communicated values, partial argument match, weighted credit', () => {

@@ -215,21 +215,40 @@ function disableEscapeHatches(): void {
   while (asyncWrap && !Object.hasOwn(asyncWrap, 'getAsyncId'))
     asyncWrap = Object.getPrototypeOf(asyncWrap) as object | null;
   if (!asyncWrap) throw new Error('sandbox runner: no AsyncWrap prototype found in this Node');
-  // And a file request's own prototype, which `Dir.close` leads to (it calls back with the request
-  // as `this`: rerun 72d). It is caught as Node sets the first request's `oncomplete`.
-  let fileRequest: object | undefined;
+  // And the requests' own prototypes, caught as Node sets a request's `oncomplete`: a file request's,
+  // which `Dir.close` leads to (it calls back with the request as \`this\`: rerun 72d), and a stream
+  // write's, whose \`buffer\` is all that keeps a queued write's memory alive (rerun 72k: a setter
+  // there dropped it, and the socket sent freed memory, the real time to 0.1 s).
+  const requests = new Set<object>();
   Object.defineProperty(asyncWrap, 'oncomplete', {
     set(this: object, callback: unknown) {
-      fileRequest ??= Object.getPrototypeOf(this) as object;
+      requests.add(Object.getPrototypeOf(this) as object);
       Object.defineProperty(this, 'oncomplete', { value: callback, writable: true, configurable: true });
     },
     configurable: true,
   });
   fs.stat('.', () => {});
+  const stderrSocket = process.stderr as unknown as {
+    _writeGeneric: (...a: unknown[]) => void;
+    _handle: object;
+  };
+  stderrSocket._writeGeneric(false, Buffer.alloc(0), 'buffer', () => {});
   delete (asyncWrap as { oncomplete?: unknown }).oncomplete;
-  if (!fileRequest) throw new Error('sandbox runner: no file request prototype found in this Node');
-  Object.freeze(fileRequest);
+  if (requests.size < 2) throw new Error('sandbox runner: no file and write request prototypes found in this Node');
+  for (const r of requests) Object.freeze(r);
   Object.freeze(asyncWrap);
+  // A stream handle reading into a buffer of the caller's (a socket's \`onread\` option) keeps only a
+  // pointer to it: replacing the socket's reference, or calling it directly, had the peer's bytes
+  // written into freed memory (rerun 72k). Refused where stream handles inherit it.
+  let streamWrap = Object.getPrototypeOf(stderrSocket._handle) as object | null;
+  while (streamWrap && !Object.hasOwn(streamWrap, 'useUserBuffer'))
+    streamWrap = Object.getPrototypeOf(streamWrap) as object | null;
+  if (!streamWrap) throw new Error('sandbox runner: no stream handle prototype with useUserBuffer in this Node');
+  Object.defineProperty(streamWrap, 'useUserBuffer', {
+    value: refused('reading a stream into a buffer of its own (onread)'),
+    configurable: false,
+    writable: false,
+  });
   encoder.close();
   confineModuleResolution();
   syncBuiltinESMExports(); // named ESM imports of those modules see the refusals too
@@ -684,6 +703,15 @@ function refuseReadline(): void {
             configurable: false,
             writable: false,
           });
+        // Its native stream handle reads into a buffer of the caller's too (see useUserBuffer above).
+        const native = (handle as Record<symbol, object>)[
+          Object.getOwnPropertySymbols(handle).find((k) => k.description === 'kHandle')!
+        ];
+        Object.defineProperty(Object.getPrototypeOf(native) as object, 'useUserBuffer', {
+          value: refused('reading a stream into a buffer of its own (onread)'),
+          configurable: false,
+          writable: false,
+        });
         handlesLocked = true;
       }
       return handle;

@@ -5,9 +5,8 @@
  * meanwhile is freed once its new owner is dropped: rerun 72j sent freed memory down a socket (the
  * real time to 4 ms, in a freed stat result) and had a file's bytes written into freed memory. The
  * ways JavaScript detaches a buffer here are a transfer list (`structuredClone`, `postMessage`) and
- * the byte streams of web streams (an enqueued chunk, a BYOB read, the pull buffers Node's own byte
- * streams fill): transfer lists are refused, an enqueued chunk is copied, and the rest is closed to
- * the module (BYOB reads, `autoAllocateChunkSize`; a file handle's web stream, in child.ts).
+ * web streams' byte streams: transfer lists are refused, and no byte stream is the module's to reach
+ * (a file handle's web stream is refused in child.ts).
  */
 
 type Refused = (what: string) => () => never;
@@ -15,29 +14,6 @@ type Refused = (what: string) => () => never;
 const apply = Reflect.apply;
 const builtin = (id: string) =>
   (process as unknown as { getBuiltinModule: (id: string) => Record<string, unknown> }).getBuiltinModule(id);
-
-const typedArrayBytes = {
-  buffer: Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), 'buffer')!.get!,
-  offset: Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), 'byteOffset')!.get!,
-  length: Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), 'byteLength')!.get!,
-};
-const dataViewBytes = {
-  buffer: Object.getOwnPropertyDescriptor(DataView.prototype, 'buffer')!.get!,
-  offset: Object.getOwnPropertyDescriptor(DataView.prototype, 'byteOffset')!.get!,
-  length: Object.getOwnPropertyDescriptor(DataView.prototype, 'byteLength')!.get!,
-};
-const slice = Uint8Array.prototype.slice;
-
-/** A copy of a view's bytes, read by the intrinsic getters (a view's own `buffer` could lie). */
-function copyOf(view: ArrayBufferView): Uint8Array {
-  const g = view instanceof DataView ? dataViewBytes : typedArrayBytes;
-  const bytes = new Uint8Array(
-    apply(g.buffer, view, []) as ArrayBuffer,
-    apply(g.offset, view, []) as number,
-    apply(g.length, view, []) as number,
-  );
-  return apply(slice, bytes, []) as Uint8Array;
-}
 
 export function keepBuffersAttached(refused: Refused): void {
   const transfer = refused('transferring buffers (a transfer list)');
@@ -70,30 +46,26 @@ export function keepBuffersAttached(refused: Refused): void {
     configurable: false,
   });
 
-  // Web streams' byte streams detach the buffers they are handed.
+  // Web streams' byte streams detach the buffers they are handed, and their controller's state is a
+  // plain object under a symbol the module reaches: a pull buffer swapped in there was detached by
+  // Node's own enqueue or respond (rerun 72k: any buffer, Blob.stream()'s controller too). So no byte
+  // stream is the module's to reach: none of its own, and not Node's (a Blob's stream; the Fetch
+  // API's bodies, whose streams are byte streams, and which have no network to serve here anyway).
   const web = builtin('stream/web') as Record<string, { prototype: Record<string, unknown> }>;
   const RealStream = web.ReadableStream as unknown as new (...a: unknown[]) => object;
-  // A byte stream without BYOB reads or autoAllocateChunkSize never holds a pull buffer of its own,
-  // so all it detaches is what is enqueued (copied below).
-  const autoAllocated = refused('autoAllocateChunkSize in a byte stream');
+  const byteStream = refused('byte streams (ReadableStream of type "bytes")');
   const Stream: typeof RealStream = new Proxy(RealStream, {
     construct(target, [source, strategy], newTarget): object {
       // The source read once, and Node given a copy of what it read: a getter could answer twice.
       if (source === undefined || source === null)
         return Reflect.construct(target, [source, strategy], newTarget === Stream ? target : newTarget);
       const s = source as Record<string, unknown>;
-      const bytes = `${s.type}` === 'bytes';
-      if (bytes && s.autoAllocateChunkSize !== undefined) autoAllocated();
+      if (`${s.type}` === 'bytes') byteStream();
       const bound = (k: string) => {
         const f = s[k];
         return typeof f === 'function' ? (...a: unknown[]) => apply(f, source, a) : f;
       };
-      const read = {
-        ...(bytes ? { type: 'bytes' } : {}),
-        start: bound('start'),
-        pull: bound('pull'),
-        cancel: bound('cancel'),
-      };
+      const read = { start: bound('start'), pull: bound('pull'), cancel: bound('cancel') };
       return Reflect.construct(target, [read, strategy], newTarget === Stream ? target : newTarget);
     },
   });
@@ -103,23 +75,16 @@ export function keepBuffersAttached(refused: Refused): void {
     [web, 'ReadableStream'],
   ] as const)
     Object.defineProperty(obj, key, { value: Stream, writable: false, configurable: false, enumerable: false });
-  const byob = refused('BYOB reads of a byte stream');
-  Object.defineProperty(web.ReadableStreamBYOBReader.prototype, 'read', {
-    value: byob,
+  Object.defineProperty(Blob.prototype, 'stream', {
+    value: refused('Blob.stream (a byte stream)'),
     writable: false,
     configurable: false,
   });
-  const controller = web.ReadableByteStreamController.prototype as Record<
-    string,
-    (this: unknown, ...a: unknown[]) => unknown
-  >;
-  const realEnqueue = controller.enqueue;
-  Object.defineProperty(controller, 'enqueue', {
-    value: function enqueue(this: unknown, chunk: unknown): unknown {
-      return apply(realEnqueue, this, [ArrayBuffer.isView(chunk) ? copyOf(chunk) : chunk]);
-    },
-    writable: false,
-    configurable: false,
-  });
+  for (const name of ['fetch', 'Request', 'Response'])
+    Object.defineProperty(globalThis, name, {
+      value: refused(`${name} (the Fetch API's bodies are byte streams)`),
+      writable: false,
+      configurable: false,
+    });
   (builtin('module') as { syncBuiltinESMExports: () => void }).syncBuiltinESMExports();
 }

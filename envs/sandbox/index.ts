@@ -897,7 +897,13 @@ export function openingFault(messages: readonly Message[]): string | undefined {
 function openingCallFault(args: string): string | undefined {
   const complex = tooComplex(args, MAX_RESPONSE_DEPTH, MAX_RESPONSE_VALUES);
   if (complex) return complex;
-  if (/\d{1000}/.test(args)) return 'a number of 1 000 digits or more';
+  // Counted in one pass: the regex /\d{1000}/ retried from each digit, 77-142 ms on a 62 KB opening of
+  // 999-digit runs, at every seeded reset (rerun 72k).
+  for (let i = 0, run = 0; i < args.length; i++) {
+    const c = args.charCodeAt(i);
+    run = c >= 0x30 && c <= 0x39 ? run + 1 : 0;
+    if (run >= 1000) return 'a number of 1 000 digits or more';
+  }
   try {
     const parsed: unknown = JSON.parse(args);
     return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? undefined : 'not a JSON object';

@@ -5,7 +5,8 @@ import type { GbnfJsonSchema } from 'node-llama-cpp';
  * `response_format.json_schema.schema`, e.g. from zod's toJSONSchema) onto the subset that
  * node-llama-cpp compiles to a grammar. The result only admits values the source schema admits,
  * except for keywords a grammar cannot express (numeric bounds, patterns, most string formats),
- * which are dropped. `$ref`s are inlined; a recursive `$ref` becomes "any JSON value".
+ * which are dropped, and descriptions, which constrain nothing: copied into each optional-property
+ * subset they made a 117 MiB grammar of one 960 KB tool, kept per tool set by the server (rerun 72k). `$ref`s are inlined; a recursive `$ref` becomes "any JSON value".
  *
  * node-llama-cpp makes every listed property required, so an object with optional properties
  * becomes a choice between its subsets (in their declared order) when it has at most
@@ -145,7 +146,7 @@ function convertBody(s: Json, ctx: Ctx): GbnfJsonSchema {
     case 'integer':
     case 'boolean':
     case 'null':
-      return withDescription({ type: type as 'number' | 'integer' | 'boolean' | 'null' }, s);
+      return { type: type as 'number' | 'integer' | 'boolean' | 'null' };
     case 'object':
       return convertObject(s, ctx);
     case 'array':
@@ -177,12 +178,12 @@ function withRef(ref: string, ctx: Ctx, target: unknown): GbnfJsonSchema {
 
 function convertString(s: Json): GbnfJsonSchema {
   if (typeof s.format === 'string' && GRAMMAR_STRING_FORMATS.has(s.format)) {
-    return withDescription({ type: 'string', format: s.format as 'date-time' | 'time' | 'date' }, s);
+    return { type: 'string', format: s.format as 'date-time' | 'time' | 'date' };
   }
   const out: { type: 'string'; minLength?: number; maxLength?: number } = { type: 'string' };
   if (typeof s.minLength === 'number') out.minLength = s.minLength;
   if (typeof s.maxLength === 'number') out.maxLength = s.maxLength;
-  return withDescription(out, s);
+  return out;
 }
 
 function convertObject(s: Json, ctx: Ctx): GbnfJsonSchema {
@@ -201,17 +202,13 @@ function convertObject(s: Json, ctx: Ctx): GbnfJsonSchema {
       : s.additionalProperties === true || s.additionalProperties === false
         ? s.additionalProperties
         : convert(s.additionalProperties, { ...ctx, field: `${ctx.field}.additionalProperties` });
-  const object = (keys: string[]): GbnfJsonSchema =>
-    withDescription(
-      {
-        type: 'object',
-        properties: Object.fromEntries(keys.map((k) => [k, converted[k]])),
-        additionalProperties: extra,
-        ...(typeof s.minProperties === 'number' ? { minProperties: s.minProperties } : {}),
-        ...(typeof s.maxProperties === 'number' ? { maxProperties: s.maxProperties } : {}),
-      },
-      s,
-    );
+  const object = (keys: string[]): GbnfJsonSchema => ({
+    type: 'object',
+    properties: Object.fromEntries(keys.map((k) => [k, converted[k]])),
+    additionalProperties: extra,
+    ...(typeof s.minProperties === 'number' ? { minProperties: s.minProperties } : {}),
+    ...(typeof s.maxProperties === 'number' ? { maxProperties: s.maxProperties } : {}),
+  });
   const requiredSet = new Set(requiredList);
   const optional = names.filter((n) => !requiredSet.has(n));
   if (optional.length > MAX_OPTIONAL_SUBSET)
@@ -245,7 +242,7 @@ function convertArray(s: Json, ctx: Ctx): GbnfJsonSchema {
   else if (rest !== undefined && rest !== false) out.items = convert(rest, { ...ctx, field: `${ctx.field}.items` });
   if (typeof s.minItems === 'number') out.minItems = s.minItems;
   if (typeof s.maxItems === 'number') out.maxItems = Math.min(s.maxItems, out.maxItems ?? Infinity);
-  return withDescription(out, s);
+  return out;
 }
 
 /** Shallow merge of `allOf` members (properties and required lists unite); enough for generated schemas. */
@@ -292,10 +289,6 @@ function expandedNodes(node: unknown, limit: number): number {
 
 function oneOf(options: GbnfJsonSchema[]): GbnfJsonSchema {
   return options.length === 1 ? options[0] : { oneOf: options };
-}
-
-function withDescription<T extends object>(out: T, s: Json): T {
-  return typeof s.description === 'string' ? { ...out, description: s.description } : out;
 }
 
 function isObject(v: unknown): v is Json {
