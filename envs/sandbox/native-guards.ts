@@ -30,6 +30,13 @@ export function guardNativeState(refused: Refused): void {
   guardZlib(refused);
 }
 
+const viewBuffer = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), 'buffer')!.get!;
+const viewOffset = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), 'byteOffset')!.get!;
+const viewLength = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), 'byteLength')!.get!;
+const dataViewBuffer = Object.getOwnPropertyDescriptor(DataView.prototype, 'buffer')!.get!;
+const dataViewOffset = Object.getOwnPropertyDescriptor(DataView.prototype, 'byteOffset')!.get!;
+const dataViewLength = Object.getOwnPropertyDescriptor(DataView.prototype, 'byteLength')!.get!;
+
 /** The state's layout (src/string_decoder.h): 4 bytes of an incomplete character, then these. */
 const MISSING_BYTES = 4;
 const BUFFERED_BYTES = 5;
@@ -47,7 +54,6 @@ function guardStringDecoder(refused: Refused): void {
     ),
   );
   const isUint8Array = (builtin('util').types as { isUint8Array: (v: unknown) => v is Uint8Array }).isUint8Array;
-  const byteLength = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), 'byteLength')!.get!;
   const changed: () => never = refused('a StringDecoder whose state was changed');
   const set = Uint8Array.prototype.set;
   // The state read once and checked, and Node's method run on a copy only the runner holds, copied
@@ -58,7 +64,7 @@ function guardStringDecoder(refused: Refused): void {
     const s = (decoder as Record<symbol, unknown>)[state];
     if (
       !isUint8Array(s) ||
-      (apply(byteLength, s, []) as number) < STATE_FIELDS ||
+      (apply(viewLength, s, []) as number) < STATE_FIELDS ||
       s[MISSING_BYTES] + s[BUFFERED_BYTES] > INCOMPLETE_CHARACTER_BYTES ||
       !encodings.has(s[ENCODING_FIELD])
     )
@@ -184,13 +190,6 @@ function guardHttpParser(refused: Refused): void {
       },
   );
 }
-
-const viewBuffer = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), 'buffer')!.get!;
-const viewOffset = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), 'byteOffset')!.get!;
-const viewLength = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), 'byteLength')!.get!;
-const dataViewBuffer = Object.getOwnPropertyDescriptor(DataView.prototype, 'buffer')!.get!;
-const dataViewOffset = Object.getOwnPropertyDescriptor(DataView.prototype, 'byteOffset')!.get!;
-const dataViewLength = Object.getOwnPropertyDescriptor(DataView.prototype, 'byteLength')!.get!;
 
 /** A view's bytes as a Uint8Array over the same memory, read by the intrinsic getters. */
 function viewBytes(view: ArrayBufferView): Uint8Array {
