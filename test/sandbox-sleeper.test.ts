@@ -109,21 +109,21 @@ test('sleeper: a module cannot see time pass; every clock it can read is frozen'
   } finally {
     await env.close();
   }
-  // The clock shows the fixed instant, as a date an env would print it; so do the asynchronous
-  // file timestamps (callback, promise, FileHandle), started at import.
+  // The clock shows the fixed instant, as a date an env would print it; the asynchronous file
+  // timestamps (callback, promise, FileHandle) are out of reach since rerun 72m (surface.ts).
   const dated = withEvaluate(
     `const g = globalThis as any; throw new Error('now=' + new Date().toISOString() + ' ' + Date.now() + ' files=' + JSON.stringify([g.cb, g.pr, g.fh]));`,
   ).replace(
     'export default',
     `const g0 = globalThis as any; const fs0 = (process as any).getBuiltinModule('node:fs'); fs0.writeFileSync('f', 'x');
-fs0.stat('f', (_e: unknown, st: any) => { g0.cb = st.mtimeMs; }); fs0.promises.stat('f').then((st: any) => { g0.pr = st.mtimeMs; });
-fs0.promises.open('f').then((h: any) => h.stat().then((st: any) => { g0.fh = st.mtimeMs; return h.close(); }));
+const code0 = (f: () => unknown) => { try { f(); return 'open'; } catch (e) { return (e as any).code; } };
+g0.cb = code0(() => fs0.stat('f', () => {})); g0.pr = code0(() => fs0.promises.stat('f')); g0.fh = code0(() => fs0.promises.open('f'));
 export default`,
   );
   const e2 = await startGeneratedEnv({ source: dated }, config.synthesis.sandbox);
   try {
     const ep = await e2.reset({ seed: 0 });
-    const frozen = `now=${new Date(FROZEN_EPOCH_MS).toISOString()} ${FROZEN_EPOCH_MS} files=${JSON.stringify([FROZEN_EPOCH_MS, FROZEN_EPOCH_MS, FROZEN_EPOCH_MS])}`;
+    const frozen = `now=${new Date(FROZEN_EPOCH_MS).toISOString()} ${FROZEN_EPOCH_MS} files=${JSON.stringify(Array(3).fill('ERR_ACCESS_DENIED'))}`;
     let message = '';
     for (let i = 0; i < 50 && !message.includes(frozen); i++) {
       message = await ep.evaluate(ep.initialMessages(), 'agent_stop').then(
@@ -245,17 +245,16 @@ test('sleeper: a process idle for idleRetireMs takes no new episodes, and a succ
  * whether a timer set at one request had fired by the next, a Timeout's `_idleStart`), through
  * AbortSignal.timeout and Atomics.waitAsync, performance marks and event-loop statistics, CPU
  * usage and the machine's CPU times, and by counting a loop of real I/O that ran through the
- * worker's idle gaps. Each reading here must move by exactly as much across a 2 s pause as
- * across none; the I/O loop, which still runs while a request is answered, by about as much.
+ * worker's idle gaps (no asynchronous I/O is open to the module since rerun 72m). Each reading here
+ * must move by exactly as much across a 2 s pause as across none.
  */
 const AGE_SOURCES = `const gA = globalThis as any; const fsA = (process as any).getBuiltinModule('node:fs'); const osA = (process as any).getBuiltinModule('node:os');
-gA.ticks = 0; gA.imm = 0; gA.io = 0; setInterval(() => { gA.ticks++; }, 10);
+gA.ticks = 0; gA.imm = 0; setInterval(() => { gA.ticks++; }, 10);
 const immLoop = () => { gA.imm++; setImmediate(immLoop); }; setImmediate(immLoop);
-(async () => { for (;;) { await fsA.promises.stat('.'); gA.io++; } })();
 const i32A = new Int32Array(new SharedArrayBuffer(4));
 const tryA = (f: () => unknown) => { try { return f(); } catch (e) { return 'refused:' + (e as any).code; } };
 gA.read = () => {
-  const r = { ticks: gA.ticks, imm: gA.imm, io: gA.io, timerFired: gA.timerFired ?? null, aborted: gA.signal?.aborted ?? null, waited: gA.waited ?? null,
+  const r = { ticks: gA.ticks, imm: gA.imm, timerFired: gA.timerFired ?? null, aborted: gA.signal?.aborted ?? null, waited: gA.waited ?? null,
     idleStart: (setTimeout(() => {}, 1) as any)._idleStart ?? null,
     cpu: process.cpuUsage().user, rusage: process.resourceUsage().userCPUTime, cpus: osA.cpus()[0]?.times.user ?? null, load: osA.loadavg()[0],
     mark: tryA(() => performance.mark('m').startTime), elu: tryA(() => performance.eventLoopUtilization().idle) };
@@ -290,21 +289,12 @@ test('sleeper: a module cannot see how long its process has lived (virtual timer
     const r3 = await read(); // after a pause
     const delta = (a: Record<string, unknown>, b: Record<string, unknown>) =>
       Object.fromEntries(Object.keys(a).map((k) => [k, typeof a[k] === 'number' ? (b[k] as number) - a[k] : b[k]]));
-    const quiet = delta(r1, r2);
-    const paused = delta(r2, r3);
-    const { io: ioQuiet, ...exactQuiet } = quiet;
-    const { io: ioPaused, ...exactPaused } = paused;
-    assert.deepEqual(exactPaused, exactQuiet, 'a reading moved with the pause');
+    assert.deepEqual(delta(r2, r3), delta(r1, r2), 'a reading moved with the pause');
     // Timers run only while a request waits on them: none set at one reading fired by the next.
     assert.deepEqual(
       [r3.timerFired, r3.aborted, r3.waited, r3.idleStart, r3.cpu, r3.cpus, r3.mark, r3.elu],
       [false, false, false, null, 0, 0, 'refused:ERR_ACCESS_DENIED', 'refused:ERR_ACCESS_DENIED'],
     );
-    // The I/O loop ran thousands of times through a 600 ms pause before the process was stopped
-    // between requests; now only while requests are answered and until the stop lands, which a
-    // loaded machine delays (298 turns against 13 without a pause, once): the bound is far above
-    // that and far below what 2 s of an unstopped loop runs.
-    assert.ok((ioPaused as number) < 1500 + 5 * (ioQuiet as number), `I/O loop ${ioQuiet} then ${ioPaused}`);
     await ep.close();
   } finally {
     await env.close();
@@ -323,9 +313,7 @@ test('sleeper: virtual timers keep ordinary asynchronous module code working', a
     let k = 0; for await (const _ of everyP(10)) { if (++k === 2) break; }
     const s = AbortSignal.timeout(1000); await sleepP(1001);
     const r = await Promise.race([sleepP(5, 'short'), sleepP(50, 'long')]);
-    const fsW = (process as any).getBuiltinModule('node:fs');
-    const f = await Promise.race([fsW.promises.readFile('env.mjs').then(() => 'file'), sleepP(1, 'timeout')]);
-    return JSON.stringify({ order, n, k, aborted: s.aborted, r, f });
+    return JSON.stringify({ order, n, k, aborted: s.aborted, r });
   }`;
   const source =
     withEvaluate(`throw new Error('S=' + (globalThis as any).seen);`).replace(
@@ -341,7 +329,7 @@ test('sleeper: virtual timers keep ordinary asynchronous module code working', a
       () => '',
       (e: Error) => e.message,
     );
-    assert.ok(message.includes('S={"order":["i","a","b"],"n":3,"k":2,"aborted":true,"r":"short","f":"file"}'), message);
+    assert.ok(message.includes('S={"order":["i","a","b"],"n":3,"k":2,"aborted":true,"r":"short"}'), message);
     // 60 s and 1 s of sleeps took no real time.
     assert.ok(performance.now() - started < 5_000, `${performance.now() - started} ms`);
     await ep.close();

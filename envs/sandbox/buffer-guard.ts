@@ -4,8 +4,7 @@
  * 32 000 of them ran out the kernel's map count and V8 died by SIGSEGV, a memory-safety failure
  * module code could reach (rerun 61b). No env needs them; fixed-length buffers are untouched.
  */
-
-type Refused = (what: string) => () => never;
+import type { Refused } from './refusal.js';
 
 export function refuseResizableBuffers(refused: Refused): void {
   const construct = Reflect.construct;

@@ -1,28 +1,12 @@
-import childProcess from 'node:child_process';
 import buffer from 'node:buffer';
 import fs from 'node:fs';
-import inspector from 'node:inspector';
-import inspectorPromises from 'node:inspector/promises';
 import os from 'node:os';
 import nodeModule, { syncBuiltinESMExports } from 'node:module';
-import http from 'node:http';
-import http2 from 'node:http2';
-import net from 'node:net';
 import perfHooks from 'node:perf_hooks';
-import readline from 'node:readline';
-import stream from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import timers from 'node:timers';
 import util from 'node:util';
-import traceEvents from 'node:trace_events';
 import asyncHooks from 'node:async_hooks';
-import dns from 'node:dns';
-import tls from 'node:tls';
-import https from 'node:https';
-import v8 from 'node:v8';
-import vm from 'node:vm';
-import workerThreads from 'node:worker_threads';
-import zlib from 'node:zlib';
 import type { Environment } from '../environment.js';
 import { createProtocolHandler } from '../protocol/handler.js';
 import type { ProtocolErrorType } from '../protocol/schemas.js';
@@ -31,8 +15,10 @@ import { installVirtualTimers, type VirtualClock } from './virtual-time.js';
 import { hmacSha256, utf8 } from './hmac-sha256.js';
 import { lockIntrinsics } from './lockdown.js';
 import { refuseResizableBuffers } from './buffer-guard.js';
-import { guardNativeState } from './native-guards.js';
+import { guardStringDecoder } from './string-decoder-guard.js';
 import { keepBuffersAttached } from './detach-guard.js';
+import { builtin } from './refusal.js';
+import { shrinkSurface } from './surface.js';
 import { refuseSharedWasmMemory } from './wasm-guard.js';
 
 /**
@@ -62,6 +48,7 @@ function classify(err: unknown): { status: number; type: ProtocolErrorType; mess
     message?: unknown;
   };
   const code = e.code;
+  if (code === 'ERR_ACCESS_DENIED' && e.permission === 'Network') return { status: 500, type: 'network_denied' };
   if (code === 'ERR_ACCESS_DENIED') {
     // Node's own message does not say what was refused; its error fields do.
     const what = [e.permission, e.resource].filter((x) => typeof x === 'string' && x).join(' ');
@@ -78,15 +65,12 @@ function classify(err: unknown): { status: number; type: ProtocolErrorType; mess
   return undefined;
 }
 
-const builtin = (id: string) =>
-  (process as unknown as { getBuiltinModule: (id: string) => Record<string, unknown> }).getBuiltinModule(id);
-
 /** A stand-in that throws when called or constructed (`new Worker(…)` must fail the same way). */
-function refused(what: string): () => never {
+function refused(what: string, permission: 'Sandbox' | 'Network' = 'Sandbox'): () => never {
   return function refusedApi(): never {
     throw Object.assign(new Error(`sandbox: ${what} is disabled in the sandbox`), {
       code: 'ERR_ACCESS_DENIED',
-      permission: 'Sandbox',
+      permission,
       resource: what,
     });
   };
@@ -99,7 +83,7 @@ function refused(what: string): () => never {
  * and new processes or threads (which could start with any V8 flag). The permission model
  * refuses some of these too; this does not rely on it.
  */
-function disableEscapeHatches(): void {
+function disableEscapeHatches(writeStderr: (bytes: Uint8Array) => void): void {
   // Node makes a vm context of its own, once, the first time a web stream's reader is released (its
   // side-effect-free regexps) or a deprecated Buffer() is called (a stack walk): made now, while vm
   // still works, so honest code never meets vm's refusal (`for await` over a ReadableStream failed
@@ -109,37 +93,6 @@ function disableEscapeHatches(): void {
   process.noDeprecation = true;
   (Buffer as unknown as (size: number) => Buffer)(0);
   process.noDeprecation = quiet;
-  // inspector/promises is a module of its own (loaded here, so it wraps the real Session first).
-  for (const [name, mod] of [
-    ['v8', v8],
-    ['inspector', inspector],
-    ['inspector/promises', inspectorPromises],
-    ['child_process', childProcess],
-    // A new context has its own Date and Intl, on the real clock (red-team rerun 3).
-    ['vm', vm],
-    // Its responses carry a Date header from Node's own, real clock; no env has a use for it.
-    ['http2', http2],
-    // Trace files carry real timestamps (a module read its own, in scratch: red-team rerun 4).
-    ['trace_events', traceEvents],
-    // OpenSSL checks a certificate's dates against the real clock: a handshake over a unix socket
-    // in scratch told whether the real date had passed a notBefore the module chose (rerun 4). No
-    // network, so nothing to talk TLS to; every route to a TLS socket or secure context is closed.
-    ['tls', tls],
-    ['_tls_wrap', builtin('_tls_wrap')],
-    ['_tls_common', builtin('_tls_common')],
-    ['https', https],
-  ] as const) {
-    for (const k of Object.keys(mod)) {
-      // tls.rootCertificates is a getter (not configurable) of a fixed list of strings.
-      if (!Object.getOwnPropertyDescriptor(mod, k)?.get) (mod as Record<string, unknown>)[k] = refused(`${name}.${k}`);
-    }
-    Object.freeze(mod);
-  }
-  Object.defineProperty(workerThreads, 'Worker', {
-    value: refused('worker_threads.Worker'),
-    configurable: false,
-    writable: false,
-  });
   // Deprecated timer APIs that start a real internal timer on any object (its `_idleStart` the real
   // loop clock, and it fires across the worker's idle gaps: red-team rerun 3).
   for (const k of ['enroll', 'unenroll', 'active', '_unrefActive'])
@@ -178,16 +131,6 @@ function disableEscapeHatches(): void {
     configurable: false,
     writable: false,
   });
-  // c-ares times a query out by the real clock: a query to a silent UDP socket the module bound on
-  // loopback had timed out, or not, at the next request by how long the worker had paused (rerun 4).
-  // Without a server of its own every query is refused at once (nothing answers on port 53, which
-  // the sandbox cannot bind). Refused on the channel itself, below ResolverBase and dns.setServers.
-  const channel = Object.getPrototypeOf((new dns.Resolver() as unknown as { _handle: object })._handle) as object;
-  Object.defineProperty(channel, 'setServers', {
-    value: refused('dns.setServers'),
-    configurable: false,
-    writable: false,
-  });
   // Node installs a signal's handler from its own 'newListener' listener; without it, no listener
   // the module adds installs one. One that caught SIGXCPU answered on past cpuSeconds to the hard
   // limit, its death misnamed a crash (rerun 67b); a refusal in 'newListener' was passed by calling
@@ -196,60 +139,7 @@ function disableEscapeHatches(): void {
   for (const event of ['newListener', 'removeListener'])
     for (const f of emitter.listeners(event))
       if (/^(start|stop)ListeningIfSignal$/.test(f.name)) emitter.removeListener(event, f as () => void);
-  // Brotli's encoder calls exit(1) from a thread-pool thread when an allocation fails (an 8 GiB
-  // window at once, or its 128 MiB one near the data limit): node died by SIGSEGV or SIGABRT, or hung
-  // to the wall clock, with 13% of its memory in use (rerun 68b). Every encoder is initialized
-  // through its native class's init, refused there, however the module reaches the class.
-  const encoder = zlib.createBrotliCompress();
-  const handle = (encoder as unknown as { _handle: object })._handle;
-  Object.defineProperty(Object.getPrototypeOf(handle), 'init', {
-    value: refused('Brotli compression'),
-    configurable: false,
-    writable: false,
-  });
-  // Node sets each request's `oncomplete` on the request itself, and every request inherits from
-  // AsyncWrap.prototype, which any handle leads to: an accessor the module put there was handed
-  // each callback, and with it a stat's raw numbers before the frozen Stats were built (the real
-  // time, the pause between requests, the host disk: rerun 72b). Node adds nothing to it later.
-  let asyncWrap = Object.getPrototypeOf(handle) as object | null;
-  while (asyncWrap && !Object.hasOwn(asyncWrap, 'getAsyncId'))
-    asyncWrap = Object.getPrototypeOf(asyncWrap) as object | null;
-  if (!asyncWrap) throw new Error('sandbox runner: no AsyncWrap prototype found in this Node');
-  // And the requests' own prototypes, caught as Node sets a request's `oncomplete`: a file request's,
-  // which `Dir.close` leads to (it calls back with the request as \`this\`: rerun 72d), and a stream
-  // write's, whose \`buffer\` is all that keeps a queued write's memory alive (rerun 72k: a setter
-  // there dropped it, and the socket sent freed memory, the real time to 0.1 s).
-  const requests = new Set<object>();
-  Object.defineProperty(asyncWrap, 'oncomplete', {
-    set(this: object, callback: unknown) {
-      requests.add(Object.getPrototypeOf(this) as object);
-      Object.defineProperty(this, 'oncomplete', { value: callback, writable: true, configurable: true });
-    },
-    configurable: true,
-  });
-  fs.stat('.', () => {});
-  const stderrSocket = process.stderr as unknown as {
-    _writeGeneric: (...a: unknown[]) => void;
-    _handle: object;
-  };
-  stderrSocket._writeGeneric(false, Buffer.alloc(0), 'buffer', () => {});
-  delete (asyncWrap as { oncomplete?: unknown }).oncomplete;
-  if (requests.size < 2) throw new Error('sandbox runner: no file and write request prototypes found in this Node');
-  for (const r of requests) Object.freeze(r);
-  Object.freeze(asyncWrap);
-  // A stream handle reading into a buffer of the caller's (a socket's \`onread\` option) keeps only a
-  // pointer to it: replacing the socket's reference, or calling it directly, had the peer's bytes
-  // written into freed memory (rerun 72k). Refused where stream handles inherit it.
-  let streamWrap = Object.getPrototypeOf(stderrSocket._handle) as object | null;
-  while (streamWrap && !Object.hasOwn(streamWrap, 'useUserBuffer'))
-    streamWrap = Object.getPrototypeOf(streamWrap) as object | null;
-  if (!streamWrap) throw new Error('sandbox runner: no stream handle prototype with useUserBuffer in this Node');
-  Object.defineProperty(streamWrap, 'useUserBuffer', {
-    value: refused('reading a stream into a buffer of its own (onread)'),
-    configurable: false,
-    writable: false,
-  });
-  encoder.close();
+  shrinkSurface(refused, writeStderr);
   confineModuleResolution();
   syncBuiltinESMExports(); // named ESM imports of those modules see the refusals too
   Object.defineProperty(process, 'report', { get: refused('process.report'), configurable: false });
@@ -322,15 +212,6 @@ function freezeClocks(): void {
   });
   globalThis.Date = FrozenDate;
   RealDate.prototype.constructor = FrozenDate; // else `new (new Date(0).constructor)()` reads the real clock
-  // A File's lastModified defaults to Node's own clock (red-team rerun 3); the same Proxy as Date's.
-  const RealFile = buffer.File;
-  const FrozenFile = new Proxy(RealFile, {
-    construct: (target, [bits, name, opts], newTarget) =>
-      Reflect.construct(target, [bits, name, { ...opts, lastModified: opts?.lastModified ?? at }], newTarget),
-  });
-  RealFile.prototype.constructor = FrozenFile;
-  (buffer as unknown as Record<string, unknown>).File = FrozenFile;
-  (globalThis as Record<string, unknown>).File = FrozenFile;
   const format = Object.getOwnPropertyDescriptor(Intl.DateTimeFormat.prototype, 'format')!;
   Object.defineProperty(Intl.DateTimeFormat.prototype, 'format', {
     get(this: Intl.DateTimeFormat) {
@@ -417,26 +298,6 @@ function freezeClocks(): void {
   // libuv's reading of the machine's free memory, past the permission model (rerun 4).
   const proc = process as unknown as Record<string, unknown>;
   if (typeof proc.availableMemory === 'function') proc.availableMemory = () => 2 ** 30;
-  // An http server times out a slow request's headers by Node's own clock (the parser stamps a
-  // request with uv_hrtime): a request left half-sent at one request got a 408 at the next only when
-  // the worker had paused longer than headersTimeout (rerun 4). The expiry check finds nothing.
-  const probe = new http.Server();
-  probe.emit('listening'); // creates its connections list and check interval
-  const own = (d: string) => Object.getOwnPropertySymbols(probe).find((s) => s.description === d)!;
-  const probeFields = probe as unknown as Record<symbol, unknown>;
-  Object.defineProperty(Object.getPrototypeOf(probeFields[own('http.server.connections')]), 'expired', {
-    value: () => [],
-    configurable: false,
-    writable: false,
-  });
-  // The parser's own stopwatch since that stamp, as the frozen clocks show it (rerun 72d: it counted
-  // the pauses between requests).
-  const { HTTPParser } = builtin('_http_common') as { HTTPParser: { prototype: object } };
-  Object.defineProperty(HTTPParser.prototype, 'duration', { value: () => 0, configurable: false, writable: false });
-  // A file-backed Blob refuses a read once the file's modification time has changed since it was
-  // opened, comparing the real nanoseconds the kernel stamped: times the module set one by one
-  // found the real millisecond of a write, the pause between requests modulo 1 s (rerun 72g).
-  Object.defineProperty(fs, 'openAsBlob', { value: refused('fs.openAsBlob'), configurable: false, writable: false });
   // fs's timestamp helper answers a negative or non-finite time with Node's own clock (rerun 72d:
   // `fs._toUnixTimestamp(-1)` was the real time); it answers with the frozen instant.
   const toUnixTimestamp = (fs as unknown as Record<string, (time: unknown, name?: string) => number>)._toUnixTimestamp;
@@ -448,30 +309,11 @@ function freezeClocks(): void {
     configurable: false,
     writable: false,
   });
-  // Every server checks its connections on a real interval (Node's own setInterval, taken before the
-  // virtual timers), and a real Timeout carries the real loop time in `_idleStart` (the process's
-  // real age when the server began to listen, then the time of each check) and leads to its class,
-  // whose `refresh()` arms a real timer (rerun 6). Node unrefs that interval as it makes it: there it
-  // is cleared and its stamp zeroed, before the server, or a setter of the module's on the server,
-  // holds it. And no Timeout is re-armed: nothing of Node's calls `refresh` here (it re-arms socket
-  // timeouts, which are never armed).
-  const interval = probeFields[own('http.server.connectionsCheckingInterval')] as NodeJS.Timeout;
-  clearInterval(interval);
-  const clearRealInterval = clearInterval; // the virtual timers are not installed yet
-  const timeoutPrototype = Object.getPrototypeOf(interval) as { unref: (this: NodeJS.Timeout) => NodeJS.Timeout };
-  const unref = timeoutPrototype.unref;
-  Object.defineProperty(timeoutPrototype, 'unref', {
-    value: function unrefUnlessConnectionsCheck(this: NodeJS.Timeout & { _onTimeout?: { name?: string } }) {
-      const t = unref.call(this);
-      if (this._onTimeout?.name === 'bound checkConnections') {
-        clearRealInterval(this);
-        (this as unknown as { _idleStart: number })._idleStart = 0;
-      }
-      return t;
-    },
-    configurable: false,
-    writable: false,
-  });
+  // A real Timeout (Node's own, e.g. AbortSignal.timeout's) carries the real loop time in
+  // `_idleStart`, and its class's `refresh()` arms a real timer (rerun 6): never re-armed here.
+  const probe = setTimeout(() => {}, 0);
+  clearTimeout(probe);
+  const timeoutPrototype = Object.getPrototypeOf(probe) as object;
   Object.defineProperty(timeoutPrototype, 'refresh', {
     value: refused('Timeout.refresh'),
     configurable: false,
@@ -485,66 +327,9 @@ function freezeClocks(): void {
   Object.freeze(Object.getPrototypeOf(immediate));
   // util.log stamps its line with Node's own Date (rerun 5: the real date and second).
   Object.defineProperty(util, 'log', { value: refused('util.log'), configurable: false, writable: false });
-  // sendDate is false on the prototype (below), but an own `sendDate` on a response or request, or a
-  // subclass's getter, still had Node stamp a Date header from its own clock (rerun 5). Every message
-  // reads false as its own property when its header is built.
-  const outgoing = http.OutgoingMessage.prototype as unknown as Record<
-    string,
-    (this: object, ...a: unknown[]) => unknown
-  >;
-  const storeHeader = outgoing._storeHeader;
-  const isProxy = util.types.isProxy;
-  Object.defineProperty(outgoing, '_storeHeader', {
-    value: function storeHeaderWithoutDate(this: object, ...a: unknown[]) {
-      // A Proxy only pretends to take the property, and answers true when Node reads it (rerun 72j:
-      // the real date and second, and the pause between requests).
-      if (isProxy(this)) throw refused('http headers built on a Proxy')();
-      try {
-        Object.defineProperty(this, 'sendDate', {
-          value: false,
-          writable: true,
-          configurable: true,
-          enumerable: false,
-        });
-      } catch {
-        throw refused('http sendDate')();
-      }
-      return storeHeader.apply(this, a);
-    },
-    configurable: false,
-    writable: false,
-  });
-  // An http response's Date header comes from Node's own clock, not the frozen Date (a server and
-  // client on a unix socket in scratch read it: red-team rerun 3), so none is sent.
-  Object.defineProperty(http.OutgoingMessage.prototype, 'sendDate', { get: () => false, set: () => {} });
-  // A socket's idle timer is Node-internal (real time, its `_idleStart` the real loop clock), so it is
-  // never armed: a socket timeout never fires (there is no network to wait on; an http server's
-  // keep-alive timeout on a unix socket in scratch just stays open). Clearing one still works.
-  const socketTimeout = net.Socket.prototype.setTimeout;
-  net.Socket.prototype.setTimeout = function (this: net.Socket, ms: number, cb?: () => void) {
-    return Number(ms) === 0 ? socketTimeout.call(this, 0, cb) : this;
-  } as never;
-  // net took Node's own, real setTimeout as it loaded (before the virtual timers), and arms it for
-  // each connection attempt of `autoSelectFamily` (happy eyeballs): whether it had fired when a
-  // connect was held pending showed how long the worker had paused (rerun 11). Every connect tries
-  // one address at a time.
-  const normalizeArgs = (net as unknown as { _normalizeArgs: (a: unknown[]) => unknown[] })._normalizeArgs;
-  const normalized = Object.getOwnPropertySymbols(normalizeArgs([{}]))[0];
-  const connect = net.Socket.prototype.connect;
-  Object.defineProperty(net.Socket.prototype, 'connect', {
-    value: function connectOneAddressAtATime(this: net.Socket, ...args: unknown[]) {
-      const first = args[0] as Record<symbol, unknown> | undefined;
-      const [options, cb] = Array.isArray(first) && first[normalized] ? (first as unknown[]) : normalizeArgs(args);
-      const once = Object.assign([{ ...(options as object), autoSelectFamily: false }, cb], { [normalized]: true });
-      return Reflect.apply(connect, this, [once]);
-    },
-    configurable: false,
-    writable: false,
-  });
   freezeStats(at);
   // The sync forms retry a busy path after a real sleep (Node's rimrafSync): a step blocked for
   // `retryDelay` of real time while work of the module's ran on (a ruler of machine speed, rerun 7).
-  // The async forms retry on the virtual timers.
   for (const k of ['rmSync', 'rmdirSync'] as const) {
     const f = fs[k] as (p: fs.PathLike, o?: unknown) => void;
     Object.defineProperty(fs, k, {
@@ -553,10 +338,6 @@ function freezeClocks(): void {
       configurable: false,
     });
   }
-  // Its poll runs on a real libuv timer: a file changed at one request was reported at the next
-  // only when the worker had paused longer than the interval (rerun 4). fs.watch (inotify) reports
-  // the module's own changes, which is all an env could want from it.
-  Object.defineProperty(fs, 'watchFile', { value: refused('fs.watchFile'), writable: false, configurable: false });
 }
 
 /**
@@ -660,72 +441,6 @@ function readSessionKey(): Buffer {
   return key;
 }
 
-/**
- * readline stamps a chunk ending in '\r' with Node's own clock (a `Date.now` captured before the
- * runner) and compares the next chunk against `crlfDelay`: rerun 3 made the delay infinite, but the
- * stamp itself sits on the instance under a symbol (rerun 5 read the real time from it), and an own
- * `crlfDelay` or stamp on the instance compared a chosen instant with the real clock. No env reads
- * lines from a stream of its own, so readline's interfaces are refused (`readline`,
- * `readline/promises`). (`repl`, whose REPLServer is one, cannot load: its `domain` needs the
- * refused `async_hooks.createHook`.)
- */
-function refuseReadline(): void {
-  // Node builds the same interface for FileHandle.readLines(), and its `constructor` leads back to
-  // the class (rerun 11: the real time in ms under `_sawReturnAt`). The stamp is made inert where
-  // every interface inherits it: a setter there drops it, so a '\r' never starts a crlfDelay window.
-  const input = new stream.PassThrough();
-  const probe = (builtin('readline') as unknown as typeof readline).createInterface({ input });
-  input.emit('data', 'x\r');
-  const stamp = Object.getOwnPropertySymbols(probe).find((k) => k.description === '_sawReturnAt');
-  probe.close();
-  if (!stamp) throw new Error('sandbox runner: readline keeps no _sawReturnAt stamp in this Node');
-  Object.defineProperty(Object.getPrototypeOf(Object.getPrototypeOf(probe)) as object, stamp, {
-    get: () => 0,
-    set: () => {},
-    configurable: false,
-  });
-  // And FileHandle.readLines() is refused with it: the interface it builds is the module's own, and an
-  // own property under the stamp's symbol took Node's real `Date.now` past that setter (rerun 12).
-  // A module holds a FileHandle only from `open`, so its prototype is locked before the first one
-  // is handed out.
-  const promises = fs.promises as unknown as Record<string, (...a: unknown[]) => Promise<object>>;
-  const open = promises.open;
-  let handlesLocked = false;
-  Object.defineProperty(promises, 'open', {
-    value: async function openWithoutReadLines(...args: unknown[]) {
-      const handle = await Reflect.apply(open, promises, args);
-      if (!handlesLocked) {
-        // And its web stream: a byte stream whose pull buffers Node fills, then detaches (rerun 72j;
-        // detach-guard.ts).
-        for (const k of ['readLines', 'readableWebStream'])
-          Object.defineProperty(Object.getPrototypeOf(handle) as object, k, {
-            value: refused(`FileHandle.${k}`),
-            configurable: false,
-            writable: false,
-          });
-        // Its native stream handle reads into a buffer of the caller's too (see useUserBuffer above).
-        const native = (handle as Record<symbol, object>)[
-          Object.getOwnPropertySymbols(handle).find((k) => k.description === 'kHandle')!
-        ];
-        Object.defineProperty(Object.getPrototypeOf(native) as object, 'useUserBuffer', {
-          value: refused('reading a stream into a buffer of its own (onread)'),
-          configurable: false,
-          writable: false,
-        });
-        handlesLocked = true;
-      }
-      return handle;
-    },
-    configurable: false,
-    writable: false,
-  });
-  for (const id of ['readline', 'readline/promises']) {
-    const mod = builtin(id);
-    for (const k of ['Interface', 'createInterface'])
-      Object.defineProperty(mod, k, { value: refused(`${id}.${k}`), configurable: false, writable: false });
-  }
-}
-
 /** What a WeakRef may hold and a FinalizationRegistry watch: an object, or a symbol not in the registry. */
 const canBeHeldWeakly = (v: unknown) =>
   (typeof v === 'object' && v !== null) ||
@@ -788,6 +503,18 @@ const DRAIN_MAX = 1000;
 
 export const runSandboxChild: (mod: unknown) => void = (() => {
   closeInheritedFds();
+  // Taken before the module could replace them (fs is not frozen; it keeps only its sync calls).
+  const { read, writeSync } = fs;
+  /** Writes all of `bytes` to `fd`, past a non-blocking pipe's EAGAIN. */
+  const writeAll = (fd: number, bytes: Uint8Array) => {
+    for (let off = 0; off < bytes.length;) {
+      try {
+        off += writeSync(fd, bytes, off, bytes.length - off);
+      } catch (err) {
+        if ((err as { code?: unknown }).code !== 'EAGAIN') throw err;
+      }
+    }
+  };
   // An answer longer than this is not MACed and sent (seconds for 100 MiB) for the worker to refuse
   // at its first 4 MiB: the runner answers output_limit at once (a 64 MiB one had run past the wall
   // clock: rerun 10).
@@ -797,7 +524,6 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
   const realImmediate = setImmediate;
   const activeResources = process.getActiveResourcesInfo.bind(process);
   const clock: VirtualClock = installVirtualTimers();
-  refuseReadline();
   holdWeakReferences();
   // Uncaught errors go to Node's capture callback, not to a listener: a module could remove a
   // listener and hang until the wall clock (a known gap of rerun 13). Set before process.report is
@@ -842,10 +568,10 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
     configurable: false,
     writable: false,
   });
-  disableEscapeHatches(); // after freezeClocks: its syncBuiltinESMExports carries the frozen fs/os functions to named imports
+  disableEscapeHatches((bytes) => writeAll(2, bytes)); // after freezeClocks: its syncBuiltinESMExports carries the frozen fs/os functions to named imports
   refuseSharedWasmMemory(refused); // a wasm atomic wait on a shared memory blocks for real time
   refuseResizableBuffers(refused); // each reserves a mapping no memory limit counts
-  guardNativeState(refused); // the state Node's bindings trust, checked or kept from the module
+  guardStringDecoder(refused); // the state Node's native decoder trusts, checked
   keepBuffersAttached(refused); // a detached buffer is freed under native calls still using it
   lockIntrinsics(); // last: the runner's own changes to the built-ins are in place
   // The key lives only in the MAC's own pads (Node's createHmac let a getter on its prototypes see it: rerun 6).
@@ -854,13 +580,11 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
   key.fill(0);
   // The protocol runs on fds 0 and 1 themselves, below Node's streams: their prototypes are Node's,
   // not frozen, and a module that patched them got the runner's stdin socket and every answer line
-  // (rerun 7). Neither stream is ever made (process.stdin is refused, process.stdout is stderr), so
-  // both fds keep the blocking mode the spawn gave them; everything the module prints goes to
-  // stderr, and a line it writes to fd 1 itself lacks the runner's MAC and the worker refuses it.
+  // (rerun 7). Neither stream is ever made (process.stdin is refused, process.stdout is the module's
+  // stderr: surface.ts), so both fds keep the blocking mode the spawn gave them; everything the
+  // module prints goes to fd 2, and a line it writes to fd 1 itself lacks the runner's MAC and the
+  // worker refuses it.
   Object.defineProperty(process, 'stdin', { get: refused('process.stdin'), configurable: false });
-  const stderr = process.stderr;
-  Object.defineProperty(process, 'stdout', { get: () => stderr, configurable: false });
-  const { read, writeSync } = fs;
   // The runner's own exit, taken now: `process.exit` is the module's to replace, and a no-op there
   // had the runner go on to serve a request line it had refused (red-team rerun 9). Node's exit in
   // turn looks `process.reallyExit` up when called (a no-op there kept the runner reading a file the
@@ -889,13 +613,7 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
     bytes[MAC_HEX] = 0x20;
     apply(setBytes, bytes, [line, MAC_HEX + 1]);
     bytes[bytes.length - 1] = 0x0a;
-    for (let off = 0; off < bytes.length;) {
-      try {
-        off += writeSync(1, bytes, off, bytes.length - off);
-      } catch (err) {
-        if ((err as { code?: unknown }).code !== 'EAGAIN') throw err;
-      }
-    }
+    writeAll(1, bytes);
   };
   // The module's own exits are told to the worker first, in a signed line, and it kills the process:
   // Node's exit joins its thread pool, where the runner's read of fd 0 is pending between chunks, so
@@ -980,8 +698,11 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
     const env = mod as Environment;
     const missing = env && typeof env === 'object' ? REQUIRED.filter((k) => typeof env[k] !== 'function') : REQUIRED;
     if (missing.length || typeof env.info !== 'object') {
-      process.stderr.write(
-        `sandbox: the module's default export is not an Environment (missing ${missing.length ? missing.join(', ') : 'info'})\n`,
+      writeAll(
+        2,
+        utf8(
+          `sandbox: the module's default export is not an Environment (missing ${missing.length ? missing.join(', ') : 'info'})\n`,
+        ),
       );
       exit(3);
     }

@@ -9,3 +9,13 @@ export function refusal(what: string, message: string): Error {
     resource: what,
   });
 }
+
+/**
+ * Makes a stand-in that throws the refusal of `what` when called or constructed; `Network` for the
+ * networking modules, which the worker reports as `network` (there is none), else `Sandbox`.
+ */
+export type Refused = (what: string, permission?: 'Sandbox' | 'Network') => () => never;
+
+/** A Node builtin module's exports object, as the runner patches it (before the module exists). */
+export const builtin = (id: string) =>
+  (process as unknown as { getBuiltinModule: (id: string) => Record<string, unknown> }).getBuiltinModule(id);

@@ -10,7 +10,7 @@
  */
 
 import { types } from 'node:util';
-import { refusal } from './refusal.js';
+import { refusal, type Refused } from './refusal.js';
 
 const WASM_MAGIC = [0x00, 0x61, 0x73, 0x6d];
 const SECTION_IMPORT = 2;
@@ -94,8 +94,6 @@ export function sharedMemoryIn(bytes: Uint8Array): string | undefined {
   }
   return undefined;
 }
-
-type Refused = (what: string) => () => never;
 
 /** Installs the refusals on the global WebAssembly (the runner calls it before the module loads). */
 export function refuseSharedWasmMemory(refused: Refused): void {

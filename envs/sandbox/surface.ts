@@ -1,0 +1,277 @@
+/**
+ * What of Node the module can reach. Node's native bindings trust the JavaScript that calls them:
+ * module code that forged the state a binding reads, handed one native object where another was
+ * expected, or dropped the only reference keeping a pending call's memory alive read freed memory
+ * (the real time) or wrote into it (red-team reruns 72i–72l). Every such route went through an
+ * object holding a native handle of its own: sockets and their write requests, HTTP parsers, zlib
+ * streams, the requests of asynchronous file and crypto calls, file handles, directories, Blobs,
+ * message ports, TextDecoder's converter. Guarding them one by one did not converge (each pass found
+ * more), so the module is given none of them:
+ * - modules no env has a use for are refused whole (networking, compression, terminals, threads);
+ * - `fs` keeps its synchronous functions (scratch files), `crypto` its hashes, MACs and random
+ *   numbers, each behind an object that hides the native one;
+ * - the globals that hold native handles are refused or wrapped the same way;
+ * - `process.stdout`/`stderr` are a stream of JavaScript's that writes to fd 2.
+ * What is left is computation, JavaScript streams and the frozen clocks: all an env needs, since a
+ * generated env imports only `#env-sdk` and runs with no network.
+ */
+import { builtin, type Refused } from './refusal.js';
+
+const NO_NETWORK = 'there is no network';
+
+/** Refused whole, each with why no env needs it. */
+const WHOLE_MODULES: ReadonlyArray<readonly [string, string]> = [
+  ['v8', 'run-time V8 flags void its memory safety; heap snapshots write files'],
+  ['inspector', 'a debugger reaches everything'],
+  ['inspector/promises', 'a debugger reaches everything'],
+  ['child_process', 'a new process could start with any V8 flag'],
+  ['worker_threads', 'a new thread could start with any V8 flag; ports are native handles'],
+  ['cluster', 'it forks processes'],
+  ['vm', 'a new context has its own, real Date and Intl (rerun 3)'],
+  ['trace_events', 'trace files carry real timestamps (rerun 4)'],
+  ['wasi', 'its preopens are native file access'],
+  // There is no network (the seccomp filter refuses IP sockets); unix sockets in scratch served only
+  // the module talking to itself, and carried most native-state attacks (write requests, parsers).
+  ['net', NO_NETWORK],
+  ['dgram', NO_NETWORK],
+  ['dns', NO_NETWORK],
+  ['dns/promises', NO_NETWORK],
+  ['http', NO_NETWORK],
+  ['https', NO_NETWORK],
+  ['http2', NO_NETWORK],
+  ['tls', NO_NETWORK],
+  ['_tls_wrap', NO_NETWORK],
+  ['_tls_common', NO_NETWORK],
+  ['_http_agent', NO_NETWORK],
+  ['_http_client', NO_NETWORK],
+  ['_http_common', NO_NETWORK],
+  ['_http_incoming', NO_NETWORK],
+  ['_http_outgoing', NO_NETWORK],
+  ['_http_server', NO_NETWORK],
+  ['tty', 'there is no terminal'],
+  ['readline', 'no env reads lines from a stream of its own (its stamps read the real clock)'],
+  ['readline/promises', 'no env reads lines from a stream of its own'],
+  ['zlib', 'its streams are native handles whose memory the module could free (rerun 72i)'],
+  ['fs/promises', 'file handles and pending requests are native; the synchronous fs does the same'],
+];
+
+/** `fs` keeps these and its synchronous functions (but opendirSync: a Dir is a native handle). */
+const FS_KEPT = new Set(['constants', 'Stats', 'Dirent', 'F_OK', 'R_OK', 'W_OK', 'X_OK', '_toUnixTimestamp']);
+
+/** `crypto` keeps these; the rest (keys, ciphers, certificates, key derivation) no env needs. */
+const CRYPTO_KEPT = new Set([
+  'constants',
+  'getHashes',
+  'getCiphers',
+  'getCurves',
+  'randomUUID',
+  'randomFillSync',
+  'timingSafeEqual',
+  'getRandomValues',
+  'webcrypto',
+  'hash',
+]);
+
+/** Globals that hold native handles, or make them (a Blob's data, ports, zlib, a converter). */
+const GLOBALS = [
+  'Blob',
+  'File',
+  'MessageChannel',
+  'MessagePort',
+  'BroadcastChannel',
+  'CompressionStream',
+  'DecompressionStream',
+  'TextDecoderStream',
+];
+
+type Exports = Record<PropertyKey, unknown>;
+
+/**
+ * What a refused getter gives (`fs.promises`, `crypto.subtle`): an object every use of which throws
+ * the refusal. The getter itself must not throw: Node reads every export to give named ESM imports.
+ */
+function refusedObject(what: string, refused: Refused): object {
+  const refuse = refused(what);
+  return new Proxy(refuse, { get: refuse, apply: refuse, construct: refuse });
+}
+
+/** Replaces `obj[key]` (a value or a getter) with the refusal of `what`, fixed. */
+function refuseKey(obj: object, key: PropertyKey, what: string, refused: Refused): void {
+  const d = Object.getOwnPropertyDescriptor(obj, key);
+  if (d && !d.configurable) {
+    if (d.get || !d.writable) return; // fixed by Node (tls.rootCertificates, crypto.subtle: see below)
+    (obj as Exports)[key] = refused(what);
+    return;
+  }
+  const value = d?.get ? refusedObject(what, refused) : refused(what);
+  Object.defineProperty(obj, key, { value, enumerable: d?.enumerable ?? false, writable: false, configurable: false });
+}
+
+export function shrinkSurface(refused: Refused, writeStderr: (bytes: Uint8Array) => void): void {
+  // All loaded before any is refused: one loads from another as it first loads (inspector/promises
+  // wraps inspector's Session).
+  const mods = WHOLE_MODULES.map(([id, why]) => [id, why, builtin(id)] as const);
+  for (const [id, why, mod] of mods) {
+    const permission = why === NO_NETWORK ? 'Network' : 'Sandbox';
+    for (const k of Reflect.ownKeys(mod))
+      refuseKey(mod, k, `${id}${typeof k === 'string' ? `.${k}` : ''} (${why})`, (what) => refused(what, permission));
+    Object.freeze(mod);
+  }
+  keepSyncFs(refused);
+  keepHashesAndRandom(refused);
+  refuseNativeGlobals(refused);
+  replaceStdio(writeStderr);
+}
+
+/**
+ * Asynchronous fs calls hand their native request to the callback as `this` (a setter on its
+ * prototype freed the buffer being read into: rerun 72l), and keep the buffers of `readv`/`writev`
+ * only through a list the module can empty while the thread pool works. The synchronous forms
+ * finish before the module runs again.
+ */
+function keepSyncFs(refused: Refused): void {
+  const fs = builtin('fs');
+  for (const k of Reflect.ownKeys(fs)) {
+    if (typeof k !== 'string' || FS_KEPT.has(k) || (k.endsWith('Sync') && k !== 'opendirSync')) continue;
+    refuseKey(fs, k, `fs.${k} (only synchronous file calls are open in the sandbox)`, refused);
+  }
+}
+
+type Digest = {
+  update(data: unknown, encoding?: unknown): unknown;
+  digest(encoding?: unknown): unknown;
+  copy(options?: unknown): Digest;
+};
+
+/**
+ * A Hash or Hmac whose native object the module never holds: Node's keeps its handle under a
+ * symbol, and a handle swapped in there was taken as a Hash by native code (a zlib handle copied as
+ * one crashed: rerun 72j).
+ */
+function hiddenDigest(name: 'Hash' | 'Hmac', create: (...a: unknown[]) => Digest) {
+  const issued = new WeakSet<Digest>();
+  class Wrapped {
+    readonly #real: Digest;
+    constructor(real: Digest) {
+      if (!issued.has(real)) throw new TypeError(`${name}: use crypto.create${name}`);
+      this.#real = real;
+    }
+    update(data: unknown, encoding?: unknown): this {
+      this.#real.update(data, encoding);
+      return this;
+    }
+    digest(encoding?: unknown): unknown {
+      return this.#real.digest(encoding);
+    }
+    copy(options?: unknown): Wrapped {
+      if (name === 'Hmac') throw new TypeError('Hmac has no copy');
+      const real = this.#real.copy(options);
+      issued.add(real);
+      return new Wrapped(real);
+    }
+  }
+  Object.defineProperty(Wrapped, 'name', { value: name });
+  return (...args: unknown[]): Wrapped => {
+    const real = create(...args);
+    issued.add(real);
+    return new Wrapped(real);
+  };
+}
+
+/**
+ * An asynchronous random or key call hands its native job to the callback as `this` (a setter on
+ * RandomBytesJob.prototype's `ondone` wrote into freed memory: rerun 72l); the synchronous forms
+ * hand out nothing native.
+ */
+function keepHashesAndRandom(refused: Refused): void {
+  const crypto = builtin('crypto');
+  const syncOnly = (name: string) => {
+    const f = crypto[name] as (...a: unknown[]) => unknown;
+    const refuse = refused(`crypto.${name} with a callback (only the synchronous form is open in the sandbox)`);
+    return (...args: unknown[]) =>
+      typeof args[args.length - 1] === 'function' ? refuse() : Reflect.apply(f, crypto, args);
+  };
+  const kept: Exports = {
+    createHash: hiddenDigest('Hash', crypto.createHash as (...a: unknown[]) => Digest),
+    createHmac: hiddenDigest('Hmac', crypto.createHmac as (...a: unknown[]) => Digest),
+    randomBytes: syncOnly('randomBytes'),
+    randomInt: syncOnly('randomInt'),
+  };
+  for (const k of Reflect.ownKeys(crypto)) {
+    if (typeof k === 'string' && k in kept)
+      Object.defineProperty(crypto, k, { value: kept[k], enumerable: true, writable: false, configurable: false });
+    else if (typeof k !== 'string' || !CRYPTO_KEPT.has(k))
+      refuseKey(crypto, k, `crypto.${String(k)} (not open in the sandbox)`, refused);
+  }
+  // WebCrypto's subtle runs native jobs; crypto.subtle (fixed by Node) reads it through this getter.
+  const subtle = refusedObject('crypto.subtle (not open in the sandbox)', refused);
+  Object.defineProperty(Object.getPrototypeOf(globalThis.crypto) as object, 'subtle', {
+    get: () => subtle,
+    configurable: false,
+  });
+}
+
+/** The globals that lead to native handles: refused, but TextDecoder, whose converter is hidden. */
+function refuseNativeGlobals(refused: Refused): void {
+  for (const name of GLOBALS)
+    Object.defineProperty(globalThis, name, {
+      value: refused(`${name} (not open in the sandbox)`),
+      writable: false,
+      configurable: false,
+      enumerable: false,
+    });
+  const buffer = builtin('buffer');
+  for (const k of ['Blob', 'File', 'resolveObjectURL'])
+    refuseKey(buffer, k, `buffer.${k} (not open in the sandbox)`, refused);
+  for (const k of ['createObjectURL', 'revokeObjectURL'])
+    refuseKey(URL, k, `URL.${k} (Blobs are not open in the sandbox)`, refused);
+  const web = builtin('stream/web');
+  for (const k of ['CompressionStream', 'DecompressionStream', 'TextDecoderStream'])
+    refuseKey(web, k, `stream/web.${k} (not open in the sandbox)`, refused);
+  // A non-UTF-8 TextDecoder passes its converter, read from a symbol-keyed field, to native code,
+  // which took any native object there as one (rerun 72j): here the decoder is the runner's alone.
+  const Real = globalThis.TextDecoder;
+  class TextDecoder {
+    readonly #real: InstanceType<typeof Real>;
+    constructor(label?: string, options?: TextDecoderOptions) {
+      this.#real = new Real(label, options);
+    }
+    get encoding(): string {
+      return this.#real.encoding;
+    }
+    get fatal(): boolean {
+      return this.#real.fatal;
+    }
+    get ignoreBOM(): boolean {
+      return this.#real.ignoreBOM;
+    }
+    decode(input?: AllowSharedBufferSource, options?: TextDecodeOptions): string {
+      return this.#real.decode(input, options);
+    }
+  }
+  Object.defineProperty(TextDecoder.prototype, Symbol.toStringTag, { value: 'TextDecoder' });
+  Object.defineProperty(globalThis, 'TextDecoder', { value: TextDecoder, writable: true, configurable: true });
+  Object.defineProperty(builtin('util'), 'TextDecoder', { value: TextDecoder, writable: false, configurable: false });
+}
+
+/**
+ * Node's stdout and stderr are sockets (or TTYs) over native handles: the module's are a stream of
+ * JavaScript's that hands a copy of each chunk to the runner, which writes it to fd 2. Made before
+ * anything has asked for Node's own, so `console` binds to this one.
+ */
+function replaceStdio(writeStderr: (bytes: Uint8Array) => void): void {
+  const { Writable } = builtin('stream') as unknown as typeof import('node:stream');
+  const stderr = new Writable({
+    write(chunk: Uint8Array, _encoding, done) {
+      try {
+        writeStderr(new Uint8Array(chunk));
+        done();
+      } catch (err) {
+        done(err as Error);
+      }
+    },
+  });
+  Object.assign(stderr, { fd: 2, isTTY: false });
+  for (const k of ['stderr', 'stdout'])
+    Object.defineProperty(process, k, { get: () => stderr, configurable: false, enumerable: true });
+}
