@@ -139,6 +139,7 @@ function disableEscapeHatches(writeStderr: (bytes: Uint8Array) => void): void {
   for (const event of ['newListener', 'removeListener'])
     for (const f of emitter.listeners(event))
       if (/^(start|stop)ListeningIfSignal$/.test(f.name)) emitter.removeListener(event, f as () => void);
+  freezeRequestPrototypes();
   shrinkSurface(refused, writeStderr);
   confineModuleResolution();
   syncBuiltinESMExports(); // named ESM imports of those modules see the refusals too
@@ -159,6 +160,36 @@ function disableEscapeHatches(writeStderr: (bytes: Uint8Array) => void): void {
     '_debugEnd',
   ])
     Object.defineProperty(process, k, { value: refused(`process.${k}`), configurable: false, writable: false });
+}
+
+/**
+ * Node sets each request's `oncomplete` on the request itself, and every request inherits from
+ * AsyncWrap.prototype: an accessor there was handed each callback, and with it a stat's raw numbers
+ * before the frozen Stats were built (the real time, the pause between requests: rerun 72b). The
+ * module holds no native handle to reach it by (surface.ts), but the runner's own read of fd 0 is
+ * such a request (rerun 72m), so AsyncWrap.prototype and the file request's prototype are frozen.
+ * Node adds nothing to them later.
+ */
+function freezeRequestPrototypes(): void {
+  const deflate = (builtin('zlib') as { createDeflate: () => { _handle: object; close: () => void } }).createDeflate();
+  let asyncWrap = Object.getPrototypeOf(deflate._handle) as object | null; // a handle, before zlib is refused
+  while (asyncWrap && !Object.hasOwn(asyncWrap, 'getAsyncId'))
+    asyncWrap = Object.getPrototypeOf(asyncWrap) as object | null;
+  deflate.close();
+  if (!asyncWrap) throw new Error('sandbox runner: no AsyncWrap prototype found in this Node');
+  let fileRequest: object | undefined;
+  Object.defineProperty(asyncWrap, 'oncomplete', {
+    set(this: object, callback: unknown) {
+      fileRequest = Object.getPrototypeOf(this) as object;
+      Object.defineProperty(this, 'oncomplete', { value: callback, writable: true, configurable: true });
+    },
+    configurable: true,
+  });
+  fs.stat('.', () => {});
+  delete (asyncWrap as { oncomplete?: unknown }).oncomplete;
+  if (!fileRequest) throw new Error('sandbox runner: no file request prototype found in this Node');
+  Object.freeze(fileRequest);
+  Object.freeze(asyncWrap);
 }
 
 type CommonJsLoader = {

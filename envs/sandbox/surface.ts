@@ -17,43 +17,52 @@
  */
 import { builtin, type Refused } from './refusal.js';
 
-const NO_NETWORK = 'there is no network';
+/**
+ * The builtin modules the module may use; every other one, and those only `node:` names (`test`,
+ * `sea`), is refused whole. An allow-list, since a module missed by a deny-list gave back what the
+ * others closed (rerun 72m: `_stream_wrap`'s class extends `net.Socket`, native pipes and all).
+ */
+const ALLOWED_MODULES = new Set([
+  'assert',
+  'assert/strict',
+  'async_hooks', // AsyncLocalStorage, behind the runner's own class; createHook refused
+  'buffer',
+  'console',
+  'constants',
+  'crypto', // narrowed below
+  'diagnostics_channel',
+  'events',
+  'fs', // narrowed below
+  'module', // resolves builtins only (child.ts)
+  'os', // fixed readings (child.ts)
+  'path',
+  'path/posix',
+  'path/win32',
+  'perf_hooks', // frozen (child.ts)
+  'process',
+  'punycode',
+  'querystring',
+  'stream',
+  'stream/consumers',
+  'stream/promises',
+  'stream/web', // narrowed below
+  '_stream_duplex',
+  '_stream_passthrough',
+  '_stream_readable',
+  '_stream_transform',
+  '_stream_writable',
+  'string_decoder', // its native state checked (string-decoder-guard.ts)
+  'sys',
+  'timers', // virtual (virtual-time.ts)
+  'timers/promises',
+  'url',
+  'util',
+  'util/types',
+]);
+const ONLY_WITH_SCHEME = ['node:test', 'node:test/reporters', 'node:sea'];
 
-/** Refused whole, each with why no env needs it. */
-const WHOLE_MODULES: ReadonlyArray<readonly [string, string]> = [
-  ['v8', 'run-time V8 flags void its memory safety; heap snapshots write files'],
-  ['inspector', 'a debugger reaches everything'],
-  ['inspector/promises', 'a debugger reaches everything'],
-  ['child_process', 'a new process could start with any V8 flag'],
-  ['worker_threads', 'a new thread could start with any V8 flag; ports are native handles'],
-  ['cluster', 'it forks processes'],
-  ['vm', 'a new context has its own, real Date and Intl (rerun 3)'],
-  ['trace_events', 'trace files carry real timestamps (rerun 4)'],
-  ['wasi', 'its preopens are native file access'],
-  // There is no network (the seccomp filter refuses IP sockets); unix sockets in scratch served only
-  // the module talking to itself, and carried most native-state attacks (write requests, parsers).
-  ['net', NO_NETWORK],
-  ['dgram', NO_NETWORK],
-  ['dns', NO_NETWORK],
-  ['dns/promises', NO_NETWORK],
-  ['http', NO_NETWORK],
-  ['https', NO_NETWORK],
-  ['http2', NO_NETWORK],
-  ['tls', NO_NETWORK],
-  ['_tls_wrap', NO_NETWORK],
-  ['_tls_common', NO_NETWORK],
-  ['_http_agent', NO_NETWORK],
-  ['_http_client', NO_NETWORK],
-  ['_http_common', NO_NETWORK],
-  ['_http_incoming', NO_NETWORK],
-  ['_http_outgoing', NO_NETWORK],
-  ['_http_server', NO_NETWORK],
-  ['tty', 'there is no terminal'],
-  ['readline', 'no env reads lines from a stream of its own (its stamps read the real clock)'],
-  ['readline/promises', 'no env reads lines from a stream of its own'],
-  ['zlib', 'its streams are native handles whose memory the module could free (rerun 72i)'],
-  ['fs/promises', 'file handles and pending requests are native; the synchronous fs does the same'],
-];
+/** The refused modules whose refusal reads as `network`: there is none (IP sockets fail in seccomp too). */
+const NETWORK = /^(net|dgram|dns|dns\/promises|https?|http2|tls|_tls_\w+|_http_\w+|_stream_wrap)$/;
 
 /** `fs` keeps these and its synchronous functions (but opendirSync: a Dir is a native handle). */
 const FS_KEPT = new Set(['constants', 'Stats', 'Dirent', 'F_OK', 'R_OK', 'W_OK', 'X_OK', '_toUnixTimestamp']);
@@ -82,6 +91,7 @@ const GLOBALS = [
   'CompressionStream',
   'DecompressionStream',
   'TextDecoderStream',
+  'FormData', // its file entries are Files, made from any Blob-like the module builds
 ];
 
 type Exports = Record<PropertyKey, unknown>;
@@ -108,19 +118,47 @@ function refuseKey(obj: object, key: PropertyKey, what: string, refused: Refused
 }
 
 export function shrinkSurface(refused: Refused, writeStderr: (bytes: Uint8Array) => void): void {
+  // First: loading some builtins reads process.stderr (colors, through assert), which would make
+  // Node's own stderr socket.
+  replaceStdio(writeStderr);
+  const ids = [...(builtin('module') as unknown as { builtinModules: string[] }).builtinModules, ...ONLY_WITH_SCHEME];
   // All loaded before any is refused: one loads from another as it first loads (inspector/promises
-  // wraps inspector's Session).
-  const mods = WHOLE_MODULES.map(([id, why]) => [id, why, builtin(id)] as const);
-  for (const [id, why, mod] of mods) {
-    const permission = why === NO_NETWORK ? 'Network' : 'Sandbox';
-    for (const k of Reflect.ownKeys(mod))
-      refuseKey(mod, k, `${id}${typeof k === 'string' ? `.${k}` : ''} (${why})`, (what) => refused(what, permission));
-    Object.freeze(mod);
+  // wraps inspector's Session). Those that cannot load here (domain, repl, test: they need the
+  // refused createHook) cannot load for the module either.
+  const loaded: [string, Exports][] = [];
+  for (const id of ids.filter((id) => !ALLOWED_MODULES.has(id))) {
+    try {
+      loaded.push([id.replace(/^node:/, ''), builtin(id)]);
+    } catch {
+      // not loadable
+    }
   }
+  for (const [id, mod] of loaded) refuseModule(id, mod, NETWORK.test(id) ? 'Network' : 'Sandbox', refused);
   keepSyncFs(refused);
   keepHashesAndRandom(refused);
   refuseNativeGlobals(refused);
-  replaceStdio(writeStderr);
+}
+
+/**
+ * Every export of `mod` throws the refusal. A module that is a class itself (`_stream_wrap`) cannot
+ * be swapped out of Node's cache: its methods are refused, and it inherits from the refusal, so its
+ * constructor's `super()` throws before anything is built on a native handle.
+ */
+function refuseModule(id: string, mod: Exports, permission: 'Sandbox' | 'Network', refused: Refused): void {
+  const why = permission === 'Network' ? 'there is no network' : 'not open in the sandbox';
+  const refuse = (what: string) => refused(what, permission);
+  for (const k of Reflect.ownKeys(mod))
+    refuseKey(mod, k, `${id}${typeof k === 'string' ? `.${k}` : ''} (${why})`, refuse);
+  if (typeof mod === 'function') {
+    const proto = (mod as { prototype?: object }).prototype;
+    if (proto) {
+      for (const k of Reflect.ownKeys(proto)) refuseKey(proto, k, `${id}.prototype.${String(k)} (${why})`, refuse);
+      Object.setPrototypeOf(proto, null);
+      Object.freeze(proto);
+    }
+    Object.setPrototypeOf(mod, refuse(`${id} (${why})`));
+  }
+  Object.freeze(mod);
 }
 
 /**
@@ -191,9 +229,10 @@ function keepHashesAndRandom(refused: Refused): void {
     return (...args: unknown[]) =>
       typeof args[args.length - 1] === 'function' ? refuse() : Reflect.apply(f, crypto, args);
   };
+  const real = { createHash: crypto.createHash, createHmac: crypto.createHmac };
   const kept: Exports = {
-    createHash: hiddenDigest('Hash', crypto.createHash as (...a: unknown[]) => Digest),
-    createHmac: hiddenDigest('Hmac', crypto.createHmac as (...a: unknown[]) => Digest),
+    createHash: hiddenDigest('Hash', real.createHash as (...a: unknown[]) => Digest),
+    createHmac: hiddenDigest('Hmac', real.createHmac as (...a: unknown[]) => Digest),
     randomBytes: syncOnly('randomBytes'),
     randomInt: syncOnly('randomInt'),
   };
@@ -202,6 +241,16 @@ function keepHashesAndRandom(refused: Refused): void {
       Object.defineProperty(crypto, k, { value: kept[k], enumerable: true, writable: false, configurable: false });
     else if (typeof k !== 'string' || !CRYPTO_KEPT.has(k))
       refuseKey(crypto, k, `crypto.${String(k)} (not open in the sandbox)`, refused);
+  }
+  // Node's Hash and Hmac store their native object with a plain assignment, which walks their
+  // prototype chain, and stream.Transform.prototype is on it: a Proxy spliced in there caught both
+  // from behind the runner's wrapper, and Hash's native constructor took an Hmac or a plain object
+  // as a Hash to copy (SIGSEGV 7/8: rerun 72m). The chain takes no new property and no new
+  // prototype, so nothing of the module's is on it.
+  for (const make of [real.createHash, real.createHmac]) {
+    const made = Reflect.apply(make as (...a: unknown[]) => object, crypto, ['sha256', 'k']);
+    for (let p = Object.getPrototypeOf(made) as object | null; p; p = Object.getPrototypeOf(p) as object | null)
+      Object.preventExtensions(p);
   }
   // WebCrypto's subtle runs native jobs; crypto.subtle (fixed by Node) reads it through this getter.
   const subtle = refusedObject('crypto.subtle (not open in the sandbox)', refused);
@@ -225,6 +274,8 @@ function refuseNativeGlobals(refused: Refused): void {
     refuseKey(buffer, k, `buffer.${k} (not open in the sandbox)`, refused);
   for (const k of ['createObjectURL', 'revokeObjectURL'])
     refuseKey(URL, k, `URL.${k} (Blobs are not open in the sandbox)`, refused);
+  // A consumer that hands back a real Blob (and its class, through `constructor`).
+  refuseKey(builtin('stream/consumers'), 'blob', 'stream/consumers.blob (Blobs are not open in the sandbox)', refused);
   const web = builtin('stream/web');
   for (const k of ['CompressionStream', 'DecompressionStream', 'TextDecoderStream'])
     refuseKey(web, k, `stream/web.${k} (not open in the sandbox)`, refused);
