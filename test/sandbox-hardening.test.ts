@@ -249,7 +249,7 @@ test("hardening: no signal listener the module adds is installed, so SIGXCPU sto
   );
 });
 
-test('hardening: the module reaches no object that holds a native handle of its own (reruns 72i-72m: sockets, HTTP parsers, zlib, asynchronous file and crypto requests, file handles, directories, Blobs, ports, converters, _stream_wrap, Hash objects caught through the stream prototypes); hashing, synchronous files, decoding, JavaScript streams and printing work', async () => {
+test('hardening: the module reaches no object that holds a native handle of its own (reruns 72i-72n: sockets, HTTP parsers, zlib, asynchronous file and crypto requests, file handles, directories, Blobs, ports, converters, _stream_wrap, Hash objects caught through the stream prototypes, the transfer hooks of structured cloning); hashing, synchronous files, decoding, JavaScript streams and printing work', async () => {
   const out = await attack(`
     const get = (id: string) => (process as any).getBuiltinModule(id);
     const crypto = get('crypto');
@@ -297,6 +297,14 @@ test('hardening: the module reaches no object that holds a native handle of its 
       streamWrapSocket: () => new (Object.getPrototypeOf(get('_stream_wrap')))({ fd: 2 }),
       blobConsumer: () => get('stream/consumers').blob(get('stream').Readable.from(['x'])),
       formData: () => new FormData(),
+      // Rerun 72n: structured cloning's hooks, each of which made Node's own MessageChannel (a
+      // closed port posted to detached and freed any buffer).
+      ...Object.fromEntries(
+        [new ReadableStream(), new WritableStream(), new TransformStream(), new AbortController().signal].map((o: any) => {
+          const hook = Object.getOwnPropertySymbols(Object.getPrototypeOf(o)).find((k) => k.description === 'messaging_transfer_list_symbol');
+          return ['transferHook' + o.constructor.name, () => (hook ? o[hook]() : 'no hook')];
+        }),
+      ),
     };
     const refused: string[] = [];
     for (const [k, f] of Object.entries(routes)) { const r = await tried(f); if (r !== 'ERR_ACCESS_DENIED') refused.push(k + ':' + r); }

@@ -137,6 +137,51 @@ export function shrinkSurface(refused: Refused, writeStderr: (bytes: Uint8Array)
   keepSyncFs(refused);
   keepHashesAndRandom(refused);
   refuseNativeGlobals(refused);
+  refuseTransferHooks(refused);
+}
+
+/**
+ * Web streams and AbortSignal keep the hooks structured cloning calls on them under symbols the
+ * module lists (`messaging_transfer_list_symbol` and its kin), and each makes Node's own
+ * MessageChannel: a port, closed and posted to with a transfer list, detached and freed any buffer
+ * at once, and a Buffer method's offset `valueOf` doing so read and wrote freed memory 30/30
+ * (rerun 72n). Every such hook on what the module reaches (the globals, the allowed modules, and
+ * what their values and prototypes lead to) is refused; cloning itself (`structuredClone`) is
+ * native and does not call them.
+ */
+function refuseTransferHooks(refused: Refused): void {
+  const roots: unknown[] = [globalThis];
+  const getterValues = (o: object) => {
+    for (const k of Reflect.ownKeys(o)) {
+      const get = Object.getOwnPropertyDescriptor(o, k)?.get;
+      try {
+        if (get) roots.push(Reflect.apply(get, o, []));
+      } catch {
+        // a refused or failing getter leads nowhere
+      }
+    }
+  };
+  getterValues(globalThis); // the lazy globals (AbortSignal, the web streams, …)
+  for (const id of ALLOWED_MODULES) {
+    roots.push(builtin(id));
+    getterValues(builtin(id));
+  }
+  const seen = new WeakSet<object>();
+  const hooks: [object, symbol][] = [];
+  while (roots.length) {
+    const o = roots.pop();
+    if ((typeof o !== 'object' && typeof o !== 'function') || o === null || seen.has(o)) continue;
+    seen.add(o);
+    for (const k of Reflect.ownKeys(o)) {
+      if (typeof k === 'symbol' && k.description?.startsWith('messaging_')) hooks.push([o, k]);
+      const d = Object.getOwnPropertyDescriptor(o, k);
+      if (d && 'value' in d) roots.push(d.value);
+    }
+    roots.push(Object.getPrototypeOf(o));
+  }
+  if (!hooks.some(([o]) => o === ReadableStream.prototype))
+    throw new Error('sandbox runner: no structured-clone hooks found on ReadableStream in this Node');
+  for (const [o, k] of hooks) refuseKey(o, k, `${k.description} (transferring is not open in the sandbox)`, refused);
 }
 
 /**
