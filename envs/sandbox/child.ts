@@ -465,9 +465,11 @@ function readSessionKey(): Buffer {
   }
   // Buffer.from(hex) would decode into the shared Buffer pool, whose ArrayBuffer any module reaches
   // (`Buffer.from('x').buffer`): the key sat at byte 248 and the module could MAC lines of its own
-  // (red-team rerun 5). Buffer.alloc has a buffer of its own; the hex is wiped.
+  // (red-team rerun 5). Buffer.alloc has a buffer of its own; the hex is wiped, and decoded byte by
+  // byte, so no string of it stays on the heap (rerun 72n).
   const key = Buffer.alloc(SESSION_KEY_BYTES);
-  key.write(line.toString('latin1', 0, SESSION_KEY_BYTES * 2), 'hex');
+  const nibble = (c: number) => (c <= 0x39 ? c - 0x30 : (c | 0x20) - 0x57);
+  for (let i = 0; i < SESSION_KEY_BYTES; i++) key[i] = (nibble(line[2 * i]) << 4) | nibble(line[2 * i + 1]);
   line.fill(0);
   return key;
 }

@@ -11,7 +11,7 @@
  * - `fs` keeps its synchronous functions (scratch files), `crypto` its hashes, MACs and random
  *   numbers, each behind an object that hides the native one;
  * - the globals that hold native handles are refused or wrapped the same way;
- * - `process.stdout`/`stderr` are a stream of JavaScript's that writes to fd 2.
+ * - `process.stdout`/`stderr` are streams of JavaScript's that write to fd 2.
  * What is left is computation, JavaScript streams and the frozen clocks: all an env needs, since a
  * generated env imports only `#env-sdk` and runs with no network.
  */
@@ -357,17 +357,29 @@ function refuseNativeGlobals(refused: Refused): void {
  */
 function replaceStdio(writeStderr: (bytes: Uint8Array) => void): void {
   const { Writable } = builtin('stream') as unknown as typeof import('node:stream');
-  const stderr = new Writable({
-    write(chunk: Uint8Array, _encoding, done) {
-      try {
-        writeStderr(new Uint8Array(chunk));
-        done();
-      } catch (err) {
-        done(err as Error);
-      }
-    },
-  });
-  Object.assign(stderr, { fd: 2, isTTY: false });
-  for (const k of ['stderr', 'stdout'])
-    Object.defineProperty(process, k, { get: () => stderr, configurable: false, enumerable: true });
+  // Two streams, as Node has them: ending stdout (a pipeline into it) left stderr and console
+  // silent for the rest of the process when they were one (rerun 72n). Destroying one leaves it
+  // usable, as Node's own stdio does.
+  const make = (fd: number) => {
+    const stream = new Writable({
+      write(chunk: Uint8Array, _encoding, done) {
+        try {
+          writeStderr(new Uint8Array(chunk));
+          done();
+        } catch (err) {
+          done(err as Error);
+        }
+      },
+      destroy(err, done) {
+        done(err);
+        (this as unknown as { _undestroy: () => void })._undestroy();
+      },
+    });
+    return Object.assign(stream, { fd, isTTY: false });
+  };
+  for (const [k, stream] of [
+    ['stdout', make(1)],
+    ['stderr', make(2)],
+  ] as const)
+    Object.defineProperty(process, k, { get: () => stream, configurable: false, enumerable: true });
 }
