@@ -822,20 +822,26 @@ test('hardening: a timer awaited while the module loads fires (rerun 72b: the im
   assert.equal(out, 'after a timer');
 });
 
-test("hardening: no route to Node's own clock through fs's timestamp helper (rerun 72d), an event's inspection (72e) or a file-backed Blob (72g)", async () => {
+test("hardening: no route to Node's own clock through fs's timestamp helper (rerun 72d), an event's inspection (72e), a file-backed Blob (72g) or the real PerformanceMark (72o)", async () => {
   const out = await attack(`
     const out: string[] = [];
     out.push(String((fs as any)._toUnixTimestamp(-1)), String((fs as any)._toUnixTimestamp(1.5)));
     // A file-backed Blob, whose reads compare the file's real modification time (rerun 72g).
     fs.writeFileSync('blob', 'x');
     try { await (fs as any).openAsBlob('blob'); out.push('opened'); } catch (e) { out.push((e as any).code); }
+    // The real PerformanceMark behind the frozen one, caught by a getter defined through the Proxy as
+    // util.inspect read it (rerun 72o: its startTime the real clock).
+    let real: any = 'none';
+    const util: any = (process as any).getBuiltinModule('util');
+    try { Object.defineProperty(PerformanceMark, util.inspect.custom, { get() { real = this; return undefined; }, configurable: true }); } catch (e) { out.push((e as Error).name); }
+    util.inspect(PerformanceMark);
+    out.push(real === 'none' ? 'not caught' : 'caught');
     // An event's inspection, after real time has passed (rerun 72e).
     let x = 0; for (let i = 0; i < 2e7; i++) x += i % 7;
-    const util: any = (process as any).getBuiltinModule('util');
     for (const event of [new Event('x'), new CustomEvent('y', { detail: x })])
       out.push(/timeStamp: ([^ ,}]+)/.exec(util.format('%o', event))?.[1] ?? 'none');
     return out.join(' ');`);
-  assert.equal(out, `${Date.UTC(2025, 0, 1) / 1000} 1.5 ERR_ACCESS_DENIED 0 0`);
+  assert.equal(out, `${Date.UTC(2025, 0, 1) / 1000} 1.5 ERR_ACCESS_DENIED TypeError not caught 0 0`);
 });
 
 test("hardening: a StringDecoder's native state is checked before Node's decoder trusts it (rerun 72i: its byte count read past its buffer, the real time to 5 ms; 72j: set between the check and the call); honest decoding works", async () => {
@@ -858,7 +864,7 @@ test("hardening: a StringDecoder's native state is checked before Node's decoder
   assert.equal(out, 'ERR_ACCESS_DENIED ERR_ACCESS_DENIED ERR_ACCESS_DENIED ERR_ACCESS_DENIED 1000:0 €YWJj');
 });
 
-test("hardening: no buffer the module can reach is detached (rerun 72j: a socket sent freed memory, the real time to 4 ms; fs.read wrote into freed memory; rerun 72k: through a byte stream's state); honest clones and streams work", async () => {
+test("hardening: no buffer the module can reach is detached (rerun 72j: a socket sent freed memory, the real time to 4 ms; fs.read wrote into freed memory; rerun 72k: through a byte stream's state; 72o: the real ReadableStream through its guard's Proxy); honest clones and streams work", async () => {
   const out = await attack(`
     const out: string[] = [];
     const tried = async (f: () => unknown) => { try { return String(await f()); } catch (e) { return (e as any).code ?? (e as Error).name; } };
@@ -866,11 +872,18 @@ test("hardening: no buffer the module can reach is detached (rerun 72j: a socket
     out.push(await tried(() => structuredClone(ab, { transfer: [ab] })));
     // Byte streams: none of the module's own, nor the Fetch API's bodies.
     out.push(await tried(() => new ReadableStream({ type: 'bytes' } as any)), await tried(() => new Response('x')));
+    // The real ReadableStream behind the guard, caught by a getter defined through the Proxy as
+    // util.inspect read it (rerun 72o: byte streams again, freed memory read and written).
+    const util: any = (process as any).getBuiltinModule('util');
+    let real: any;
+    out.push(await tried(() => Object.defineProperty(ReadableStream, util.inspect.custom, { get() { real = this; return undefined; }, configurable: true })));
+    util.inspect(ReadableStream);
+    out.push(real === undefined ? 'not caught' : 'caught');
     out.push(String(ab.byteLength) + ' ' + String(structuredClone({ a: [1] }).a[0]));
     let text = ''; for await (const c of new ReadableStream({ start(c) { c.enqueue('p'); c.enqueue('q'); c.close(); } }) as any) text += c;
     out.push(text);
     return out.join(' ');`);
-  assert.equal(out, 'ERR_ACCESS_DENIED ERR_ACCESS_DENIED ERR_ACCESS_DENIED 8 1 pq');
+  assert.equal(out, 'ERR_ACCESS_DENIED ERR_ACCESS_DENIED ERR_ACCESS_DENIED TypeError not caught 8 1 pq');
 });
 
 test("hardening: Buffer.allocUnsafeSlow hands out no freed memory (rerun 72c: earlier requests' raw stat arrays, the real time to 10 ms; the runner's HMAC pads, the session key)", async () => {

@@ -276,6 +276,10 @@ function freezeClocks(): void {
       Reflect.construct(target, [name, { ...opts, startTime: opts?.startTime ?? 0 }], newTarget),
   });
   RealMark.prototype.constructor = FrozenMark;
+  // The Proxy forwards everything but construction to the real class, and util.inspect reads the
+  // real one's properties with itself as `this`: a getter defined through the Proxy caught it, and
+  // with it the real clock (rerun 72o). Frozen, it takes no getter of the module's.
+  Object.freeze(RealMark);
   (perfHooks as unknown as Record<string, unknown>).PerformanceMark = FrozenMark;
   (globalThis as Record<string, unknown>).PerformanceMark = FrozenMark;
   process.hrtime = Object.assign(() => [0, 0] as [number, number], { bigint: () => 0n });

@@ -101,7 +101,7 @@ type Exports = Record<PropertyKey, unknown>;
  * the refusal. The getter itself must not throw: Node reads every export to give named ESM imports.
  */
 function refusedObject(what: string, refused: Refused): object {
-  const refuse = refused(what);
+  const refuse = Object.freeze(refused(what));
   return new Proxy(refuse, { get: refuse, apply: refuse, construct: refuse });
 }
 
@@ -121,6 +121,18 @@ export function shrinkSurface(refused: Refused, writeStderr: (bytes: Uint8Array)
   // First: loading some builtins reads process.stderr (colors, through assert), which would make
   // Node's own stderr socket.
   replaceStdio(writeStderr);
+  // Loading deprecated builtins (sys, _stream_wrap) warns on stderr, as the module's own output.
+  const quiet = process.noDeprecation;
+  process.noDeprecation = true;
+  try {
+    closeModules(refused);
+  } finally {
+    process.noDeprecation = quiet;
+  }
+}
+
+/** The allow-list and the narrowed modules and globals (`shrinkSurface`'s work, with warnings off). */
+function closeModules(refused: Refused): void {
   const ids = [...(builtin('module') as unknown as { builtinModules: string[] }).builtinModules, ...ONLY_WITH_SCHEME];
   // All loaded before any is refused: one loads from another as it first loads (inspector/promises
   // wraps inspector's Session). Those that cannot load here (domain, repl, test: they need the
@@ -141,6 +153,21 @@ export function shrinkSurface(refused: Refused, writeStderr: (bytes: Uint8Array)
 }
 
 /**
+ * Globals whose first read loads undici, which compiles its HTTP parser to WebAssembly and would
+ * spend the module's WebAssembly budget (wasm-guard.ts); none carries a transfer hook.
+ */
+const UNDICI_GLOBALS = new Set<PropertyKey>([
+  'fetch',
+  'Request',
+  'Response',
+  'Headers',
+  'FormData',
+  'MessageEvent',
+  'EventSource',
+  'WebSocket',
+]);
+
+/**
  * Web streams and AbortSignal keep the hooks structured cloning calls on them under symbols the
  * module lists (`messaging_transfer_list_symbol` and its kin), and each makes Node's own
  * MessageChannel: a port, closed and posted to with a transfer list, detached and freed any buffer
@@ -153,6 +180,7 @@ function refuseTransferHooks(refused: Refused): void {
   const roots: unknown[] = [globalThis];
   const getterValues = (o: object) => {
     for (const k of Reflect.ownKeys(o)) {
+      if (o === globalThis && UNDICI_GLOBALS.has(k)) continue;
       const get = Object.getOwnPropertyDescriptor(o, k)?.get;
       try {
         if (get) roots.push(Reflect.apply(get, o, []));
