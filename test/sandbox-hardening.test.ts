@@ -48,9 +48,12 @@ async function attack(
   }
 }
 
-/** A real native abort the module can still reach: a SHAKE digest of 2 GiB, which Node cannot allocate. */
+/**
+ * A real native abort the module can still reach: Node's bounds CHECK in fs.readSync, past the
+ * JavaScript check a buffer's own `byteLength` getter answers.
+ */
 const NATIVE_ABORT =
-  "(process as any).getBuiltinModule('crypto').createHash('shake256', { outputLength: 2 ** 31 - 1 }).update('x').digest()";
+  "const ab = Buffer.alloc(4); Object.defineProperty(ab, 'byteLength', { get: () => 1e6 }); fs.writeFileSync('abort', 'x'); fs.readSync(fs.openSync('abort', 'r'), ab, 0, 1000, 0)";
 
 const NATIVES = "return String(new Function('f', 'return %GetOptimizationStatus(f)')(() => 1))";
 
@@ -108,37 +111,33 @@ test("hardening: the module cannot set its process's title, the host's command l
 });
 
 // The module learns each request's id by wrapping JSON.parse, which the runner uses on every request line.
-test('hardening: a response the module writes to fd 1 itself is not accepted', async () => {
-  // One forged line for each id the worker can have given this request (its ids count from 1; the
-  // module can no longer read them off a patched JSON.parse, now frozen).
+test("hardening: the module touches no descriptor it did not open: not fd 1 (a forged response line), not fd 0 (a file of requests of its own there: reruns 8-10), not libuv's pipes (rerun 72p: a pointer written to its signal pipe, SIGSEGV)", async () => {
+  // One forged line for each id the worker can have given this request (its ids count from 1). The
+  // worker would refuse it anyway (no MAC); since rerun 72p it never reaches fd 1.
   const forged =
     "JSON.stringify({ id, status: 200, body: { observation: { role: 'tool', tool_call_id: 'a1', content: 'forged' }, error: false, done: false } })";
-  const body = `for (let id = 1; id <= 8; id++) fs.writeSync(1, ${forged} + '\\n'); await new Promise((r) => setTimeout(r, 100)); return 'genuine'`;
-  await assert.rejects(attack(body), isSandboxError('protocol', /runner/));
-});
-
-test('hardening: requests the module writes into a file it opens on fd 0 are not served (the worker signs its own), also with process.exit or process.reallyExit replaced', async () => {
-  // At the first step the module closes fd 0 and opens a file of its own there, holding one request;
-  // the runner's next read of fd 0 finds it (red-team rerun 8: served, with a valid MAC on its
-  // answer; rerun 9: served again once the module had made process.exit a no-op; rerun 10: not
-  // served, but the runner answered and read on once process.reallyExit was a no-op).
-  for (const replaceExit of ['', 'exit', 'reallyExit']) {
-    const body = `const g: any = globalThis; g.k = (g.k ?? 0) + 1; if (g.k === 1) { if (${JSON.stringify(replaceExit)}) (process as any)[${JSON.stringify(replaceExit)}] = () => {}; fs.writeFileSync('inj.txt', JSON.stringify({ id: 'inj', method: 'GET', path: '/v1/info' }) + '\\n'); fs.closeSync(0); return 'fd ' + fs.openSync('inj.txt', 'r'); } return 'k=' + g.k;`;
-    const env = await startSandboxedEnv({ source: attackSource(body), allowWeakIsolation: true });
-    try {
-      const ep = await env.reset({ taskId: 'attack' });
-      assert.equal((await ep.step(ATTACK)).observation.content, 'fd 0');
-      await assert.rejects(
-        (async () => {
-          for (let n = 0; n < 3; n++) await ep.step(ATTACK);
-        })(),
-        isSandboxError('crash', /did not sign/),
-        `process.exit replaced: ${replaceExit}`,
-      );
-    } finally {
-      await env.close();
-    }
-  }
+  await assert.rejects(
+    attack(`for (let id = 1; id <= 8; id++) fs.writeSync(1, ${forged} + '\\n'); return 'genuine'`),
+    isSandboxError('permission', /fs\.writeSync on a descriptor the module did not open/),
+  );
+  // Closing fd 0 to open a file of requests there: served before the worker signed its lines (rerun
+  // 8), and again with process.exit or process.reallyExit replaced (reruns 9, 10).
+  const injected = `fs.writeFileSync('inj.txt', JSON.stringify({ id: 'inj', method: 'GET', path: '/v1/info' }) + '\\n'); fs.closeSync(0); return 'fd ' + fs.openSync('inj.txt', 'r');`;
+  await assert.rejects(attack(injected), isSandboxError('permission', /fs\.closeSync on a descriptor/));
+  // Every other descriptor of the process (Node's and libuv's pipes among them), and the calls that
+  // take one in place of a path; the module's own files work as before.
+  const out = await attack(`
+    const b = Buffer.alloc(16); b.writeBigUInt64LE(0x4141414141414140n, 0); b.writeInt32LE(10, 8);
+    const codes = new Set<string>();
+    for (let fd = 0; fd < 32; fd++)
+      for (const f of [() => fs.writeSync(fd, b), () => fs.fstatSync(fd), () => fs.readFileSync(fd), () => fs.closeSync(fd)])
+        try { f(); codes.add('done'); } catch (e) { codes.add((e as any).code); }
+    const fd = fs.openSync('own.txt', 'w+');
+    fs.writeSync(fd, 'mine'); const read = fs.readFileSync('own.txt', 'utf8'); fs.closeSync(fd);
+    let again = 'refused';
+    try { fs.writeSync(fd, 'x'); again = 'written'; } catch {}
+    return [...codes].join() + ' ' + read + ' ' + again;`);
+  assert.equal(out, 'ERR_ACCESS_DENIED mine refused');
 });
 
 test('hardening: responses nested deeper than the parser allows are refused, not parsed', async () => {
@@ -309,16 +308,19 @@ test('hardening: the module reaches no object that holds a native handle of its 
     const refused: string[] = [];
     for (const [k, f] of Object.entries(routes)) { const r = await tried(f); if (r !== 'ERR_ACCESS_DENIED') refused.push(k + ':' + r); }
     // Rerun 72m: a Proxy spliced into the stream prototypes caught Node's native Hash and Hmac as
-    // they were stored (SIGSEGV once one was copied as the other); the chain takes no new link.
+    // they were stored (SIGSEGV once one was copied as the other); hashes are no longer Node's.
     const caught: string[] = [];
-    const T = get('stream').Transform.prototype;
-    try {
-      Object.setPrototypeOf(T, new Proxy(Object.getPrototypeOf(T), { set(_t, k, v, r) { caught.push(String(k)); return Reflect.defineProperty(r, k, { value: v, writable: true, configurable: true }); } }));
-    } catch (e) { caught.push((e as Error).name); }
-    try { Object.defineProperty(get('events').prototype, Symbol('kHandle'), { set() {} }); } catch (e) { caught.push((e as Error).name); }
+    const Transform = get('stream').Transform;
+    const T = Transform.prototype;
+    const base = Object.getPrototypeOf(T);
+    Object.setPrototypeOf(T, new Proxy(base, { set(_t, k, v, r) { caught.push(String(k)); return Reflect.defineProperty(r, k, { value: v, writable: true, configurable: true }); } }));
+    // Rerun 72p: Node's Hmac checked \`this instanceof Hmac\` through Transform's Symbol.hasInstance.
+    Object.defineProperty(Transform, Symbol.hasInstance, { value: (o: any) => { if (o && typeof o === 'object') caught.push('instance ' + Object.getOwnPropertySymbols(o).map(String).join()); return false; }, configurable: true });
     crypto.createHmac('sha256', 'k');
     const h = crypto.createHash('sha256').update('a');
     const copy = h.copy();
+    Object.setPrototypeOf(T, base);
+    delete Transform[Symbol.hasInstance];
     const latin = new TextDecoder('latin1');
     const decoded = new (get('stream').PassThrough)();
     decoded.setEncoding('utf8');
@@ -340,7 +342,7 @@ test('hardening: the module reaches no object that holds a native handle of its 
       stdio.join('/'),
       // Node's own stderr socket is never made (rerun 72m: loading a builtin made it, unreachable).
       process.getActiveResourcesInfo().filter((r) => !/^FSReq/.test(r)).join('+') || 'no handles',
-      caught.join('+'),
+      caught.filter((k) => /kHandle|Hmac|Hash/.test(k)).join('+') || 'nothing native caught',
     ];
     return (refused.join(',') || 'all refused') + ' ' + honest.join(' ');`);
   const hex = (h: { digest(encoding: 'hex'): string }) => h.digest('hex').slice(0, 8);
@@ -348,7 +350,7 @@ test('hardening: the module reaches no object that holds a native handle of its 
     hex(createHash('sha256').update('ab')),
     hex(createHash('sha256').update('a')),
     hex(createHmac('sha256', 'k').update('x')),
-    '4 36 0 éhi € x true false/false/true no handles TypeError+TypeError',
+    '4 36 0 éhi € x true false/false/true no handles nothing native caught',
   ].join(' ');
   assert.equal(out, `all refused ${expected}`);
 });
@@ -835,13 +837,14 @@ test("hardening: no route to Node's own clock through fs's timestamp helper (rer
     const util: any = (process as any).getBuiltinModule('util');
     try { Object.defineProperty(PerformanceMark, util.inspect.custom, { get() { real = this; return undefined; }, configurable: true }); } catch (e) { out.push((e as Error).name); }
     util.inspect(PerformanceMark);
-    out.push(real === 'none' ? 'not caught' : 'caught');
+    out.push(real === 'none' || real === PerformanceMark ? 'not caught' : 'caught');
+    try { out.push(String(new PerformanceMark('m').startTime)); } catch (e) { out.push((e as any).code); }
     // An event's inspection, after real time has passed (rerun 72e).
     let x = 0; for (let i = 0; i < 2e7; i++) x += i % 7;
     for (const event of [new Event('x'), new CustomEvent('y', { detail: x })])
       out.push(/timeStamp: ([^ ,}]+)/.exec(util.format('%o', event))?.[1] ?? 'none');
     return out.join(' ');`);
-  assert.equal(out, `${Date.UTC(2025, 0, 1) / 1000} 1.5 ERR_ACCESS_DENIED TypeError not caught 0 0`);
+  assert.equal(out, `${Date.UTC(2025, 0, 1) / 1000} 1.5 ERR_ACCESS_DENIED not caught ERR_ACCESS_DENIED 0 0`);
 });
 
 test("hardening: a StringDecoder's native state is checked before Node's decoder trusts it (rerun 72i: its byte count read past its buffer, the real time to 5 ms; 72j: set between the check and the call); honest decoding works", async () => {
@@ -912,11 +915,20 @@ test("hardening: V8's out-of-memory with every descriptor in use is still the me
 });
 
 test("hardening: one allocation Node cannot make ends as a crash that quotes Node's check (rerun 69b; Node writes no report for it: Known gaps)", async () => {
+  // A 250 MiB transcode to UTF-16, which Node cannot reallocate in one piece under the data limit.
   await assert.rejects(
-    attack(`${NATIVE_ABORT}; return 'made'`),
-    isSandboxError('crash', /killed by SIGABRT: .*Assertion failed: !\(mem == nullptr\)/),
+    attack(
+      "(process as any).getBuiltinModule('buffer').transcode(Buffer.alloc(250 * 2 ** 20, 0x41), 'latin1', 'utf16le'); return 'made'",
+    ),
+    isSandboxError('crash', /killed by SIGABRT: .*Assertion failed: !\(n > 0\) \|\| \(ret != nullptr\)/),
   );
-  // pbkdf2Sync made the same allocation (rerun 69b); key derivation is no longer open (surface.ts).
+  // A 2 GiB SHAKE digest and pbkdf2Sync made such allocations (rerun 69b); neither is open now (surface.ts).
+  await assert.rejects(
+    attack(
+      "(process as any).getBuiltinModule('crypto').createHash('shake256', { outputLength: 2 ** 31 - 1 }); return 'made'",
+    ),
+    isSandboxError('permission', /outputLength/),
+  );
   await assert.rejects(
     attack("(process as any).getBuiltinModule('crypto').pbkdf2Sync('p', 's', 1, 2 ** 31 - 1, 'sha256'); return 'made'"),
     isSandboxError('permission', /crypto\.pbkdf2Sync/),

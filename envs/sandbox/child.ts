@@ -269,19 +269,15 @@ function freezeClocks(): void {
     Object.defineProperty(perf, 'markResourceTiming', { value: () => undefined });
     Object.defineProperty(perf, 'nodeTiming', { get: refused('performance.nodeTiming') });
   }
-  // A mark constructed directly (global and perf_hooks) starts at Node's own clock (rerun 4).
-  const RealMark = perfHooks.PerformanceMark;
-  const FrozenMark = new Proxy(RealMark, {
-    construct: (target, [name, opts], newTarget) =>
-      Reflect.construct(target, [name, { ...opts, startTime: opts?.startTime ?? 0 }], newTarget),
-  });
-  RealMark.prototype.constructor = FrozenMark;
-  // The Proxy forwards everything but construction to the real class, and util.inspect reads the
-  // real one's properties with itself as `this`: a getter defined through the Proxy caught it, and
-  // with it the real clock (rerun 72o). Frozen, it takes no getter of the module's.
-  Object.freeze(RealMark);
-  (perfHooks as unknown as Record<string, unknown>).PerformanceMark = FrozenMark;
-  (globalThis as Record<string, unknown>).PerformanceMark = FrozenMark;
+  // A mark constructed directly starts at Node's own clock (rerun 4); the frozen one, a Proxy, led
+  // back to the real class through util.inspect (reruns 72o, 72p). No env needs marks: refused.
+  for (const holder of [perfHooks, globalThis] as Record<string, unknown>[])
+    Object.defineProperty(holder, 'PerformanceMark', {
+      value: refused('PerformanceMark'),
+      writable: false,
+      configurable: false,
+      enumerable: false,
+    });
   process.hrtime = Object.assign(() => [0, 0] as [number, number], { bigint: () => 0n });
   process.uptime = () => 0;
   os.uptime = () => 0;
@@ -460,10 +456,10 @@ function closeInheritedFds(): void {
 }
 
 /** The first stdin line, read before the module exists, so only the runner ever holds it. */
-function readSessionKey(): Buffer {
+function readSessionKey(readSync: typeof fs.readSync): Buffer {
   const line = Buffer.alloc(SESSION_KEY_BYTES * 2 + 1);
   for (let n = 0; n < line.length;) {
-    const got = fs.readSync(0, line, n, line.length - n, null);
+    const got = readSync(0, line, n, line.length - n, null);
     if (got === 0) process.exit(0); // the worker went away before the key came
     n += got;
   }
@@ -541,7 +537,7 @@ const DRAIN_MAX = 1000;
 export const runSandboxChild: (mod: unknown) => void = (() => {
   closeInheritedFds();
   // Taken before the module could replace them (fs is not frozen; it keeps only its sync calls).
-  const { read, writeSync } = fs;
+  const { read, readSync, writeSync } = fs;
   /** Writes all of `bytes` to `fd`, past a non-blocking pipe's EAGAIN. */
   const writeAll = (fd: number, bytes: Uint8Array) => {
     for (let off = 0; off < bytes.length;) {
@@ -612,7 +608,7 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
   keepBuffersAttached(refused); // a detached buffer is freed under native calls still using it
   lockIntrinsics(); // last: the runner's own changes to the built-ins are in place
   // The key lives only in the MAC's own pads (Node's createHmac let a getter on its prototypes see it: rerun 6).
-  const key = readSessionKey();
+  const key = readSessionKey(readSync);
   const mac = hmacSha256(key);
   key.fill(0);
   // The protocol runs on fds 0 and 1 themselves, below Node's streams: their prototypes are Node's,

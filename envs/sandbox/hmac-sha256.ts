@@ -39,7 +39,7 @@ function sha256(prefix: Uint8Array, data: Uint8Array): Uint8Array {
     padded[bits + i] = (hi >>> (24 - 8 * i)) & 0xff;
     padded[bits + 4 + i] = (lo >>> (24 - 8 * i)) & 0xff;
   }
-  const h = Int32Array.from(H0);
+  const h = new Int32Array(H0); // not from(): H0's own iterator, which the module can add, ran inside every MAC (rerun 72p)
   const w = new Int32Array(64);
   for (let off = 0; off < padded.length; off += BLOCK) {
     for (let t = 0; t < 16; t++) {

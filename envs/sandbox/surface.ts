@@ -7,10 +7,11 @@
  * streams, the requests of asynchronous file and crypto calls, file handles, directories, Blobs,
  * message ports, TextDecoder's converter. Guarding them one by one did not converge (each pass found
  * more), so the module is given none of them:
- * - modules no env has a use for are refused whole (networking, compression, terminals, threads);
- * - `fs` keeps its synchronous functions (scratch files), `crypto` its hashes, MACs and random
- *   numbers, each behind an object that hides the native one;
- * - the globals that hold native handles are refused or wrapped the same way;
+ * - builtin modules by an allow-list; the rest (networking, compression, terminals, threads) refused;
+ * - `fs` keeps its synchronous functions on the module's own descriptors (scratch files), `crypto`
+ *   its hashes and MACs (the runner's own, over a native one-shot) and random numbers;
+ * - the globals that hold native handles are refused, TextDecoder wrapped, and structured
+ *   cloning's transfer hooks refused;
  * - `process.stdout`/`stderr` are streams of JavaScript's that write to fd 2.
  * What is left is computation, JavaScript streams and the frozen clocks: all an env needs, since a
  * generated env imports only `#env-sdk` and runs with no network.
@@ -70,6 +71,7 @@ const FS_KEPT = new Set(['constants', 'Stats', 'Dirent', 'F_OK', 'R_OK', 'W_OK',
 /** `crypto` keeps these; the rest (keys, ciphers, certificates, key derivation) no env needs. */
 const CRYPTO_KEPT = new Set([
   'constants',
+  'hash', // a native one-shot digest: strings and bytes in, bytes out
   'getHashes',
   'getCiphers',
   'getCurves',
@@ -78,7 +80,6 @@ const CRYPTO_KEPT = new Set([
   'timingSafeEqual',
   'getRandomValues',
   'webcrypto',
-  'hash',
 ]);
 
 /** Globals that hold native handles, or make them (a Blob's data, ports, zlib, a converter). */
@@ -246,46 +247,143 @@ function keepSyncFs(refused: Refused): void {
     if (typeof k !== 'string' || FS_KEPT.has(k) || (k.endsWith('Sync') && k !== 'opendirSync')) continue;
     refuseKey(fs, k, `fs.${k} (only synchronous file calls are open in the sandbox)`, refused);
   }
+  onlyOwnDescriptors(fs, refused);
 }
 
-type Digest = {
-  update(data: unknown, encoding?: unknown): unknown;
-  digest(encoding?: unknown): unknown;
-  copy(options?: unknown): Digest;
-};
+/** The calls that take a descriptor first, and those that take one in place of a path. */
+const FD_CALLS = [
+  'closeSync',
+  'fchmodSync',
+  'fchownSync',
+  'fdatasyncSync',
+  'fstatSync',
+  'fsyncSync',
+  'ftruncateSync',
+  'futimesSync',
+  'readSync',
+  'readvSync',
+  'writeSync',
+  'writevSync',
+];
+const FD_OR_PATH_CALLS = ['readFileSync', 'writeFileSync', 'appendFileSync'];
 
 /**
- * A Hash or Hmac whose native object the module never holds: Node's keeps its handle under a
- * symbol, and a handle swapped in there was taken as a Hash by native code (a zlib handle copied as
- * one crashed: rerun 72j).
+ * A descriptor is the module's only if its own `openSync` returned it. The process's others are the
+ * runner's protocol (0, 1, 2) and Node's and libuv's own pipes: a message written to libuv's signal
+ * pipe is a pointer it follows (rerun 72p: SIGSEGV 3/3), and the permission model does not guard
+ * writes to an open descriptor. (Node's own fs calls go through these same exports, so a file
+ * `writeFileSync` opens is the module's while it writes.)
  */
-function hiddenDigest(name: 'Hash' | 'Hmac', create: (...a: unknown[]) => Digest) {
-  const issued = new WeakSet<Digest>();
-  class Wrapped {
-    readonly #real: Digest;
-    constructor(real: Digest) {
-      if (!issued.has(real)) throw new TypeError(`${name}: use crypto.create${name}`);
-      this.#real = real;
+function onlyOwnDescriptors(fs: Exports, refused: Refused): void {
+  const own = new Set<unknown>();
+  const apply = Reflect.apply;
+  const wrap = (k: string, checked: (args: unknown[]) => boolean) => {
+    const f = fs[k] as (...a: unknown[]) => unknown;
+    const refuse = refused(`fs.${k} on a descriptor the module did not open`);
+    Object.defineProperty(fs, k, {
+      value: function ownDescriptorsOnly(...args: unknown[]) {
+        if (checked(args) && !own.has(args[0])) refuse();
+        const result = apply(f, fs, args);
+        if (k === 'openSync') own.add(result);
+        if (k === 'closeSync') own.delete(args[0]);
+        return result;
+      },
+      writable: false,
+      configurable: false,
+      enumerable: true,
+    });
+  };
+  wrap('openSync', () => false);
+  for (const k of FD_CALLS) wrap(k, () => true);
+  for (const k of FD_OR_PATH_CALLS) wrap(k, (args) => typeof args[0] === 'number');
+}
+
+/** HMAC's block size for the hashes a MAC may use (RFC 2104; bytes). */
+const HMAC_BLOCK: Record<string, number> = { md5: 64, sha1: 64, sha224: 64, sha256: 64, sha384: 128, sha512: 128 };
+
+type OneShot = (algorithm: string, data: Uint8Array, encoding: 'buffer') => Uint8Array;
+
+/**
+ * `createHash` and `createHmac` without Node's Hash and Hmac: their objects keep a native handle
+ * under a symbol, and Node's own code reads and stores it through prototypes and constructors the
+ * module can change (reruns 72m, 72p: a Proxy on the stream prototypes, a `Symbol.hasInstance` on
+ * `Transform`, each caught one; its native constructor then took other objects as keys and hashes,
+ * SIGSEGV). These keep the input's bytes and digest them at once with `crypto.hash`, a native
+ * one-shot that hands out nothing (HMAC as RFC 2104 over it).
+ */
+function oneShotDigests(hash: OneShot, refused: Refused) {
+  const from = Buffer.from;
+  const concat = Buffer.concat;
+  const toText = Buffer.prototype.toString;
+  const finalized = () => Object.assign(new Error('Digest already called'), { code: 'ERR_CRYPTO_HASH_FINALIZED' });
+  const bytes = (data: unknown, encoding?: unknown): Uint8Array => {
+    if (typeof data === 'string') return Reflect.apply(from, Buffer, [data, encoding ?? 'utf8']) as Uint8Array;
+    if (!ArrayBuffer.isView(data))
+      throw Object.assign(new TypeError('The "data" argument must be a string, a Buffer, a TypedArray or a DataView'), {
+        code: 'ERR_INVALID_ARG_TYPE',
+      });
+    return new Uint8Array(new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
+  };
+  const output = (digest: Uint8Array, encoding: unknown) =>
+    encoding === undefined || encoding === 'buffer' ? digest : Reflect.apply(toText, digest, [encoding]);
+  class Hash {
+    #algorithm: string;
+    #chunks: Uint8Array[];
+    #done = false;
+    constructor(algorithm: string, chunks: Uint8Array[] = []) {
+      this.#algorithm = algorithm;
+      this.#chunks = chunks;
     }
     update(data: unknown, encoding?: unknown): this {
-      this.#real.update(data, encoding);
+      if (this.#done) throw finalized();
+      this.#chunks.push(bytes(data, encoding));
       return this;
     }
     digest(encoding?: unknown): unknown {
-      return this.#real.digest(encoding);
+      if (this.#done) throw finalized();
+      this.#done = true;
+      return output(
+        hash(this.#algorithm, Reflect.apply(concat, Buffer, [this.#chunks]) as Uint8Array, 'buffer'),
+        encoding,
+      );
     }
-    copy(options?: unknown): Wrapped {
-      if (name === 'Hmac') throw new TypeError('Hmac has no copy');
-      const real = this.#real.copy(options);
-      issued.add(real);
-      return new Wrapped(real);
+    copy(): Hash {
+      if (this.#done) throw finalized();
+      return new Hash(this.#algorithm, [...this.#chunks]);
     }
   }
-  Object.defineProperty(Wrapped, 'name', { value: name });
-  return (...args: unknown[]): Wrapped => {
-    const real = create(...args);
-    issued.add(real);
-    return new Wrapped(real);
+  class Hmac {
+    #inner: Hash;
+    #outer: Hash;
+    constructor(algorithm: string, key: Uint8Array, block: number) {
+      const k = new Uint8Array(block);
+      k.set(key.length > block ? hash(algorithm, key, 'buffer') : key);
+      this.#inner = new Hash(algorithm).update(k.map((b) => b ^ 0x36));
+      this.#outer = new Hash(algorithm).update(k.map((b) => b ^ 0x5c));
+    }
+    update(data: unknown, encoding?: unknown): this {
+      this.#inner.update(data, encoding);
+      return this;
+    }
+    digest(encoding?: unknown): unknown {
+      return output(this.#outer.update(this.#inner.digest() as Uint8Array).digest() as Uint8Array, encoding);
+    }
+  }
+  const xof = refused('crypto.createHash with outputLength (not open in the sandbox)');
+  return {
+    createHash: (algorithm: string, options?: { outputLength?: unknown }) => {
+      if (options && typeof options === 'object' && options.outputLength !== undefined) xof();
+      hash(algorithm, new Uint8Array(0), 'buffer'); // Node's own error for an algorithm it lacks
+      return new Hash(algorithm);
+    },
+    createHmac: (algorithm: string, key: unknown) => {
+      const block = HMAC_BLOCK[String(algorithm).toLowerCase()];
+      if (!block)
+        refused(
+          `crypto.createHmac('${String(algorithm).slice(0, 40)}') (HMAC over ${Object.keys(HMAC_BLOCK).join(', ')} only)`,
+        )();
+      return new Hmac(String(algorithm), bytes(key), block);
+    },
   };
 }
 
@@ -302,10 +400,8 @@ function keepHashesAndRandom(refused: Refused): void {
     return (...args: unknown[]) =>
       typeof args[args.length - 1] === 'function' ? refuse() : Reflect.apply(f, crypto, args);
   };
-  const real = { createHash: crypto.createHash, createHmac: crypto.createHmac };
   const kept: Exports = {
-    createHash: hiddenDigest('Hash', real.createHash as (...a: unknown[]) => Digest),
-    createHmac: hiddenDigest('Hmac', real.createHmac as (...a: unknown[]) => Digest),
+    ...oneShotDigests(crypto.hash as OneShot, refused),
     randomBytes: syncOnly('randomBytes'),
     randomInt: syncOnly('randomInt'),
   };
@@ -314,16 +410,6 @@ function keepHashesAndRandom(refused: Refused): void {
       Object.defineProperty(crypto, k, { value: kept[k], enumerable: true, writable: false, configurable: false });
     else if (typeof k !== 'string' || !CRYPTO_KEPT.has(k))
       refuseKey(crypto, k, `crypto.${String(k)} (not open in the sandbox)`, refused);
-  }
-  // Node's Hash and Hmac store their native object with a plain assignment, which walks their
-  // prototype chain, and stream.Transform.prototype is on it: a Proxy spliced in there caught both
-  // from behind the runner's wrapper, and Hash's native constructor took an Hmac or a plain object
-  // as a Hash to copy (SIGSEGV 7/8: rerun 72m). The chain takes no new property and no new
-  // prototype, so nothing of the module's is on it.
-  for (const make of [real.createHash, real.createHmac]) {
-    const made = Reflect.apply(make as (...a: unknown[]) => object, crypto, ['sha256', 'k']);
-    for (let p = Object.getPrototypeOf(made) as object | null; p; p = Object.getPrototypeOf(p) as object | null)
-      Object.preventExtensions(p);
   }
   // WebCrypto's subtle runs native jobs; crypto.subtle (fixed by Node) reads it through this getter.
   const subtle = refusedObject('crypto.subtle (not open in the sandbox)', refused);
