@@ -248,7 +248,7 @@ test("hardening: no signal listener the module adds is installed, so SIGXCPU sto
   );
 });
 
-test('hardening: the module reaches no object that holds a native handle of its own (reruns 72i-72n: sockets, HTTP parsers, zlib, asynchronous file and crypto requests, file handles, directories, Blobs, ports, converters, _stream_wrap, Hash objects caught through the stream prototypes, the transfer hooks of structured cloning); hashing, synchronous files, decoding, JavaScript streams and printing work', async () => {
+test('hardening: the module reaches no object that holds a native handle of its own (reruns 72i-72q: sockets, HTTP parsers, zlib, asynchronous file and crypto requests, file handles, directories, Blobs, ports, converters, _stream_wrap, Hash objects caught through the stream prototypes, the transfer hooks of structured cloning, web streams); hashing, synchronous files, decoding, JavaScript streams and printing work', async () => {
   const out = await attack(`
     const get = (id: string) => (process as any).getBuiltinModule(id);
     const crypto = get('crypto');
@@ -296,14 +296,23 @@ test('hardening: the module reaches no object that holds a native handle of its 
       streamWrapSocket: () => new (Object.getPrototypeOf(get('_stream_wrap')))({ fd: 2 }),
       blobConsumer: () => get('stream/consumers').blob(get('stream').Readable.from(['x'])),
       formData: () => new FormData(),
-      // Rerun 72n: structured cloning's hooks, each of which made Node's own MessageChannel (a
-      // closed port posted to detached and freed any buffer).
-      ...Object.fromEntries(
-        [new ReadableStream(), new WritableStream(), new TransformStream(), new AbortController().signal].map((o: any) => {
-          const hook = Object.getOwnPropertySymbols(Object.getPrototypeOf(o)).find((k) => k.description === 'messaging_transfer_list_symbol');
-          return ['transferHook' + o.constructor.name, () => (hook ? o[hook]() : 'no hook')];
-        }),
-      ),
+      // Rerun 72n: structured cloning's hooks (AbortSignal's; the web streams' are refused with
+      // them), each of which made Node's own MessageChannel (a closed port posted to detached and
+      // freed any buffer).
+      transferHook: () => {
+        const signal: any = new AbortController().signal;
+        const hook = Object.getOwnPropertySymbols(Object.getPrototypeOf(signal)).find((k) => k.description === 'messaging_transfer_list_symbol');
+        return hook ? signal[hook]() : 'no hook';
+      },
+      // Rerun 72q: web streams, whose byte-stream methods ran on a controller the module forged and
+      // detached what they were given; and the ways to them from Node streams.
+      readableStream: () => new ReadableStream(),
+      byteController: () => new (globalThis as any).ReadableByteStreamController(),
+      byobReader: () => new (globalThis as any).ReadableStreamBYOBReader({}),
+      transformStream: () => new TransformStream(),
+      streamWeb: () => new (get('stream/web').WritableStream)(),
+      toWeb: () => get('stream').Readable.toWeb(new (get('stream').PassThrough)()),
+      fromWeb: () => get('stream').Duplex.fromWeb({ readable: {}, writable: {} }),
     };
     const refused: string[] = [];
     for (const [k, f] of Object.entries(routes)) { const r = await tried(f); if (r !== 'ERR_ACCESS_DENIED') refused.push(k + ':' + r); }
@@ -585,15 +594,15 @@ test('hardening: an error the module leaves uncaught, or its exit from a callbac
   }
 });
 
-test('hardening: honest code that makes Node build its own vm context (web stream readers, a deprecated Buffer call) works (rerun 14: permission)', async () => {
+test('hardening: honest code that makes Node build its own vm context (a deprecated Buffer call; web stream readers before web streams were refused) works (rerun 14: permission)', async () => {
   const env = await startSandboxedEnv({
     source: attackSource(
-      "const rs = new ReadableStream({ start(c) { c.enqueue('a'); c.close(); } }); let s = ''; for await (const c of rs as any) s += c; const r = new ReadableStream({ start(c) { c.enqueue('b'); c.close(); } }).getReader(); const v = await r.read(); r.releaseLock(); return [s, v.value, (Buffer as any)(2).length].join(' ')",
+      "let s = ''; for await (const c of (await import('node:stream')).Readable.from(['a', 'b'])) s += c; return [s, (Buffer as any)(2).length].join(' ')",
     ),
   });
   try {
     const ep = await env.reset({ taskId: 'attack' });
-    assert.equal((await ep.step(ATTACK)).observation.content, 'a b 2');
+    assert.equal((await ep.step(ATTACK)).observation.content, 'ab 2');
   } finally {
     await env.close();
   }
@@ -867,26 +876,20 @@ test("hardening: a StringDecoder's native state is checked before Node's decoder
   assert.equal(out, 'ERR_ACCESS_DENIED ERR_ACCESS_DENIED ERR_ACCESS_DENIED ERR_ACCESS_DENIED 1000:0 €YWJj');
 });
 
-test("hardening: no buffer the module can reach is detached (rerun 72j: a socket sent freed memory, the real time to 4 ms; fs.read wrote into freed memory; rerun 72k: through a byte stream's state; 72o: the real ReadableStream through its guard's Proxy); honest clones and streams work", async () => {
+test("hardening: no buffer the module can reach is detached (rerun 72j: a socket sent freed memory, the real time to 4 ms; fs.read wrote into freed memory; reruns 72k, 72o, 72q: through web streams' byte streams); honest clones and Node streams work", async () => {
   const out = await attack(`
     const out: string[] = [];
     const tried = async (f: () => unknown) => { try { return String(await f()); } catch (e) { return (e as any).code ?? (e as Error).name; } };
     const ab = new ArrayBuffer(8);
     out.push(await tried(() => structuredClone(ab, { transfer: [ab] })));
-    // Byte streams: none of the module's own, nor the Fetch API's bodies.
+    // Byte streams: web streams are refused whole (a controller the module forged from a stream's
+    // two symbols ran enqueue, which detached any buffer: rerun 72q), and the Fetch API's bodies.
     out.push(await tried(() => new ReadableStream({ type: 'bytes' } as any)), await tried(() => new Response('x')));
-    // The real ReadableStream behind the guard, caught by a getter defined through the Proxy as
-    // util.inspect read it (rerun 72o: byte streams again, freed memory read and written).
-    const util: any = (process as any).getBuiltinModule('util');
-    let real: any;
-    out.push(await tried(() => Object.defineProperty(ReadableStream, util.inspect.custom, { get() { real = this; return undefined; }, configurable: true })));
-    util.inspect(ReadableStream);
-    out.push(real === undefined ? 'not caught' : 'caught');
     out.push(String(ab.byteLength) + ' ' + String(structuredClone({ a: [1] }).a[0]));
-    let text = ''; for await (const c of new ReadableStream({ start(c) { c.enqueue('p'); c.enqueue('q'); c.close(); } }) as any) text += c;
+    let text = ''; for await (const c of (await import('node:stream')).Readable.from(['p', 'q'])) text += c;
     out.push(text);
     return out.join(' ');`);
-  assert.equal(out, 'ERR_ACCESS_DENIED ERR_ACCESS_DENIED ERR_ACCESS_DENIED TypeError not caught 8 1 pq');
+  assert.equal(out, 'ERR_ACCESS_DENIED ERR_ACCESS_DENIED ERR_ACCESS_DENIED 8 1 pq');
 });
 
 test("hardening: Buffer.allocUnsafeSlow hands out no freed memory (rerun 72c: earlier requests' raw stat arrays, the real time to 10 ms; the runner's HMAC pads, the session key)", async () => {

@@ -84,11 +84,9 @@ function refused(what: string, permission: 'Sandbox' | 'Network' = 'Sandbox'): (
  * refuses some of these too; this does not rely on it.
  */
 function disableEscapeHatches(writeStderr: (bytes: Uint8Array) => void): void {
-  // Node makes a vm context of its own, once, the first time a web stream's reader is released (its
-  // side-effect-free regexps) or a deprecated Buffer() is called (a stack walk): made now, while vm
-  // still works, so honest code never meets vm's refusal (`for await` over a ReadableStream failed
-  // as permission: rerun 14).
-  new ReadableStream().getReader().releaseLock();
+  // Node makes a vm context of its own, once, the first time a deprecated Buffer() is called (a
+  // stack walk; and a web stream's reader released, before web streams were refused): made now,
+  // while vm still works, so honest code never meets vm's refusal (rerun 14).
   const quiet = process.noDeprecation;
   process.noDeprecation = true;
   (Buffer as unknown as (size: number) => Buffer)(0);

@@ -3,14 +3,11 @@
  * they were given (a Buffer method whose offset's `valueOf` runs first, a StringDecoder's state),
  * and a buffer detached meanwhile is freed once its new owner is dropped: rerun 72j sent freed
  * memory down a socket (the real time to 4 ms) and had a file's bytes written into freed memory.
- * The ways JavaScript detaches a buffer here are a transfer list (`structuredClone`; message ports
- * are refused in surface.ts) and web streams' byte streams: transfer lists are refused, and no byte
- * stream is the module's to reach.
+ * The ways JavaScript detaches a buffer are a transfer list (`structuredClone`, here) and what
+ * surface.ts refuses whole: message ports, web streams (their byte streams detach what they are
+ * given: reruns 72k, 72o, 72q) and the Fetch API.
  */
-
-import { builtin, type Refused } from './refusal.js';
-
-const apply = Reflect.apply;
+import type { Refused } from './refusal.js';
 
 export function keepBuffersAttached(refused: Refused): void {
   const transfer = refused('transferring buffers (a transfer list)');
@@ -25,45 +22,4 @@ export function keepBuffersAttached(refused: Refused): void {
     writable: false,
     configurable: false,
   });
-
-  // Web streams' byte streams detach the buffers they are handed, and their controller's state is a
-  // plain object under a symbol the module reaches: a pull buffer swapped in there was detached by
-  // Node's own enqueue or respond (rerun 72k: any buffer, Blob.stream()'s controller too). So no byte
-  // stream is the module's to reach: none of its own, and not Node's (Blobs are refused in
-  // surface.ts; the Fetch API's bodies are byte streams, and there is no network to serve them).
-  const web = builtin('stream/web') as Record<string, { prototype: Record<string, unknown> }>;
-  const RealStream = web.ReadableStream as unknown as new (...a: unknown[]) => object;
-  const byteStream = refused('byte streams (ReadableStream of type "bytes")');
-  const Stream: typeof RealStream = new Proxy(RealStream, {
-    construct(target, [source, strategy], newTarget): object {
-      // The source read once, and Node given a copy of what it read: a getter could answer twice.
-      if (source === undefined || source === null)
-        return Reflect.construct(target, [source, strategy], newTarget === Stream ? target : newTarget);
-      const s = source as Record<string, unknown>;
-      if (`${s.type}` === 'bytes') byteStream();
-      const bound = (k: string) => {
-        const f = s[k];
-        return typeof f === 'function' ? (...a: unknown[]) => apply(f, source, a) : f;
-      };
-      const read = { start: bound('start'), pull: bound('pull'), cancel: bound('cancel') };
-      return Reflect.construct(target, [read, strategy], newTarget === Stream ? target : newTarget);
-    },
-  });
-  for (const [obj, key] of [
-    [globalThis, 'ReadableStream'],
-    [RealStream.prototype, 'constructor'],
-    [web, 'ReadableStream'],
-  ] as const)
-    Object.defineProperty(obj, key, { value: Stream, writable: false, configurable: false, enumerable: false });
-  // The Proxy forwards everything but construction to the real class, and util.inspect reads the
-  // real one's properties with itself as `this`: a getter defined through the Proxy caught it, and
-  // with it byte streams again, which freed a buffer under a Buffer method 5/5 (rerun 72o).
-  Object.freeze(RealStream);
-  for (const name of ['fetch', 'Request', 'Response'])
-    Object.defineProperty(globalThis, name, {
-      value: refused(`${name} (the Fetch API's bodies are byte streams)`),
-      writable: false,
-      configurable: false,
-    });
-  (builtin('module') as { syncBuiltinESMExports: () => void }).syncBuiltinESMExports();
 }
