@@ -248,7 +248,7 @@ test("hardening: no signal listener the module adds is installed, so SIGXCPU sto
   );
 });
 
-test('hardening: the module reaches no object that holds a native handle of its own (reruns 72i-72q: sockets, HTTP parsers, zlib, asynchronous file and crypto requests, file handles, directories, Blobs, ports, converters, _stream_wrap, Hash objects caught through the stream prototypes, the transfer hooks of structured cloning, web streams); hashing, synchronous files, decoding, JavaScript streams and printing work', async () => {
+test('hardening: the module reaches no object that holds a native handle of its own (reruns 72i-72r: sockets, HTTP parsers, zlib, asynchronous file and crypto requests, file handles, directories, Blobs, ports, converters, _stream_wrap, Hash objects caught through the stream prototypes, the transfer hooks of structured cloning, web streams, the transferables of util); hashing, synchronous files, decoding, JavaScript streams and printing work', async () => {
   const out = await attack(`
     const get = (id: string) => (process as any).getBuiltinModule(id);
     const crypto = get('crypto');
@@ -304,6 +304,10 @@ test('hardening: the module reaches no object that holds a native handle of its 
         const hook = Object.getOwnPropertySymbols(Object.getPrototypeOf(signal)).find((k) => k.description === 'messaging_transfer_list_symbol');
         return hook ? signal[hook]() : 'no hook';
       },
+      // Rerun 72r: util's transferable signal made a native transferable of a forged signal, whose
+      // clone hook (the module's) named an internal class to build: a real Blob.
+      transferableSignal: () => get('util').transferableAbortSignal(new AbortController().signal),
+      transferableController: () => get('util').transferableAbortController(),
       // Rerun 72q: web streams, whose byte-stream methods ran on a controller the module forged and
       // detached what they were given; and the ways to them from Node streams.
       readableStream: () => new ReadableStream(),

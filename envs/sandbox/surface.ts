@@ -455,6 +455,13 @@ function refuseNativeGlobals(refused: Refused): void {
     refuseKey(URL, k, `URL.${k} (Blobs are not open in the sandbox)`, refused);
   // A consumer that hands back a real Blob (and its class, through `constructor`).
   refuseKey(builtin('stream/consumers'), 'blob', 'stream/consumers.blob (Blobs are not open in the sandbox)', refused);
+  // util's transferable signal and controller make a native transferable object of any object the
+  // module passes (Node checks it by one symbol the module can copy), and the clone hook structured
+  // cloning then looks up through its prototype is the module's own: it named an internal class to
+  // build, a real Blob, and through it the real ReadableStream (rerun 72r: freed memory written 4/4).
+  const util = builtin('util');
+  for (const k of ['transferableAbortSignal', 'transferableAbortController'])
+    refuseKey(util, k, `util.${k} (transferring is not open in the sandbox)`, refused);
   // And the ways between Node streams and web streams.
   const { Readable, Writable, Duplex } = builtin('stream') as Record<string, object>;
   for (const [name, cls] of [
