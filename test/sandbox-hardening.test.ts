@@ -248,7 +248,7 @@ test("hardening: no signal listener the module adds is installed, so SIGXCPU sto
   );
 });
 
-test('hardening: the module reaches no object that holds a native handle of its own (reruns 72i-72r: sockets, HTTP parsers, zlib, asynchronous file and crypto requests, file handles, directories, Blobs, ports, converters, _stream_wrap, Hash objects caught through the stream prototypes, the transfer hooks of structured cloning, web streams, the transferables of util); hashing, synchronous files, decoding, JavaScript streams and printing work', async () => {
+test('hardening: the module reaches no object that holds a native handle of its own (reruns 72i-72r: sockets, HTTP parsers, zlib, asynchronous file and crypto requests, file handles, directories, Blobs, ports, converters, _stream_wrap, Hash objects caught through the stream prototypes, the transfer hooks of structured cloning, web streams, the transferables of util and their maker); hashing, synchronous files, decoding, JavaScript streams and printing work', async () => {
   const out = await attack(`
     const get = (id: string) => (process as any).getBuiltinModule(id);
     const crypto = get('crypto');
@@ -296,6 +296,8 @@ test('hardening: the module reaches no object that holds a native handle of its 
       streamWrapSocket: () => new (Object.getPrototypeOf(get('_stream_wrap')))({ fd: 2 }),
       blobConsumer: () => get('stream/consumers').blob(get('stream').Readable.from(['x'])),
       formData: () => new FormData(),
+      headers: () => new Headers(), // undici: its parser WebAssembly, Blobs and streams inside
+      messageEvent: () => new MessageEvent('message'),
       // Rerun 72n: structured cloning's hooks (AbortSignal's; the web streams' are refused with
       // them), each of which made Node's own MessageChannel (a closed port posted to detached and
       // freed any buffer).
@@ -308,6 +310,11 @@ test('hardening: the module reaches no object that holds a native handle of its 
       // clone hook (the module's) named an internal class to build: a real Blob.
       transferableSignal: () => get('util').transferableAbortSignal(new AbortController().signal),
       transferableController: () => get('util').transferableAbortController(),
+      // Rerun 72s: the static maker behind them, reached by its symbol.
+      makeTransferable: () => {
+        const k = Object.getOwnPropertySymbols(AbortController).find((s) => s.description === 'kMakeTransferable');
+        return k ? (AbortController as any)[k]() : 'no maker';
+      },
       // Rerun 72q: web streams, whose byte-stream methods ran on a controller the module forged and
       // detached what they were given; and the ways to them from Node streams.
       readableStream: () => new ReadableStream(),

@@ -100,10 +100,13 @@ const GLOBALS = [
   'ByteLengthQueuingStrategy',
   'CountQueuingStrategy',
   'TextEncoderStream',
-  // The Fetch API's bodies are web streams, and there is no network to fetch from.
+  // The Fetch API's bodies are web streams, and there is no network to fetch from; its Headers and
+  // MessageEvent load undici, whose parser is WebAssembly and whose internals hold Blobs and streams.
   'fetch',
   'Request',
   'Response',
+  'Headers',
+  'MessageEvent',
   'Blob',
   'File',
   'MessageChannel',
@@ -174,19 +177,11 @@ function closeModules(refused: Refused): void {
 }
 
 /**
- * Globals whose first read loads undici, which compiles its HTTP parser to WebAssembly and would
- * spend the module's WebAssembly budget (wasm-guard.ts); none carries a transfer hook.
+ * Structured cloning's hooks, and the makers of native transferables: `AbortController`'s static
+ * `kMakeTransferable` (behind util's refused transferables) made one the module could give a
+ * prototype of its own, whose clone hook had Node build a real Blob again (rerun 72s).
  */
-const UNDICI_GLOBALS = new Set<PropertyKey>([
-  'fetch',
-  'Request',
-  'Response',
-  'Headers',
-  'FormData',
-  'MessageEvent',
-  'EventSource',
-  'WebSocket',
-]);
+const TRANSFER_HOOK = /^messaging_|transferable/i;
 
 /**
  * Web streams and AbortSignal keep the hooks structured cloning calls on them under symbols the
@@ -201,7 +196,6 @@ function refuseTransferHooks(refused: Refused): void {
   const roots: unknown[] = [globalThis];
   const getterValues = (o: object) => {
     for (const k of Reflect.ownKeys(o)) {
-      if (o === globalThis && UNDICI_GLOBALS.has(k)) continue;
       const get = Object.getOwnPropertyDescriptor(o, k)?.get;
       try {
         if (get) roots.push(Reflect.apply(get, o, []));
@@ -210,7 +204,7 @@ function refuseTransferHooks(refused: Refused): void {
       }
     }
   };
-  getterValues(globalThis); // the lazy globals (AbortSignal, the web streams, …)
+  getterValues(globalThis); // the lazy globals (AbortSignal, …; undici's are refused values by now)
   for (const id of ALLOWED_MODULES) {
     roots.push(builtin(id));
     getterValues(builtin(id));
@@ -222,7 +216,7 @@ function refuseTransferHooks(refused: Refused): void {
     if ((typeof o !== 'object' && typeof o !== 'function') || o === null || seen.has(o)) continue;
     seen.add(o);
     for (const k of Reflect.ownKeys(o)) {
-      if (typeof k === 'symbol' && k.description?.startsWith('messaging_')) hooks.push([o, k]);
+      if (typeof k === 'symbol' && TRANSFER_HOOK.test(k.description ?? '')) hooks.push([o, k]);
       const d = Object.getOwnPropertyDescriptor(o, k);
       if (d && 'value' in d) roots.push(d.value);
     }
@@ -230,6 +224,8 @@ function refuseTransferHooks(refused: Refused): void {
   }
   if (!hooks.some(([o]) => o === AbortSignal.prototype))
     throw new Error('sandbox runner: no structured-clone hooks found on AbortSignal in this Node');
+  if (!hooks.some(([o]) => o === AbortController))
+    throw new Error('sandbox runner: no kMakeTransferable found on AbortController in this Node');
   for (const [o, k] of hooks) refuseKey(o, k, `${k.description} (transferring is not open in the sandbox)`, refused);
 }
 
