@@ -1,4 +1,3 @@
-import buffer from 'node:buffer';
 import fs from 'node:fs';
 import os from 'node:os';
 import nodeModule, { syncBuiltinESMExports } from 'node:module';
