@@ -1080,7 +1080,19 @@ test('escape: filling the disk stops at the scratch limit', async (t) => {
   }
   const body =
     "const mb = Buffer.alloc(1024 * 1024, 1); for (let i = 0; i < 64; i++) fs.appendFileSync('fill.bin', mb); return 'filled'";
-  await assert.rejects(attack(body, { limits: { diskMb: 8 } }), isSandboxError('disk'));
+  await assert.rejects(attack(body, { limits: { diskMb: 8 } }), (e) => {
+    assert.ok(isSandboxError('disk')(e));
+    assert.match((e as SandboxError).message, /\(limits\.diskMb = 8 MiB\)/);
+    return (e as SandboxError).limit === 'diskMb';
+  });
+});
+
+test('escape: an allocation refused for memory names the memory limit (rerun 72v: it named none)', async () => {
+  await assert.rejects(attack('return String(new ArrayBuffer(2 ** 40).byteLength)'), (e) => {
+    assert.ok(isSandboxError('memory')(e));
+    assert.match((e as SandboxError).message, /\(limits\.memoryMb = 512 MiB\)/);
+    return (e as SandboxError).limit === 'memoryMb';
+  });
 });
 
 test('fallback isolation levels still refuse file and process access', async (t) => {

@@ -16,8 +16,21 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pathToFileURL } from 'node:url';
 import { createHash, createHmac } from 'node:crypto';
-import { SandboxError, sandboxIsolation, startSandboxedEnv, type SandboxOptions } from '../envs/sandbox/index.js';
-import { ISOLATION_LEVELS, isolationIfAvailable, type IsolationLevel } from '../envs/sandbox/isolation.js';
+import {
+  DEFAULT_LIMITS,
+  SandboxError,
+  sandboxIsolation,
+  startSandboxedEnv,
+  type SandboxOptions,
+} from '../envs/sandbox/index.js';
+import {
+  ISOLATION_LEVELS,
+  allocateUid,
+  isolationIfAvailable,
+  makeSandboxDir,
+  sandboxCommand,
+  type IsolationLevel,
+} from '../envs/sandbox/isolation.js';
 import { seccompProgram } from '../envs/sandbox/seccomp.js';
 import { ATTACK, attackSource } from './fixtures/sandbox/attack-source.js';
 
@@ -175,7 +188,10 @@ test('hardening: the scratch dir caps the number of files, not only bytes (bwrap
   if (iso.level !== 'bwrap' || iso.fileCountLimit === false)
     return t.skip('no file-count cap at this isolation level (see envs/sandbox/README.md)');
   const body = "for (let i = 0; i < 5000; i++) fs.writeFileSync('f' + i, ''); return 'flooded'";
-  await assert.rejects(attack(body, { limits: { maxFiles: 1000 } }), isSandboxError('disk'));
+  await assert.rejects(attack(body, { limits: { maxFiles: 1000 } }), (e) => {
+    assert.ok(isSandboxError('disk', /ENOSPC.*\(limits\.maxFiles = 1000 files\)$/)(e));
+    return (e as SandboxError).limit === 'maxFiles';
+  });
   assert.equal(
     await attack("for (let i = 0; i < 500; i++) fs.writeFileSync('f' + i, ''); return 'ok'", {
       limits: { maxFiles: 1000 },
@@ -633,6 +649,63 @@ test('hardening: the sandboxed node runs under a seccomp filter at the bwrap lev
   }
 });
 
+/** Each socket domain tried by native code, and socketpair's: the number and errno, one per line. */
+const SOCKET_PROBE_C = `#include <errno.h>
+#include <stdio.h>
+#include <sys/socket.h>
+int main(void) {
+  int domains[] = {1, 2, 10, 16, 17, 38, 40};
+  for (int i = 0; i < 7; i++) {
+    int fds[2];
+    int s = socket(domains[i], SOCK_DGRAM, 0);
+    printf("socket %d %d\\n", domains[i], s < 0 ? errno : 0);
+    s = socketpair(domains[i], SOCK_DGRAM, 0, fds);
+    printf("socketpair %d %d\\n", domains[i], s < 0 ? errno : 0);
+  }
+  return 0;
+}
+`;
+
+test('hardening: native code under the bwrap level opens unix sockets only (a vsock port is not in the network namespace: rerun 72v)', async (t) => {
+  const iso = await sandboxIsolation();
+  if (iso.level !== 'bwrap' || iso.fileCountLimit === false || !seccompProgram())
+    return t.skip(`no seccomp filter at this level or architecture (${process.arch})`);
+  // A static binary stands for code that escaped V8, run by the sandbox's own command line in node's place.
+  const build = mkdtempSync(path.join(os.tmpdir(), 'socket-probe-'));
+  writeFileSync(path.join(build, 'probe.c'), SOCKET_PROBE_C);
+  const cc = spawnSync('cc', ['-static', '-O1', '-o', path.join(build, 'probe'), path.join(build, 'probe.c')]);
+  if (cc.status !== 0) {
+    rmSync(build, { recursive: true, force: true });
+    return t.skip('no C compiler with a static libc on this machine');
+  }
+  const uid = allocateUid();
+  const { root, runDir } = await makeSandboxDir(uid);
+  try {
+    writeFileSync(path.join(runDir, 'probe'), readFileSync(path.join(build, 'probe')), { mode: 0o755 });
+    const cmd = sandboxCommand('bwrap', {
+      runDir,
+      entry: 'probe',
+      limits: DEFAULT_LIMITS,
+      uid,
+      prlimit: iso.rlimits,
+      fileCountLimit: true,
+    });
+    const args = cmd.args.slice(0, cmd.args.lastIndexOf(process.execPath));
+    const run = spawnSync(cmd.file, [...args, '/sandbox/probe'], { cwd: runDir, env: {}, uid: cmd.uid, gid: cmd.gid });
+    assert.equal(run.status, 0, String(run.stderr));
+    const results = String(run.stdout).trim().split('\n');
+    assert.equal(results.length, 14, String(run.stdout));
+    const EPERM = os.constants.errno.EPERM;
+    for (const line of results) {
+      const [call, domain, errno] = line.split(' ');
+      assert.equal(Number(errno), domain === '1' ? 0 : EPERM, `${call}(${domain}): errno ${errno}`);
+    }
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+    rmSync(build, { recursive: true, force: true });
+  }
+});
+
 test('hardening: processes and threads (which could start with any V8 flag) are refused by the runner, not only by the permission model', async () => {
   await assert.rejects(
     attack("return cp.spawnSync(process.execPath, ['--allow-natives-syntax', '-e', '1']).status"),
@@ -885,6 +958,26 @@ test("hardening: a StringDecoder's native state is checked before Node's decoder
     out.push(utf8.write(Buffer.from([0xe2, 0x82])) + utf8.write(Buffer.from([0xac])) + new StringDecoder('base64').end(Buffer.from('abc')));
     return out.join(' ');`);
   assert.equal(out, 'ERR_ACCESS_DENIED ERR_ACCESS_DENIED ERR_ACCESS_DENIED ERR_ACCESS_DENIED 1000:0 €YWJj');
+});
+
+test('hardening: forged async ids on an AsyncResource confuse only its own scope, no native abort (rerun 72u: SIGABRT)', async () => {
+  const body = `const r = new AsyncResource('forged');
+    for (const s of Object.getOwnPropertySymbols(r)) if (/async_id/.test(s.description)) r[s] = -5;
+    let depth = 0;
+    const nest = () => (++depth > 64 ? 'depth 64, id ' + executionAsyncId() : r.runInAsyncScope(nest));
+    return nest() + '; after: ' + (await new Promise((done) => setTimeout(() => done(executionAsyncId() > 0), 1)));`;
+  const atImport = "const { AsyncResource, executionAsyncId } = process.getBuiltinModule('async_hooks');";
+  assert.equal(await attack(body, { atImport }), 'depth 64, id -5; after: true');
+});
+
+test('hardening: Buffer compare reads no byte past its target, whatever length the target claims (rerun 72u: memcmp read the heap past it)', async () => {
+  // A 16-byte target claiming 1 MiB: Node bounded the end by the claim, the native compare by nothing.
+  const body = `const t = new Uint8Array(16); Object.defineProperty(t, 'length', { value: 1 << 20 });
+    const s = Buffer.alloc(1 << 20); const seen = [];
+    try { seen.push(s.compare(t, 0, 1 << 20)); } catch (e) { seen.push(e.code); }
+    seen.push(s.compare(t), s.subarray(0, 16).compare(t, 0), Buffer.from('ab').compare(Buffer.from('abc'), 0, 2));
+    return seen.join(' ')`;
+  assert.equal(await attack(body), 'ERR_OUT_OF_RANGE 1 0 0');
 });
 
 test("hardening: no buffer the module can reach is detached (rerun 72j: a socket sent freed memory, the real time to 4 ms; fs.read wrote into freed memory; reruns 72k, 72o, 72q: through web streams' byte streams); honest clones and Node streams work", async () => {

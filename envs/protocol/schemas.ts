@@ -65,6 +65,7 @@ export const ProtocolErrorTypeSchema = z.enum([
   'network_denied',
   'out_of_memory',
   'disk_limit',
+  'file_limit',
   'output_limit',
   'internal',
 ]);

@@ -4,6 +4,7 @@
  * 32 000 of them ran out the kernel's map count and V8 died by SIGSEGV, a memory-safety failure
  * module code could reach (rerun 61b). No env needs them; fixed-length buffers are untouched.
  */
+import { types } from 'node:util';
 import type { Refused } from './refusal.js';
 
 export function refuseResizableBuffers(refused: Refused): void {
@@ -33,4 +34,37 @@ export function refuseResizableBuffers(refused: Refused): void {
   };
   guard(ArrayBuffer, 'ArrayBuffer');
   guard(SharedArrayBuffer, 'SharedArrayBuffer');
+}
+
+/**
+ * `Buffer.prototype.compare` checks `targetEnd` against `target.length`, a property the module can
+ * shadow on its own Uint8Array, and the native compare bounds only the source: memcmp read the heap
+ * past the target, a byte at a time through the result's sign (rerun 72u). Both ends are bounded
+ * here by the real lengths, read with the typed-array getter an instance cannot shadow.
+ */
+export function compareWithinRealLengths(): void {
+  const nodeCompare = Buffer.prototype.compare;
+  const realLength = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), 'length')!.get!;
+  const { isUint8Array } = types;
+  const within = (view: Uint8Array, end: unknown, name: string) => {
+    const length: number = Reflect.apply(realLength, view, []);
+    if (end === undefined) return length;
+    if (typeof end === 'number' && end > length)
+      throw Object.assign(
+        new RangeError(`The value of "${name}" is out of range. It must be >= 0 && <= ${length}. Received ${end}`),
+        { code: 'ERR_OUT_OF_RANGE' },
+      );
+    return end;
+  };
+  Object.defineProperty(Buffer.prototype, 'compare', {
+    value: function compare(this: unknown, ...args: unknown[]): unknown {
+      const [target, targetStart, targetEnd, sourceStart, sourceEnd] = args;
+      // One argument compares whole buffers; a target Node refuses, or a receiver not a Uint8Array
+      // (the native compare bounds the source itself), goes to Node as it is.
+      if (args.length < 2 || !isUint8Array(target) || !isUint8Array(this))
+        return Reflect.apply(nodeCompare, this, args);
+      const ends = [within(target, targetEnd, 'targetEnd'), within(this, sourceEnd, 'sourceEnd')];
+      return Reflect.apply(nodeCompare, this, [target, targetStart, ends[0], sourceStart, ends[1]]);
+    },
+  });
 }

@@ -13,7 +13,7 @@ import { FROZEN_EPOCH_MS, MAC_HEX, SESSION_KEY_BYTES } from './framing.js';
 import { installVirtualTimers, type VirtualClock } from './virtual-time.js';
 import { hmacSha256, utf8 } from './hmac-sha256.js';
 import { lockIntrinsics } from './lockdown.js';
-import { refuseResizableBuffers } from './buffer-guard.js';
+import { compareWithinRealLengths, refuseResizableBuffers } from './buffer-guard.js';
 import { guardStringDecoder } from './string-decoder-guard.js';
 import { keepBuffersAttached } from './detach-guard.js';
 import { builtin } from './refusal.js';
@@ -38,6 +38,15 @@ const NETWORK_CODES = new Set([
 
 const NETWORK_SYSCALLS = new Set(['connect', 'listen', 'bind', 'socket', 'send', 'sendto']);
 
+const statfs = fs.statfsSync; // the runner's, taken before the module runs
+const filesLeft = () => {
+  try {
+    return statfs('.').ffree;
+  } catch {
+    return undefined;
+  }
+};
+
 function classify(err: unknown): { status: number; type: ProtocolErrorType; message?: string } | undefined {
   const e = (err ?? {}) as {
     code?: unknown;
@@ -53,11 +62,13 @@ function classify(err: unknown): { status: number; type: ProtocolErrorType; mess
     const what = [e.permission, e.resource].filter((x) => typeof x === 'string' && x).join(' ');
     return { status: 500, type: 'permission_denied', message: `${String(e.message)}${what ? ` (${what})` : ''}` };
   }
-  // The seccomp filter refuses IP sockets (EPERM at connect, listen or bind): that is the network.
+  // The seccomp filter refuses every socket but unix ones (EPERM at connect, listen or bind): that is the network.
   if ((code === 'EACCES' || code === 'EPERM') && typeof e.syscall === 'string' && NETWORK_SYSCALLS.has(e.syscall))
     return { status: 500, type: 'network_denied' };
   if (code === 'EACCES' || code === 'EPERM') return { status: 500, type: 'permission_denied' };
   if (typeof code === 'string' && NETWORK_CODES.has(code)) return { status: 500, type: 'network_denied' };
+  // A tmpfs out of inodes says ENOSPC too; its free count tells `maxFiles` from `diskMb`.
+  if (code === 'ENOSPC' && filesLeft() === 0) return { status: 500, type: 'file_limit' };
   if (code === 'EFBIG' || code === 'ENOSPC' || code === 'EDQUOT') return { status: 500, type: 'disk_limit' };
   if (err instanceof RangeError && /allocation failed|out of memory/i.test(err.message))
     return { status: 500, type: 'out_of_memory' };
@@ -601,6 +612,7 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
   disableEscapeHatches((bytes) => writeAll(2, bytes)); // after freezeClocks: its syncBuiltinESMExports carries the frozen fs/os functions to named imports
   refuseSharedWasmMemory(refused); // a wasm atomic wait on a shared memory blocks for real time
   refuseResizableBuffers(refused); // each reserves a mapping no memory limit counts
+  compareWithinRealLengths(); // Node bounded the target by a length the module can claim
   guardStringDecoder(refused); // the state Node's native decoder trusts, checked
   keepBuffersAttached(refused); // a detached buffer is freed under native calls still using it
   lockIntrinsics(); // last: the runner's own changes to the built-ins are in place

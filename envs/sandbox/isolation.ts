@@ -210,6 +210,10 @@ export function sandboxCommand(
     // asm.js runs as plain JavaScript: V8 compiled each "use asm" function to a wasm module of its
     // own, past wasm-guard's count, and 35 000 of them failed a V8 check (rerun 65b).
     '--no-validate-asm',
+    // Node's checks of async ids are aborts: an AsyncResource's ids sit under symbols the module can
+    // set, and -5 run 16 scopes deep ended the process by SIGABRT (rerun 72u). Off, a forged id
+    // confuses only the module's own async context.
+    '--no-force-async-hooks-checks',
     '--no-warnings',
     // Buffer.allocUnsafe(Slow) hands out freed memory as it was: the raw stat arrays of earlier
     // requests (the real time, to 10 ms) and the runner's HMAC pads (the session key: rerun 72c).
@@ -306,7 +310,7 @@ export function describeIsolation(
 ): SandboxIsolation {
   const parts = [
     level === 'bwrap'
-      ? `bubblewrap namespaces (mount, net, pid, ipc, uts; only node's binary and shared libraries and /dev read-only + a private tmpfs holding the bundle visible, capped in size${fileCountLimit ? ` and files; no nested user namespaces${SECCOMP ? `; seccomp filter refusing ${seccompDenied().length} system calls and IP sockets` : `; no seccomp filter (no syscall table for ${process.arch})`}` : ' (not in files); no seccomp filter'}; caps dropped)`
+      ? `bubblewrap namespaces (mount, net, pid, ipc, uts; only node's binary and shared libraries and /dev read-only + a private tmpfs holding the bundle visible, capped in size${fileCountLimit ? ` and files; no nested user namespaces${SECCOMP ? `; seccomp filter refusing ${seccompDenied().length} system calls and every socket but unix ones` : `; no seccomp filter (no syscall table for ${process.arch})`}` : ' (not in files); no seccomp filter'}; caps dropped)`
       : level === 'unshare-net'
         ? 'network namespace via `unshare --net` (no network); no mount namespace'
         : 'no namespaces: NETWORK NOT BLOCKED',

@@ -86,14 +86,19 @@ const wellFormed = (text: string) =>
   text.replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, '\ufffd');
 const MAX_REASON_CHARS = 500;
 
-/** Answers whose error type says the child is no longer trustworthy are fatal: we kill it. */
-const ERROR_REASONS: Record<string, { reason: SandboxReason; fatal: boolean }> = {
-  permission_denied: { reason: 'permission', fatal: false },
-  network_denied: { reason: 'network', fatal: false },
-  out_of_memory: { reason: 'memory', fatal: true },
-  disk_limit: { reason: 'disk', fatal: false },
-  internal: { reason: 'env_error', fatal: false },
-};
+/**
+ * Answers whose error type says the child is no longer trustworthy are fatal: we kill it. A limit
+ * the child ran into is named with its value and unit, as the worker's own limits are.
+ */
+const ERROR_REASONS: Record<string, { reason: SandboxReason; fatal: boolean; limit?: [keyof ResolvedLimits, string] }> =
+  {
+    permission_denied: { reason: 'permission', fatal: false },
+    network_denied: { reason: 'network', fatal: false },
+    out_of_memory: { reason: 'memory', fatal: true, limit: ['memoryMb', 'MiB'] },
+    disk_limit: { reason: 'disk', fatal: false, limit: ['diskMb', 'MiB'] },
+    file_limit: { reason: 'disk', fatal: false, limit: ['maxFiles', 'files'] },
+    internal: { reason: 'env_error', fatal: false },
+  };
 
 const signalName = (n: number) => Object.entries(os.constants.signals).find(([, v]) => v === n)?.[0];
 
@@ -379,8 +384,10 @@ export class SandboxProcess implements ProtocolTransport {
     const mapped = Object.hasOwn(ERROR_REASONS, type)
       ? ERROR_REASONS[type]
       : { reason: 'protocol' as const, fatal: false };
-    if (mapped.fatal) this.fail(mapped.reason, message);
-    throw new SandboxError(mapped.reason, message);
+    const [limit, unit] = mapped.limit ?? [];
+    const named = limit ? `${message} (${this.named(limit)} ${unit})` : message;
+    if (mapped.fatal) this.fail(mapped.reason, named, limit);
+    throw new SandboxError(mapped.reason, named, limit);
   }
 
   /**

@@ -12,8 +12,9 @@ interface SyscallTable {
   /** x86-64 only: x32 syscalls carry this bit in nr and share the native audit arch. */
   x32Bit?: number;
   denied: Record<string, number>;
-  /** socket(2): refused for the IP domains only (below). */
+  /** socket(2) and socketpair(2): open for unix sockets only (below). */
   socket: number;
+  socketpair: number;
 }
 
 export const SYSCALL_TABLES: Partial<Record<NodeJS.Architecture, SyscallTable>> = {
@@ -67,6 +68,7 @@ export const SYSCALL_TABLES: Partial<Record<NodeJS.Architecture, SyscallTable>> 
       mount_setattr: 442,
     },
     socket: 41,
+    socketpair: 53,
   },
   // arm64 has no uselib, iopl or ioperm.
   arm64: {
@@ -115,6 +117,7 @@ export const SYSCALL_TABLES: Partial<Record<NodeJS.Architecture, SyscallTable>> 
       mount_setattr: 442,
     },
     socket: 198,
+    socketpair: 199,
   },
 };
 const LD_W_ABS = 0x20;
@@ -128,13 +131,16 @@ const NR = 0;
 const ARCH = 4;
 const ARG0 = 16;
 /**
- * Socket domains refused: IP sockets, even on the sandbox's own loopback. The kernel keeps real-time
- * TCP timers while the worker holds the process stopped (a SYN dropped by a full accept queue was
- * retransmitted after 1 s, so a connect completed or not by how long the worker had paused), and
- * TCP buffers grow in kernel memory outside `memoryMb` (110 connections held ~420 MiB: red-team
- * rerun 11). Unix sockets (in scratch) remain, with fixed-size buffers.
+ * The one socket domain open: unix sockets (in scratch, or a pair), with fixed-size buffers. IP
+ * sockets, even on the sandbox's own loopback, are refused: the kernel keeps real-time TCP timers
+ * while the worker holds the process stopped (a SYN dropped by a full accept queue was retransmitted
+ * after 1 s, so a connect completed or not by how long the worker had paused), and TCP buffers grow
+ * in kernel memory outside `memoryMb` (110 connections held ~420 MiB: red-team rerun 11). So is
+ * every other family: some are not confined by the network namespace (`AF_VSOCK` bound a port in
+ * the machine's own vsock space, which reaches the hypervisor's host: rerun 72v), the rest (netlink,
+ * packet, `AF_ALG`, …) are kernel surface node never needs.
  */
-export const DENIED_SOCKET_DOMAINS = { AF_INET: 2, AF_INET6: 10 } as const;
+export const ALLOWED_SOCKET_DOMAIN = 1; // AF_UNIX
 
 /** The names the filter refuses on this architecture (empty where there is no filter). */
 export function seccompDenied(arch: NodeJS.Architecture = process.arch): string[] {
@@ -154,11 +160,11 @@ export function seccompProgram(arch: NodeJS.Architecture = process.arch): Buffer
     [LD_W_ABS, 0, 0, NR],
     ...abiCheck.map(([c, , , k]): [number, number, number, number] => [c, deny - 4, 0, k]),
     ...denied.map((nr, i): [number, number, number, number] => [JEQ_K, deny - (3 + abiCheck.length + i) - 1, 0, nr]),
-    // socket(domain, …): past the next three unless it is socket; then the domain decides.
-    [JEQ_K, 0, 3, table.socket],
+    // socket(domain, …) and socketpair(domain, …): the domain decides; any other call is allowed.
+    [JEQ_K, 1, 0, table.socket],
+    [JEQ_K, 0, 2, table.socketpair],
     [LD_W_ABS, 0, 0, ARG0],
-    [JEQ_K, 2, 0, DENIED_SOCKET_DOMAINS.AF_INET],
-    [JEQ_K, 1, 0, DENIED_SOCKET_DOMAINS.AF_INET6],
+    [JEQ_K, 0, 1, ALLOWED_SOCKET_DOMAIN],
     [RET_K, 0, 0, RET_ALLOW],
     [RET_K, 0, 0, RET_EPERM],
   ];
