@@ -649,11 +649,16 @@ test('hardening: the sandboxed node runs under a seccomp filter at the bwrap lev
   }
 });
 
-/** Each socket domain tried by native code, and socketpair's: the number and errno, one per line. */
-const SOCKET_PROBE_C = `#include <errno.h>
+/**
+ * Each socket domain tried by native code, and socketpair's, then dropping the parent-death signal:
+ * the call, its argument and errno, one per line.
+ */
+const NATIVE_PROBE_C = `#include <errno.h>
 #include <stdio.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 int main(void) {
+  printf("prctl %d %d\\n", PR_SET_PDEATHSIG, prctl(PR_SET_PDEATHSIG, 0) < 0 ? errno : 0);
   int domains[] = {1, 2, 10, 16, 17, 38, 40};
   for (int i = 0; i < 7; i++) {
     int fds[2];
@@ -666,13 +671,13 @@ int main(void) {
 }
 `;
 
-test('hardening: native code under the bwrap level opens unix sockets only (a vsock port is not in the network namespace: rerun 72v)', async (t) => {
+test('hardening: native code under the bwrap level opens unix sockets only (a vsock port is not in the network namespace: rerun 72v) and cannot drop its parent-death signal (rerun 72x)', async (t) => {
   const iso = await sandboxIsolation();
   if (iso.level !== 'bwrap' || iso.fileCountLimit === false || !seccompProgram())
     return t.skip(`no seccomp filter at this level or architecture (${process.arch})`);
   // A static binary stands for code that escaped V8, run by the sandbox's own command line in node's place.
   const build = mkdtempSync(path.join(os.tmpdir(), 'socket-probe-'));
-  writeFileSync(path.join(build, 'probe.c'), SOCKET_PROBE_C);
+  writeFileSync(path.join(build, 'probe.c'), NATIVE_PROBE_C);
   const cc = spawnSync('cc', ['-static', '-O1', '-o', path.join(build, 'probe'), path.join(build, 'probe.c')]);
   if (cc.status !== 0) {
     rmSync(build, { recursive: true, force: true });
@@ -694,11 +699,12 @@ test('hardening: native code under the bwrap level opens unix sockets only (a vs
     const run = spawnSync(cmd.file, [...args, '/sandbox/probe'], { cwd: runDir, env: {}, uid: cmd.uid, gid: cmd.gid });
     assert.equal(run.status, 0, String(run.stderr));
     const results = String(run.stdout).trim().split('\n');
-    assert.equal(results.length, 14, String(run.stdout));
+    assert.equal(results.length, 15, String(run.stdout));
     const EPERM = os.constants.errno.EPERM;
     for (const line of results) {
-      const [call, domain, errno] = line.split(' ');
-      assert.equal(Number(errno), domain === '1' ? 0 : EPERM, `${call}(${domain}): errno ${errno}`);
+      const [call, arg, errno] = line.split(' ');
+      const allowed = call !== 'prctl' && arg === '1'; // AF_UNIX
+      assert.equal(Number(errno), allowed ? 0 : EPERM, `${call}(${arg}): errno ${errno}`);
     }
   } finally {
     rmSync(root, { recursive: true, force: true });
@@ -960,14 +966,17 @@ test("hardening: a StringDecoder's native state is checked before Node's decoder
   assert.equal(out, 'ERR_ACCESS_DENIED ERR_ACCESS_DENIED ERR_ACCESS_DENIED ERR_ACCESS_DENIED 1000:0 €YWJj');
 });
 
-test('hardening: forged async ids on an AsyncResource confuse only its own scope, no native abort (rerun 72u: SIGABRT)', async () => {
-  const body = `const r = new AsyncResource('forged');
+test('hardening: forged async ids on an AsyncResource confuse only its own scope, no native abort (rerun 72u: SIGABRT; 72w: after an AsyncLocalStorage turned the checks on)', async () => {
+  const body = `let storage = 'usable';
+    try { new AsyncLocalStorage().enterWith(1); } catch (e) { storage = e.code; }
+    const r = new AsyncResource('forged');
     for (const s of Object.getOwnPropertySymbols(r)) if (/async_id/.test(s.description)) r[s] = -5;
     let depth = 0;
     const nest = () => (++depth > 64 ? 'depth 64, id ' + executionAsyncId() : r.runInAsyncScope(nest));
-    return nest() + '; after: ' + (await new Promise((done) => setTimeout(() => done(executionAsyncId() > 0), 1)));`;
-  const atImport = "const { AsyncResource, executionAsyncId } = process.getBuiltinModule('async_hooks');";
-  assert.equal(await attack(body, { atImport }), 'depth 64, id -5; after: true');
+    return storage + '; ' + nest() + '; after: ' + (await new Promise((done) => setTimeout(() => done(executionAsyncId() > 0), 1)));`;
+  const atImport =
+    "const { AsyncLocalStorage, AsyncResource, executionAsyncId } = process.getBuiltinModule('async_hooks');";
+  assert.equal(await attack(body, { atImport }), 'ERR_ACCESS_DENIED; depth 64, id -5; after: true');
 });
 
 test('hardening: Buffer compare reads no byte past its target, whatever length the target claims (rerun 72u: memcmp read the heap past it)', async () => {
@@ -976,8 +985,11 @@ test('hardening: Buffer compare reads no byte past its target, whatever length t
     const s = Buffer.alloc(1 << 20); const seen = [];
     try { seen.push(s.compare(t, 0, 1 << 20)); } catch (e) { seen.push(e.code); }
     seen.push(s.compare(t), s.subarray(0, 16).compare(t, 0), Buffer.from('ab').compare(Buffer.from('abc'), 0, 2));
+    // Node takes any view as the source (rerun 72w: a DataView's compare read past the target again).
+    for (const source of [new DataView(new ArrayBuffer(64)), new Uint16Array(32)])
+      try { seen.push(Buffer.prototype.compare.call(source, t, 0, 1 << 20)); } catch (e) { seen.push(e.code); }
     return seen.join(' ')`;
-  assert.equal(await attack(body), 'ERR_OUT_OF_RANGE 1 0 0');
+  assert.equal(await attack(body), 'ERR_OUT_OF_RANGE 1 0 0 ERR_INVALID_THIS ERR_INVALID_THIS');
 });
 
 test("hardening: no buffer the module can reach is detached (rerun 72j: a socket sent freed memory, the real time to 4 ms; fs.read wrote into freed memory; reruns 72k, 72o, 72q: through web streams' byte streams); honest clones and Node streams work", async () => {

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import {
   ALLOWED_SOCKET_DOMAIN,
+  PR_SET_PDEATHSIG,
   RET_ALLOW,
   RET_EPERM,
   SYSCALL_TABLES,
@@ -62,6 +63,10 @@ for (const arch of ['x64', 'arm64'] as const) {
         assert.equal(runFilter(program, table.audit, call, domain), RET_EPERM, `${call}: domain ${domain}`);
     }
     assert.equal(runFilter(program, table.audit, NEEDED[arch][0], 2), RET_ALLOW, 'an argument 2 to another call');
+    // prctl: only the parent-death signal is refused (rerun 72x); node names its threads (PR_SET_NAME).
+    assert.equal(runFilter(program, table.audit, table.prctl, PR_SET_PDEATHSIG), RET_EPERM, 'PR_SET_PDEATHSIG');
+    assert.equal(runFilter(program, table.audit, table.prctl, 15), RET_ALLOW, 'PR_SET_NAME');
+    assert.equal(runFilter(program, table.audit, NEEDED[arch][0], PR_SET_PDEATHSIG), RET_ALLOW, 'an argument 1');
   });
 }
 
@@ -90,6 +95,7 @@ test("seccomp: syscall numbers agree with this machine's kernel headers", (t) =>
       ...SYSCALL_TABLES[arch]!.denied,
       socket: SYSCALL_TABLES[arch]!.socket,
       socketpair: SYSCALL_TABLES[arch]!.socketpair,
+      prctl: SYSCALL_TABLES[arch]!.prctl,
     })) {
       const m = new RegExp(`^#define __NR(?:3264)?_${name}\\s+(\\d+)`, 'm').exec(text);
       assert.ok(m, `${file}: no __NR_${name}`);

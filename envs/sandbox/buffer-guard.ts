@@ -59,10 +59,13 @@ export function compareWithinRealLengths(): void {
   Object.defineProperty(Buffer.prototype, 'compare', {
     value: function compare(this: unknown, ...args: unknown[]): unknown {
       const [target, targetStart, targetEnd, sourceStart, sourceEnd] = args;
-      // One argument compares whole buffers; a target Node refuses, or a receiver not a Uint8Array
-      // (the native compare bounds the source itself), goes to Node as it is.
-      if (args.length < 2 || !isUint8Array(target) || !isUint8Array(this))
-        return Reflect.apply(nodeCompare, this, args);
+      // One argument compares whole views natively; a target Node refuses itself.
+      if (args.length < 2 || !isUint8Array(target)) return Reflect.apply(nodeCompare, this, args);
+      // Node takes any view as the source, and bounds its end by the same claimable length (rerun 72w).
+      if (!isUint8Array(this))
+        throw Object.assign(new TypeError('Value of "this" must be of type Buffer or Uint8Array'), {
+          code: 'ERR_INVALID_THIS',
+        });
       const ends = [within(target, targetEnd, 'targetEnd'), within(this, sourceEnd, 'sourceEnd')];
       return Reflect.apply(nodeCompare, this, [target, targetStart, ends[0], sourceStart, ends[1]]);
     },

@@ -106,39 +106,11 @@ function disableEscapeHatches(writeStderr: (bytes: Uint8Array) => void): void {
   for (const k of ['enroll', 'unenroll', 'active', '_unrefActive'])
     Object.defineProperty(timers, k, { value: refused(`timers.${k}`), configurable: false, writable: false });
   // Hooks see every async resource of the runner and of Node's internals, timers included (rerun 4);
-  // AsyncLocalStorage does not use these exports.
-  for (const k of ['createHook', 'executionAsyncResource'])
+  // AsyncLocalStorage's init hook handed them to a subclass's `_propagate` (rerun 8), and entering
+  // one turned Node's async-id checks back on, aborts forged ids reached (rerun 72w). No hook can be
+  // enabled, so the checks stay off (isolation.ts).
+  for (const k of ['createHook', 'executionAsyncResource', 'AsyncLocalStorage'])
     Object.defineProperty(asyncHooks, k, { value: refused(`async_hooks.${k}`), configurable: false, writable: false });
-  // AsyncLocalStorage does, inside: its init hook hands every async resource of the process to each
-  // instance's `_propagate`, which a subclass overrides (the runner's read of fd 0, each real Timeout
-  // before its `_idleStart` is set: rerun 8). The module's class wraps a private real instance, so
-  // nothing of the module's is ever registered with the hook.
-  const RealStorage = asyncHooks.AsyncLocalStorage;
-  class AsyncLocalStorage<T> {
-    readonly #store = new RealStorage<T>();
-    static bind = RealStorage.bind;
-    static snapshot = RealStorage.snapshot;
-    disable() {
-      this.#store.disable();
-    }
-    getStore() {
-      return this.#store.getStore();
-    }
-    enterWith(store: T) {
-      this.#store.enterWith(store);
-    }
-    run<R, A extends unknown[]>(store: T, callback: (...args: A) => R, ...args: A): R {
-      return this.#store.run(store, callback, ...args);
-    }
-    exit<R, A extends unknown[]>(callback: (...args: A) => R, ...args: A): R {
-      return this.#store.exit(callback, ...args);
-    }
-  }
-  Object.defineProperty(asyncHooks, 'AsyncLocalStorage', {
-    value: AsyncLocalStorage,
-    configurable: false,
-    writable: false,
-  });
   // Node installs a signal's handler from its own 'newListener' listener; without it, no listener
   // the module adds installs one. One that caught SIGXCPU answered on past cpuSeconds to the hard
   // limit, its death misnamed a crash (rerun 67b); a refusal in 'newListener' was passed by calling

@@ -211,8 +211,9 @@ export function sandboxCommand(
     // own, past wasm-guard's count, and 35 000 of them failed a V8 check (rerun 65b).
     '--no-validate-asm',
     // Node's checks of async ids are aborts: an AsyncResource's ids sit under symbols the module can
-    // set, and -5 run 16 scopes deep ended the process by SIGABRT (rerun 72u). Off, a forged id
-    // confuses only the module's own async context.
+    // set, and -5 run 16 scopes deep ended the process by SIGABRT (rerun 72u). Off (and no hook,
+    // which would turn them on, can be enabled: child.ts), a forged id confuses only the module's
+    // own async context.
     '--no-force-async-hooks-checks',
     '--no-warnings',
     // Buffer.allocUnsafe(Slow) hands out freed memory as it was: the raw stat arrays of earlier

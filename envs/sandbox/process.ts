@@ -108,6 +108,8 @@ const STACK_LINE = /^\s+at |^\s*\d+: |^\s*(-----|<---).*(-----|--->)\s*$/;
 const DATA_SAMPLE_MS = 10;
 /** A native death with this share of the data limit in use (or of memoryMb resident) was the memory limit. */
 const NEAR_LIMIT = 0.9;
+/** Rounds of reading the tree and stopping what is new (a process forks at most once per round). */
+const MAX_FREEZE_ROUNDS = 8;
 const VM_DATA = /^VmData:\s+(\d+) kB/m;
 const VM_RSS = /^VmRSS:\s+(\d+) kB/m;
 /** The start of Node's report: its header's first fields, the event (Node's words) and the trigger. */
@@ -243,7 +245,9 @@ export class SandboxProcess implements ProtocolTransport {
       try {
         const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
         const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-        ticks += Number(fields[11]) + Number(fields[12]); // utime, stime: fields 14 and 15 of proc(5)
+        // utime, stime and the same of its children it has reaped (fields 14-17 of proc(5)): a process
+        // native code forks is counted after it ends too (rerun 72x).
+        ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
       } catch {
         // gone meanwhile, or /proc hides it
       }
@@ -276,13 +280,20 @@ export class SandboxProcess implements ProtocolTransport {
    * code runs while nothing is asked of it: no loop driven by real events (file I/O, a wait on
    * another thread) can count through the worker's idle gaps, which is where a training process
    * differs from validation's. Its timers are virtual (virtual-time.ts) and its clocks frozen, so
-   * after SIGCONT nothing shows how long it was stopped. The tree is read once, at the first
-   * freeze, when the runner has answered and so exists (the sandbox can start no process).
+   * after SIGCONT nothing shows how long it was stopped. JavaScript can start no process, but
+   * native code can fork (rerun 72x): the tree is read at every freeze, and again after each round
+   * of stops, until no process is new (a stopped process forks no more).
    */
   private freeze() {
     if (this.failure || this.frozen) return;
-    this.frozenPids ??= this.treePids();
-    this.frozen = this.signalTree('SIGSTOP');
+    const seen = new Set<number>();
+    for (let round = 0, fresh = this.treePids(); fresh.length && round < MAX_FREEZE_ROUNDS; round++) {
+      for (const pid of fresh) seen.add(pid);
+      this.frozenPids = fresh;
+      this.frozen = this.signalTree('SIGSTOP') || this.frozen;
+      fresh = this.treePids().filter((pid) => !seen.has(pid));
+    }
+    this.frozenPids = [...seen];
   }
 
   private thaw() {
@@ -584,14 +595,32 @@ export class SandboxProcess implements ProtocolTransport {
   /** Kills the process for a limit the env enforces over all its processes (the CPU or busy time in total). */
   exceeded(err: SandboxError) {
     if (this.failure) return;
-    this.child.kill('SIGKILL');
+    this.kill();
     this.failWith(err);
   }
 
   private fail(reason: SandboxReason, message: string, limit?: keyof ResolvedLimits) {
     if (this.failure) return;
-    this.child.kill('SIGKILL');
+    this.kill();
     this.failWith(new SandboxError(reason, message, limit));
+  }
+
+  /**
+   * Every process of the tree, not only the one started: the sandbox's init dies with it by a
+   * parent-death signal, which native code that took the init over could clear (rerun 72x: the
+   * sandbox outlived the kill, and `close()` waited for ever on its pipes). Killed itself, the
+   * init takes its whole pid namespace with it.
+   */
+  private kill() {
+    const tree = this.treePids();
+    this.child.kill('SIGKILL');
+    for (const pid of tree.slice(1)) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // gone meanwhile
+      }
+    }
   }
 
   private failWith(err: SandboxError) {
@@ -617,7 +646,7 @@ export class SandboxProcess implements ProtocolTransport {
     if (!this.failure) this.failure = new SandboxError('closed', 'the sandboxed environment was closed');
     this.rejectAll(this.failure);
     this.cpuSeconds();
-    this.child.kill('SIGKILL');
+    this.kill();
     await this.exited;
   }
 }

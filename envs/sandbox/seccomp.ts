@@ -15,6 +15,8 @@ interface SyscallTable {
   /** socket(2) and socketpair(2): open for unix sockets only (below). */
   socket: number;
   socketpair: number;
+  /** prctl(2): refused for PR_SET_PDEATHSIG only (below). */
+  prctl: number;
 }
 
 export const SYSCALL_TABLES: Partial<Record<NodeJS.Architecture, SyscallTable>> = {
@@ -69,6 +71,7 @@ export const SYSCALL_TABLES: Partial<Record<NodeJS.Architecture, SyscallTable>> 
     },
     socket: 41,
     socketpair: 53,
+    prctl: 157,
   },
   // arm64 has no uselib, iopl or ioperm.
   arm64: {
@@ -118,6 +121,7 @@ export const SYSCALL_TABLES: Partial<Record<NodeJS.Architecture, SyscallTable>> 
     },
     socket: 198,
     socketpair: 199,
+    prctl: 167,
   },
 };
 const LD_W_ABS = 0x20;
@@ -141,6 +145,13 @@ const ARG0 = 16;
  * packet, `AF_ALG`, …) are kernel surface node never needs.
  */
 export const ALLOWED_SOCKET_DOMAIN = 1; // AF_UNIX
+/**
+ * bwrap's init (pid 1 of the sandbox) dies with bwrap by its parent-death signal, and takes every
+ * process of the namespace with it. Code written into it through /proc/1/mem (same uid, same
+ * filter) cleared that signal, and the sandbox outlived both `close()` and the worker's death
+ * (rerun 72x); node drops it for nothing either.
+ */
+export const PR_SET_PDEATHSIG = 1;
 
 /** The names the filter refuses on this architecture (empty where there is no filter). */
 export function seccompDenied(arch: NodeJS.Architecture = process.arch): string[] {
@@ -153,13 +164,17 @@ export function seccompProgram(arch: NodeJS.Architecture = process.arch): Buffer
   if (!table) return undefined;
   const denied = Object.values(table.denied);
   const abiCheck: [number, number, number, number][] = table.x32Bit ? [[JGE_K, 0, 0, table.x32Bit]] : [];
-  const deny = 8 + abiCheck.length + denied.length; // index of the EPERM return
+  const deny = 11 + abiCheck.length + denied.length; // index of the EPERM return
   const insns: [code: number, jt: number, jf: number, k: number][] = [
     [LD_W_ABS, 0, 0, ARCH],
     [JEQ_K, 0, deny - 2, table.audit],
     [LD_W_ABS, 0, 0, NR],
     ...abiCheck.map(([c, , , k]): [number, number, number, number] => [c, deny - 4, 0, k]),
     ...denied.map((nr, i): [number, number, number, number] => [JEQ_K, deny - (3 + abiCheck.length + i) - 1, 0, nr]),
+    // prctl(option, …): PR_SET_PDEATHSIG is refused.
+    [JEQ_K, 0, 2, table.prctl],
+    [LD_W_ABS, 0, 0, ARG0],
+    [JEQ_K, 5, 4, PR_SET_PDEATHSIG],
     // socket(domain, …) and socketpair(domain, …): the domain decides; any other call is allowed.
     [JEQ_K, 1, 0, table.socket],
     [JEQ_K, 0, 2, table.socketpair],

@@ -26,7 +26,7 @@ import { builtin, type Refused } from './refusal.js';
 const ALLOWED_MODULES = new Set([
   'assert',
   'assert/strict',
-  'async_hooks', // AsyncLocalStorage, behind the runner's own class; createHook refused
+  'async_hooks', // AsyncResource; createHook and AsyncLocalStorage refused (child.ts)
   'buffer',
   'console',
   'constants',
