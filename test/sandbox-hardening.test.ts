@@ -979,7 +979,7 @@ test('hardening: forged async ids on an AsyncResource confuse only its own scope
   assert.equal(await attack(body, { atImport }), 'ERR_ACCESS_DENIED; depth 64, id -5; after: true');
 });
 
-test('hardening: Buffer compare reads no byte past its target, whatever length the target claims (rerun 72u: memcmp read the heap past it)', async () => {
+test('hardening: Buffer compare reads no byte past its target, whatever length the target claims (rerun 72u: memcmp read the heap past it; 72y: a getter detached it after the check)', async () => {
   // A 16-byte target claiming 1 MiB: Node bounded the end by the claim, the native compare by nothing.
   const body = `const t = new Uint8Array(16); Object.defineProperty(t, 'length', { value: 1 << 20 });
     const s = Buffer.alloc(1 << 20); const seen = [];
@@ -988,8 +988,13 @@ test('hardening: Buffer compare reads no byte past its target, whatever length t
     // Node takes any view as the source (rerun 72w: a DataView's compare read past the target again).
     for (const source of [new DataView(new ArrayBuffer(64)), new Uint16Array(32)])
       try { seen.push(Buffer.prototype.compare.call(source, t, 0, 1 << 20)); } catch (e) { seen.push(e.code); }
+    // A length getter Node reads after the check, detaching the target (rerun 72y: memcmp of a NULL view).
+    const memory = new WebAssembly.Memory({ initial: 1 });
+    const grown = new Uint8Array(memory.buffer);
+    Object.defineProperty(grown, 'length', { get() { memory.grow(1); return 1 << 20; } });
+    seen.push(Buffer.alloc(4096, 1).compare(grown, 0, 4096), memory.buffer.byteLength);
     return seen.join(' ')`;
-  assert.equal(await attack(body), 'ERR_OUT_OF_RANGE 1 0 0 ERR_INVALID_THIS ERR_INVALID_THIS');
+  assert.equal(await attack(body), 'ERR_OUT_OF_RANGE 1 0 0 ERR_INVALID_THIS ERR_INVALID_THIS 1 65536');
 });
 
 test("hardening: no buffer the module can reach is detached (rerun 72j: a socket sent freed memory, the real time to 4 ms; fs.read wrote into freed memory; reruns 72k, 72o, 72q: through web streams' byte streams); honest clones and Node streams work", async () => {

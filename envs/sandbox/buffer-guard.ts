@@ -39,26 +39,23 @@ export function refuseResizableBuffers(refused: Refused): void {
 /**
  * `Buffer.prototype.compare` checks `targetEnd` against `target.length`, a property the module can
  * shadow on its own Uint8Array, and the native compare bounds only the source: memcmp read the heap
- * past the target, a byte at a time through the result's sign (rerun 72u). Both ends are bounded
- * here by the real lengths, read with the typed-array getter an instance cannot shadow.
+ * past the target, a byte at a time through the result's sign (rerun 72u). A getter there ran after
+ * any check of ours, too, and could detach the target first (its wasm memory grown: memcmp of a NULL
+ * view, rerun 72y). Node is given fresh views over the same bytes instead, made with the typed-array
+ * getters an instance cannot shadow: it checks the ends against their real lengths, and no code of
+ * the module's runs in between.
  */
 export function compareWithinRealLengths(): void {
   const nodeCompare = Buffer.prototype.compare;
-  const realLength = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), 'length')!.get!;
+  const View = Uint8Array;
+  const getter = (name: string) => Object.getOwnPropertyDescriptor(Object.getPrototypeOf(View.prototype), name)!.get!;
+  const [bufferOf, offsetOf, lengthOf] = ['buffer', 'byteOffset', 'length'].map(getter);
+  const fresh = (view: Uint8Array) =>
+    new View(Reflect.apply(bufferOf, view, []), Reflect.apply(offsetOf, view, []), Reflect.apply(lengthOf, view, []));
   const { isUint8Array } = types;
-  const within = (view: Uint8Array, end: unknown, name: string) => {
-    const length: number = Reflect.apply(realLength, view, []);
-    if (end === undefined) return length;
-    if (typeof end === 'number' && end > length)
-      throw Object.assign(
-        new RangeError(`The value of "${name}" is out of range. It must be >= 0 && <= ${length}. Received ${end}`),
-        { code: 'ERR_OUT_OF_RANGE' },
-      );
-    return end;
-  };
   Object.defineProperty(Buffer.prototype, 'compare', {
     value: function compare(this: unknown, ...args: unknown[]): unknown {
-      const [target, targetStart, targetEnd, sourceStart, sourceEnd] = args;
+      const target = args[0];
       // One argument compares whole views natively; a target Node refuses itself.
       if (args.length < 2 || !isUint8Array(target)) return Reflect.apply(nodeCompare, this, args);
       // Node takes any view as the source, and bounds its end by the same claimable length (rerun 72w).
@@ -66,8 +63,8 @@ export function compareWithinRealLengths(): void {
         throw Object.assign(new TypeError('Value of "this" must be of type Buffer or Uint8Array'), {
           code: 'ERR_INVALID_THIS',
         });
-      const ends = [within(target, targetEnd, 'targetEnd'), within(this, sourceEnd, 'sourceEnd')];
-      return Reflect.apply(nodeCompare, this, [target, targetStart, ends[0], sourceStart, ends[1]]);
+      args[0] = fresh(target);
+      return Reflect.apply(nodeCompare, fresh(this), args);
     },
   });
 }
