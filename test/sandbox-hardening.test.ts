@@ -650,15 +650,27 @@ test('hardening: the sandboxed node runs under a seccomp filter at the bwrap lev
 });
 
 /**
- * Each socket domain tried by native code, and socketpair's, then dropping the parent-death signal:
- * the call, its argument and errno, one per line.
+ * Each socket domain tried by native code, and socketpair's; then dropping the parent-death signal,
+ * continuing a process, and memory outside the data limit (a memfd, SysV shared memory, a unix
+ * socket's buffer raised): the call, its argument and errno, one per line.
  */
-const NATIVE_PROBE_C = `#include <errno.h>
+const NATIVE_PROBE_C = `#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/shm.h>
 #include <sys/socket.h>
+#include <unistd.h>
 int main(void) {
+  int size = 1 << 23;
   printf("prctl %d %d\\n", PR_SET_PDEATHSIG, prctl(PR_SET_PDEATHSIG, 0) < 0 ? errno : 0);
+  printf("kill %d %d\\n", SIGCONT, kill(getpid(), SIGCONT) < 0 ? errno : 0);
+  printf("memfd_create 0 %d\\n", memfd_create("x", 0) < 0 ? errno : 0);
+  printf("shmget 0 %d\\n", shmget(IPC_PRIVATE, size, IPC_CREAT | 0600) < 0 ? errno : 0);
+  int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+  printf("setsockopt %d %d\\n", SO_SNDBUF, setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size) < 0 ? errno : 0);
   int domains[] = {1, 2, 10, 16, 17, 38, 40};
   for (int i = 0; i < 7; i++) {
     int fds[2];
@@ -671,7 +683,7 @@ int main(void) {
 }
 `;
 
-test('hardening: native code under the bwrap level opens unix sockets only (a vsock port is not in the network namespace: rerun 72v) and cannot drop its parent-death signal (rerun 72x)', async (t) => {
+test('hardening: native code under the bwrap level opens unix sockets only (a vsock port is not in the network namespace: rerun 72v), cannot drop its parent-death signal (rerun 72x), continue a stopped process or take memory outside its data limit (rerun 72z)', async (t) => {
   const iso = await sandboxIsolation();
   if (iso.level !== 'bwrap' || iso.fileCountLimit === false || !seccompProgram())
     return t.skip(`no seccomp filter at this level or architecture (${process.arch})`);
@@ -679,10 +691,11 @@ test('hardening: native code under the bwrap level opens unix sockets only (a vs
   const build = mkdtempSync(path.join(os.tmpdir(), 'socket-probe-'));
   writeFileSync(path.join(build, 'probe.c'), NATIVE_PROBE_C);
   const cc = spawnSync('cc', ['-static', '-O1', '-o', path.join(build, 'probe'), path.join(build, 'probe.c')]);
-  if (cc.status !== 0) {
+  if (cc.error || /cannot find -lc\b/.test(String(cc.stderr))) {
     rmSync(build, { recursive: true, force: true });
     return t.skip('no C compiler with a static libc on this machine');
   }
+  assert.equal(cc.status, 0, `the probe did not compile: ${String(cc.stderr)}`);
   const uid = allocateUid();
   const { root, runDir } = await makeSandboxDir(uid);
   try {
@@ -699,11 +712,11 @@ test('hardening: native code under the bwrap level opens unix sockets only (a vs
     const run = spawnSync(cmd.file, [...args, '/sandbox/probe'], { cwd: runDir, env: {}, uid: cmd.uid, gid: cmd.gid });
     assert.equal(run.status, 0, String(run.stderr));
     const results = String(run.stdout).trim().split('\n');
-    assert.equal(results.length, 15, String(run.stdout));
+    assert.equal(results.length, 19, String(run.stdout));
     const EPERM = os.constants.errno.EPERM;
     for (const line of results) {
       const [call, arg, errno] = line.split(' ');
-      const allowed = call !== 'prctl' && arg === '1'; // AF_UNIX
+      const allowed = call.startsWith('socket') && arg === '1'; // AF_UNIX
       assert.equal(Number(errno), allowed ? 0 : EPERM, `${call}(${arg}): errno ${errno}`);
     }
   } finally {

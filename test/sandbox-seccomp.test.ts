@@ -5,6 +5,7 @@ import {
   ALLOWED_SOCKET_DOMAIN,
   PR_SET_PDEATHSIG,
   RET_ALLOW,
+  SIGCONT,
   RET_EPERM,
   SYSCALL_TABLES,
   seccompDenied,
@@ -16,14 +17,22 @@ import {
  * filter uses) on the seccomp_data the kernel would pass, so the arm64 filter is checked on an
  * x86-64 machine too. The live filter is checked in sandbox-hardening (Seccomp: 2 in /proc).
  */
-function runFilter(program: Buffer, arch: number, nr: number, arg0 = 0): number {
+function runFilter(program: Buffer, arch: number, nr: number, ...args: number[]): number {
   let acc = 0;
   for (let pc = 0; pc < program.length / 8;) {
     const code = program.readUInt16LE(pc * 8);
     const jt = program.readUInt8(pc * 8 + 2);
     const jf = program.readUInt8(pc * 8 + 3);
     const k = program.readUInt32LE(pc * 8 + 4);
-    if (code === 0x20) acc = k === 0 ? nr : k === 4 ? arch : k === 16 ? arg0 : assert.fail(`load of offset ${k}`);
+    if (code === 0x20)
+      acc =
+        k === 0
+          ? nr
+          : k === 4
+            ? arch
+            : k >= 16 && k % 8 === 0
+              ? (args[(k - 16) / 8] ?? 0)
+              : assert.fail(`load of offset ${k}`);
     else if (code === 0x15) pc += acc === k ? jt : jf;
     else if (code === 0x35) pc += acc >= k ? jt : jf;
     else if (code === 0x06) return k;
@@ -57,16 +66,34 @@ for (const arch of ['x64', 'arm64'] as const) {
     }
     if (arch === 'x64') assert.equal(runFilter(program, table.audit, 0x40000000 | 1), RET_EPERM, 'x32 write');
     // Unix sockets pass; IP, netlink, packet, AF_ALG and vsock ones (rerun 72v) are refused.
-    for (const call of [table.socket, table.socketpair]) {
+    const { socket, socketpair, prctl } = table.byArgument;
+    for (const call of [socket, socketpair]) {
       assert.equal(runFilter(program, table.audit, call, ALLOWED_SOCKET_DOMAIN), RET_ALLOW, `${call}: unix`);
       for (const domain of [0, 2, 10, 16, 17, 38, 40, 41])
         assert.equal(runFilter(program, table.audit, call, domain), RET_EPERM, `${call}: domain ${domain}`);
     }
     assert.equal(runFilter(program, table.audit, NEEDED[arch][0], 2), RET_ALLOW, 'an argument 2 to another call');
     // prctl: only the parent-death signal is refused (rerun 72x); node names its threads (PR_SET_NAME).
-    assert.equal(runFilter(program, table.audit, table.prctl, PR_SET_PDEATHSIG), RET_EPERM, 'PR_SET_PDEATHSIG');
-    assert.equal(runFilter(program, table.audit, table.prctl, 15), RET_ALLOW, 'PR_SET_NAME');
+    assert.equal(runFilter(program, table.audit, prctl, PR_SET_PDEATHSIG), RET_EPERM, 'PR_SET_PDEATHSIG');
+    assert.equal(runFilter(program, table.audit, prctl, 15), RET_ALLOW, 'PR_SET_NAME');
     assert.equal(runFilter(program, table.audit, NEEDED[arch][0], PR_SET_PDEATHSIG), RET_ALLOW, 'an argument 1');
+    // SIGCONT is refused whichever call sends it, at its own argument (rerun 72z); other signals pass.
+    for (const [call, arg] of [
+      ['kill', 1],
+      ['tkill', 1],
+      ['tgkill', 2],
+      ['rt_sigqueueinfo', 1],
+      ['rt_tgsigqueueinfo', 2],
+      ['pidfd_send_signal', 1],
+    ] as const) {
+      const at = (signal: number) => Array.from({ length: 3 }, (_, i) => (i === arg ? signal : 1));
+      assert.equal(
+        runFilter(program, table.audit, table.byArgument[call], ...at(SIGCONT)),
+        RET_EPERM,
+        `${call} SIGCONT`,
+      );
+      assert.equal(runFilter(program, table.audit, table.byArgument[call], ...at(6)), RET_ALLOW, `${call} SIGABRT`);
+    }
   });
 }
 
@@ -93,9 +120,7 @@ test("seccomp: syscall numbers agree with this machine's kernel headers", (t) =>
     const text = readFileSync(file, 'utf8');
     for (const [name, nr] of Object.entries({
       ...SYSCALL_TABLES[arch]!.denied,
-      socket: SYSCALL_TABLES[arch]!.socket,
-      socketpair: SYSCALL_TABLES[arch]!.socketpair,
-      prctl: SYSCALL_TABLES[arch]!.prctl,
+      ...SYSCALL_TABLES[arch]!.byArgument,
     })) {
       const m = new RegExp(`^#define __NR(?:3264)?_${name}\\s+(\\d+)`, 'm').exec(text);
       assert.ok(m, `${file}: no __NR_${name}`);

@@ -282,18 +282,23 @@ export class SandboxProcess implements ProtocolTransport {
    * differs from validation's. Its timers are virtual (virtual-time.ts) and its clocks frozen, so
    * after SIGCONT nothing shows how long it was stopped. JavaScript can start no process, but
    * native code can fork (rerun 72x): the tree is read at every freeze, and again after each round
-   * of stops, until no process is new (a stopped process forks no more).
+   * of stops, until no process is new (a stopped process forks no more; none can continue another:
+   * the seccomp filter refuses SIGCONT, rerun 72z). A tree still growing after a few rounds is
+   * killed.
    */
   private freeze() {
     if (this.failure || this.frozen) return;
     const seen = new Set<number>();
-    for (let round = 0, fresh = this.treePids(); fresh.length && round < MAX_FREEZE_ROUNDS; round++) {
+    let fresh = this.treePids();
+    for (let round = 0; fresh.length && round < MAX_FREEZE_ROUNDS; round++) {
       for (const pid of fresh) seen.add(pid);
       this.frozenPids = fresh;
       this.frozen = this.signalTree('SIGSTOP') || this.frozen;
       fresh = this.treePids().filter((pid) => !seen.has(pid));
     }
     this.frozenPids = [...seen];
+    if (fresh.length)
+      this.fail('permission', `its processes kept forking while it was stopped between requests (${fresh.length} new)`);
   }
 
   private thaw() {

@@ -12,11 +12,8 @@ interface SyscallTable {
   /** x86-64 only: x32 syscalls carry this bit in nr and share the native audit arch. */
   x32Bit?: number;
   denied: Record<string, number>;
-  /** socket(2) and socketpair(2): open for unix sockets only (below). */
-  socket: number;
-  socketpair: number;
-  /** prctl(2): refused for PR_SET_PDEATHSIG only (below). */
-  prctl: number;
+  /** The calls refused or allowed by an argument (ARG_RULES). */
+  byArgument: Record<(typeof ARG_RULES)[number][0], number>;
 }
 
 export const SYSCALL_TABLES: Partial<Record<NodeJS.Architecture, SyscallTable>> = {
@@ -68,10 +65,23 @@ export const SYSCALL_TABLES: Partial<Record<NodeJS.Architecture, SyscallTable>> 
       fsmount: 432,
       fspick: 433,
       mount_setattr: 442,
+      shmget: 29,
+      shmat: 30,
+      shmctl: 31,
+      setsockopt: 54,
+      memfd_create: 319,
     },
-    socket: 41,
-    socketpair: 53,
-    prctl: 157,
+    byArgument: {
+      socket: 41,
+      socketpair: 53,
+      prctl: 157,
+      kill: 62,
+      tkill: 200,
+      tgkill: 234,
+      rt_sigqueueinfo: 129,
+      rt_tgsigqueueinfo: 297,
+      pidfd_send_signal: 424,
+    },
   },
   // arm64 has no uselib, iopl or ioperm.
   arm64: {
@@ -118,10 +128,23 @@ export const SYSCALL_TABLES: Partial<Record<NodeJS.Architecture, SyscallTable>> 
       fsmount: 432,
       fspick: 433,
       mount_setattr: 442,
+      shmget: 194,
+      shmctl: 195,
+      shmat: 196,
+      setsockopt: 208,
+      memfd_create: 279,
     },
-    socket: 198,
-    socketpair: 199,
-    prctl: 167,
+    byArgument: {
+      socket: 198,
+      socketpair: 199,
+      prctl: 167,
+      kill: 129,
+      tkill: 130,
+      tgkill: 131,
+      rt_sigqueueinfo: 138,
+      rt_tgsigqueueinfo: 240,
+      pidfd_send_signal: 424,
+    },
   },
 };
 const LD_W_ABS = 0x20;
@@ -130,10 +153,10 @@ const JGE_K = 0x35;
 const RET_K = 0x06;
 export const RET_ALLOW = 0x7fff0000;
 export const RET_EPERM = 0x00050000 | 1;
-// struct seccomp_data: nr at offset 0, arch at offset 4, args[0] at 16 (its low 32 bits: little-endian).
+// struct seccomp_data: nr at offset 0, arch at offset 4, args[i] at 16 + 8i (its low 32 bits: little-endian).
 const NR = 0;
 const ARCH = 4;
-const ARG0 = 16;
+const ARG = (i: number) => 16 + 8 * i;
 /**
  * The one socket domain open: unix sockets (in scratch, or a pair), with fixed-size buffers. IP
  * sockets, even on the sandbox's own loopback, are refused: the kernel keeps real-time TCP timers
@@ -152,6 +175,27 @@ export const ALLOWED_SOCKET_DOMAIN = 1; // AF_UNIX
  * (rerun 72x); node drops it for nothing either.
  */
 export const PR_SET_PDEATHSIG = 1;
+/**
+ * Between requests the worker stops every process of the sandbox (SIGSTOP); one it had not stopped
+ * yet sent SIGCONT to those it had, and the tree ran on (rerun 72z). Node never sends it.
+ */
+export const SIGCONT = 18;
+
+/**
+ * Calls decided by one argument: [call, argument index, 'deny' when it equals the value, or
+ * 'only' this value allowed].
+ */
+export const ARG_RULES = [
+  ['socket', 0, 'only', ALLOWED_SOCKET_DOMAIN],
+  ['socketpair', 0, 'only', ALLOWED_SOCKET_DOMAIN],
+  ['prctl', 0, 'deny', PR_SET_PDEATHSIG],
+  ['kill', 1, 'deny', SIGCONT],
+  ['tkill', 1, 'deny', SIGCONT],
+  ['tgkill', 2, 'deny', SIGCONT],
+  ['rt_sigqueueinfo', 1, 'deny', SIGCONT],
+  ['rt_tgsigqueueinfo', 2, 'deny', SIGCONT],
+  ['pidfd_send_signal', 1, 'deny', SIGCONT],
+] as const;
 
 /** The names the filter refuses on this architecture (empty where there is no filter). */
 export function seccompDenied(arch: NodeJS.Architecture = process.arch): string[] {
@@ -162,32 +206,31 @@ export function seccompDenied(arch: NodeJS.Architecture = process.arch): string[
 export function seccompProgram(arch: NodeJS.Architecture = process.arch): Buffer | undefined {
   const table = SYSCALL_TABLES[arch];
   if (!table) return undefined;
-  const denied = Object.values(table.denied);
-  const abiCheck: [number, number, number, number][] = table.x32Bit ? [[JGE_K, 0, 0, table.x32Bit]] : [];
-  const deny = 11 + abiCheck.length + denied.length; // index of the EPERM return
-  const insns: [code: number, jt: number, jf: number, k: number][] = [
+  // Jumps to the two returns at the end are resolved once the program's length is known.
+  type Target = number | 'allow' | 'deny';
+  const insns: [code: number, jt: Target, jf: Target, k: number][] = [
     [LD_W_ABS, 0, 0, ARCH],
-    [JEQ_K, 0, deny - 2, table.audit],
+    [JEQ_K, 0, 'deny', table.audit],
     [LD_W_ABS, 0, 0, NR],
-    ...abiCheck.map(([c, , , k]): [number, number, number, number] => [c, deny - 4, 0, k]),
-    ...denied.map((nr, i): [number, number, number, number] => [JEQ_K, deny - (3 + abiCheck.length + i) - 1, 0, nr]),
-    // prctl(option, …): PR_SET_PDEATHSIG is refused.
-    [JEQ_K, 0, 2, table.prctl],
-    [LD_W_ABS, 0, 0, ARG0],
-    [JEQ_K, 5, 4, PR_SET_PDEATHSIG],
-    // socket(domain, …) and socketpair(domain, …): the domain decides; any other call is allowed.
-    [JEQ_K, 1, 0, table.socket],
-    [JEQ_K, 0, 2, table.socketpair],
-    [LD_W_ABS, 0, 0, ARG0],
-    [JEQ_K, 0, 1, ALLOWED_SOCKET_DOMAIN],
-    [RET_K, 0, 0, RET_ALLOW],
-    [RET_K, 0, 0, RET_EPERM],
   ];
+  if (table.x32Bit) insns.push([JGE_K, 'deny', 0, table.x32Bit]);
+  for (const nr of Object.values(table.denied)) insns.push([JEQ_K, 'deny', 0, nr]);
+  // Each rule: past its argument test unless it is its call; then the argument decides.
+  for (const [call, arg, kind, value] of ARG_RULES)
+    insns.push(
+      [JEQ_K, 0, 2, table.byArgument[call]],
+      [LD_W_ABS, 0, 0, ARG(arg)],
+      kind === 'deny' ? [JEQ_K, 'deny', 'allow', value] : [JEQ_K, 'allow', 'deny', value],
+    );
+  const allow = insns.length;
+  insns.push([RET_K, 0, 0, RET_ALLOW], [RET_K, 0, 0, RET_EPERM]);
+  const jump = (to: Target, from: number) =>
+    typeof to === 'number' ? to : (to === 'allow' ? allow : allow + 1) - from - 1;
   const out = Buffer.alloc(insns.length * 8);
   insns.forEach(([code, jt, jf, k], i) => {
     out.writeUInt16LE(code, i * 8);
-    out.writeUInt8(jt, i * 8 + 2);
-    out.writeUInt8(jf, i * 8 + 3);
+    out.writeUInt8(jump(jt, i), i * 8 + 2);
+    out.writeUInt8(jump(jf, i), i * 8 + 3);
     out.writeUInt32LE(k >>> 0, i * 8 + 4);
   });
   return out;
