@@ -651,17 +651,21 @@ test('hardening: the sandboxed node runs under a seccomp filter at the bwrap lev
 
 /**
  * Each socket domain tried by native code, and socketpair's; then dropping the parent-death signal,
- * continuing a process, and memory outside the data limit (a memfd, SysV shared memory, a unix
- * socket's buffer raised): the call, its argument and errno, one per line.
+ * continuing a process (by a signal, a fd's ready signal, a clone's exit signal; clone3, whose exit
+ * signal the filter cannot read, is ENOSYS), and memory outside the data limit (a memfd, SysV shared
+ * memory, a unix socket's buffer raised): the call, its argument and errno, one per line.
  */
 const NATIVE_PROBE_C = `#define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/shm.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 int main(void) {
   int size = 1 << 23;
@@ -671,6 +675,14 @@ int main(void) {
   printf("shmget 0 %d\\n", shmget(IPC_PRIVATE, size, IPC_CREAT | 0600) < 0 ? errno : 0);
   int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
   printf("setsockopt %d %d\\n", SO_SNDBUF, setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size) < 0 ? errno : 0);
+  printf("fcntl %d %d\\n", F_SETSIG, fcntl(fd, F_SETSIG, SIGCONT) < 0 ? errno : 0);
+  long child = syscall(SYS_clone, SIGCONT, 0, 0, 0, 0);
+  if (child == 0) _exit(0);
+  printf("clone %d %d\\n", SIGCONT, child < 0 ? errno : 0);
+  struct clone_args args = { .exit_signal = SIGCHLD };
+  child = syscall(SYS_clone3, &args, sizeof args);
+  if (child == 0) _exit(0);
+  printf("clone3 0 %d\\n", child < 0 ? errno : 0);
   int domains[] = {1, 2, 10, 16, 17, 38, 40};
   for (int i = 0; i < 7; i++) {
     int fds[2];
@@ -712,12 +724,12 @@ test('hardening: native code under the bwrap level opens unix sockets only (a vs
     const run = spawnSync(cmd.file, [...args, '/sandbox/probe'], { cwd: runDir, env: {}, uid: cmd.uid, gid: cmd.gid });
     assert.equal(run.status, 0, String(run.stderr));
     const results = String(run.stdout).trim().split('\n');
-    assert.equal(results.length, 19, String(run.stdout));
-    const EPERM = os.constants.errno.EPERM;
+    assert.equal(results.length, 22, String(run.stdout));
+    const { EPERM, ENOSYS } = os.constants.errno;
     for (const line of results) {
       const [call, arg, errno] = line.split(' ');
-      const allowed = call.startsWith('socket') && arg === '1'; // AF_UNIX
-      assert.equal(Number(errno), allowed ? 0 : EPERM, `${call}(${arg}): errno ${errno}`);
+      const expected = call.startsWith('socket') && arg === '1' ? 0 : call === 'clone3' ? ENOSYS : EPERM;
+      assert.equal(Number(errno), expected, `${call}(${arg}): errno ${errno}`);
     }
   } finally {
     rmSync(root, { recursive: true, force: true });

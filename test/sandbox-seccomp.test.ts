@@ -5,6 +5,7 @@ import {
   ALLOWED_SOCKET_DOMAIN,
   PR_SET_PDEATHSIG,
   RET_ALLOW,
+  RET_ENOSYS,
   SIGCONT,
   RET_EPERM,
   SYSCALL_TABLES,
@@ -35,6 +36,7 @@ function runFilter(program: Buffer, arch: number, nr: number, ...args: number[])
               : assert.fail(`load of offset ${k}`);
     else if (code === 0x15) pc += acc === k ? jt : jf;
     else if (code === 0x35) pc += acc >= k ? jt : jf;
+    else if (code === 0x54) acc = (acc & k) >>> 0;
     else if (code === 0x06) return k;
     else assert.fail(`opcode ${code.toString(16)}`);
     pc += 1;
@@ -94,6 +96,14 @@ for (const arch of ['x64', 'arm64'] as const) {
       );
       assert.equal(runFilter(program, table.audit, table.byArgument[call], ...at(6)), RET_ALLOW, `${call} SIGABRT`);
     }
+    // Nor from the kernel for the sandbox: a fd's ready signal, a clone's exit signal; clone3 hides its own.
+    const { fcntl, clone, clone3 } = table.byArgument;
+    assert.equal(runFilter(program, table.audit, fcntl, 3, 10), RET_EPERM, 'fcntl F_SETSIG');
+    assert.equal(runFilter(program, table.audit, fcntl, 3, 2), RET_ALLOW, 'fcntl F_SETFD');
+    assert.equal(runFilter(program, table.audit, clone, 0x100 | SIGCONT), RET_EPERM, 'clone exiting with SIGCONT');
+    assert.equal(runFilter(program, table.audit, clone, 0x3d0f00), RET_ALLOW, "clone of a thread (glibc's flags)");
+    assert.equal(runFilter(program, table.audit, clone, 17), RET_ALLOW, 'clone exiting with SIGCHLD');
+    assert.equal(runFilter(program, table.audit, clone3, 0), RET_ENOSYS, 'clone3');
   });
 }
 

@@ -6,6 +6,7 @@
  * (the generic table, include/uapi/asm-generic/unistd.h). Elsewhere no filter is installed and the
  * isolation summary names the architecture.
  */
+type Call = (typeof ARG_RULES)[number][0];
 interface SyscallTable {
   /** AUDIT_ARCH_* of the native ABI (seccomp_data.arch). */
   audit: number;
@@ -13,7 +14,7 @@ interface SyscallTable {
   x32Bit?: number;
   denied: Record<string, number>;
   /** The calls refused or allowed by an argument (ARG_RULES). */
-  byArgument: Record<(typeof ARG_RULES)[number][0], number>;
+  byArgument: Record<Call, number>;
 }
 
 export const SYSCALL_TABLES: Partial<Record<NodeJS.Architecture, SyscallTable>> = {
@@ -70,6 +71,8 @@ export const SYSCALL_TABLES: Partial<Record<NodeJS.Architecture, SyscallTable>> 
       shmctl: 31,
       setsockopt: 54,
       memfd_create: 319,
+      setpgid: 109,
+      setsid: 112,
     },
     byArgument: {
       socket: 41,
@@ -81,6 +84,9 @@ export const SYSCALL_TABLES: Partial<Record<NodeJS.Architecture, SyscallTable>> 
       rt_sigqueueinfo: 129,
       rt_tgsigqueueinfo: 297,
       pidfd_send_signal: 424,
+      fcntl: 72,
+      clone: 56,
+      clone3: 435,
     },
   },
   // arm64 has no uselib, iopl or ioperm.
@@ -133,6 +139,8 @@ export const SYSCALL_TABLES: Partial<Record<NodeJS.Architecture, SyscallTable>> 
       shmat: 196,
       setsockopt: 208,
       memfd_create: 279,
+      setpgid: 154,
+      setsid: 157,
     },
     byArgument: {
       socket: 198,
@@ -144,15 +152,20 @@ export const SYSCALL_TABLES: Partial<Record<NodeJS.Architecture, SyscallTable>> 
       rt_sigqueueinfo: 138,
       rt_tgsigqueueinfo: 240,
       pidfd_send_signal: 424,
+      fcntl: 25,
+      clone: 220,
+      clone3: 435,
     },
   },
 };
 const LD_W_ABS = 0x20;
 const JEQ_K = 0x15;
 const JGE_K = 0x35;
+const AND_K = 0x54;
 const RET_K = 0x06;
 export const RET_ALLOW = 0x7fff0000;
 export const RET_EPERM = 0x00050000 | 1;
+export const RET_ENOSYS = 0x00050000 | 38;
 // struct seccomp_data: nr at offset 0, arch at offset 4, args[i] at 16 + 8i (its low 32 bits: little-endian).
 const NR = 0;
 const ARCH = 4;
@@ -180,10 +193,18 @@ export const PR_SET_PDEATHSIG = 1;
  * yet sent SIGCONT to those it had, and the tree ran on (rerun 72z). Node never sends it.
  */
 export const SIGCONT = 18;
+/** fcntl(fd, F_SETSIG, n): the signal the kernel sends a chosen process when the fd is ready. */
+const F_SETSIG = 10;
+/** A clone's exit signal, sent to its parent when it ends: the low byte of its flags. */
+const CSIGNAL = 0xff;
 
 /**
- * Calls decided by one argument: [call, argument index, 'deny' when it equals the value, or
- * 'only' this value allowed].
+ * Calls decided by one argument: [call, argument index, 'deny' when it equals the value, 'only'
+ * this value allowed, or 'enosys' whatever it is (clone3 keeps its flags and exit signal in memory
+ * the filter cannot read; glibc then uses clone), and a mask applied to the argument first].
+ * SIGCONT also comes from the kernel on a process's behalf: as a fd's ready signal or as a child's
+ * exit signal (and to a newly orphaned process group's stopped members: setpgid and setsid are
+ * refused above).
  */
 export const ARG_RULES = [
   ['socket', 0, 'only', ALLOWED_SOCKET_DOMAIN],
@@ -195,6 +216,9 @@ export const ARG_RULES = [
   ['rt_sigqueueinfo', 1, 'deny', SIGCONT],
   ['rt_tgsigqueueinfo', 2, 'deny', SIGCONT],
   ['pidfd_send_signal', 1, 'deny', SIGCONT],
+  ['fcntl', 1, 'deny', F_SETSIG],
+  ['clone', 0, 'deny', SIGCONT, CSIGNAL],
+  ['clone3', 0, 'enosys', 0],
 ] as const;
 
 /** The names the filter refuses on this architecture (empty where there is no filter). */
@@ -206,8 +230,8 @@ export function seccompDenied(arch: NodeJS.Architecture = process.arch): string[
 export function seccompProgram(arch: NodeJS.Architecture = process.arch): Buffer | undefined {
   const table = SYSCALL_TABLES[arch];
   if (!table) return undefined;
-  // Jumps to the two returns at the end are resolved once the program's length is known.
-  type Target = number | 'allow' | 'deny';
+  // Jumps to the returns at the end are resolved once the program's length is known.
+  type Target = number | 'allow' | 'deny' | 'enosys';
   const insns: [code: number, jt: Target, jf: Target, k: number][] = [
     [LD_W_ABS, 0, 0, ARCH],
     [JEQ_K, 0, 'deny', table.audit],
@@ -216,16 +240,29 @@ export function seccompProgram(arch: NodeJS.Architecture = process.arch): Buffer
   if (table.x32Bit) insns.push([JGE_K, 'deny', 0, table.x32Bit]);
   for (const nr of Object.values(table.denied)) insns.push([JEQ_K, 'deny', 0, nr]);
   // Each rule: past its argument test unless it is its call; then the argument decides.
-  for (const [call, arg, kind, value] of ARG_RULES)
+  for (const [call, arg, kind, value, mask] of ARG_RULES as readonly (readonly [
+    Call,
+    number,
+    string,
+    number,
+    number?,
+  ])[]) {
+    const nr = table.byArgument[call];
+    if (kind === 'enosys') {
+      insns.push([JEQ_K, 'enosys', 0, nr]);
+      continue;
+    }
+    const load: [number, Target, Target, number][] = [[LD_W_ABS, 0, 0, ARG(arg)]];
+    if (mask !== undefined) load.push([AND_K, 0, 0, mask]);
     insns.push(
-      [JEQ_K, 0, 2, table.byArgument[call]],
-      [LD_W_ABS, 0, 0, ARG(arg)],
+      [JEQ_K, 0, load.length + 1, nr],
+      ...load,
       kind === 'deny' ? [JEQ_K, 'deny', 'allow', value] : [JEQ_K, 'allow', 'deny', value],
     );
-  const allow = insns.length;
-  insns.push([RET_K, 0, 0, RET_ALLOW], [RET_K, 0, 0, RET_EPERM]);
-  const jump = (to: Target, from: number) =>
-    typeof to === 'number' ? to : (to === 'allow' ? allow : allow + 1) - from - 1;
+  }
+  const returns = { allow: insns.length, deny: insns.length + 1, enosys: insns.length + 2 };
+  insns.push([RET_K, 0, 0, RET_ALLOW], [RET_K, 0, 0, RET_EPERM], [RET_K, 0, 0, RET_ENOSYS]);
+  const jump = (to: Target, from: number) => (typeof to === 'number' ? to : returns[to] - from - 1);
   const out = Buffer.alloc(insns.length * 8);
   insns.forEach(([code, jt, jf, k], i) => {
     out.writeUInt16LE(code, i * 8);
