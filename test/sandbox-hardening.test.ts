@@ -651,8 +651,8 @@ test('hardening: the sandboxed node runs under a seccomp filter at the bwrap lev
 
 /**
  * Each socket domain tried by native code, and socketpair's; then dropping the parent-death signal,
- * continuing a process (by a signal, a fd's ready signal, a clone's exit signal; clone3, whose exit
- * signal the filter cannot read, is ENOSYS), and memory outside the data limit (a memfd, SysV shared
+ * continuing a process (by a signal, a fd's ready signal, a clone's exit signal, a POSIX timer, a
+ * message queue; clone3, whose exit signal the filter cannot read, is ENOSYS), and memory outside the data limit (a memfd, SysV shared
  * memory, a unix socket's buffer raised): the call, its argument and errno, one per line.
  */
 const NATIVE_PROBE_C = `#define _GNU_SOURCE
@@ -666,6 +666,7 @@ const NATIVE_PROBE_C = `#define _GNU_SOURCE
 #include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 int main(void) {
   int size = 1 << 23;
@@ -683,6 +684,10 @@ int main(void) {
   child = syscall(SYS_clone3, &args, sizeof args);
   if (child == 0) _exit(0);
   printf("clone3 0 %d\\n", child < 0 ? errno : 0);
+  struct sigevent event = { .sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGCONT };
+  timer_t timer;
+  printf("timer_create %d %d\\n", SIGCONT, syscall(SYS_timer_create, CLOCK_MONOTONIC, &event, &timer) < 0 ? errno : 0);
+  printf("mq_notify %d %d\\n", SIGCONT, syscall(SYS_mq_notify, 0, &event) < 0 ? errno : 0);
   int domains[] = {1, 2, 10, 16, 17, 38, 40};
   for (int i = 0; i < 7; i++) {
     int fds[2];
@@ -695,7 +700,7 @@ int main(void) {
 }
 `;
 
-test('hardening: native code under the bwrap level opens unix sockets only (a vsock port is not in the network namespace: rerun 72v), cannot drop its parent-death signal (rerun 72x), continue a stopped process or take memory outside its data limit (rerun 72z)', async (t) => {
+test('hardening: native code under the bwrap level opens unix sockets only (a vsock port is not in the network namespace: rerun 72v), cannot drop its parent-death signal (rerun 72x), continue a stopped process or take memory outside its data limit (reruns 72z, 73b)', async (t) => {
   const iso = await sandboxIsolation();
   if (iso.level !== 'bwrap' || iso.fileCountLimit === false || !seccompProgram())
     return t.skip(`no seccomp filter at this level or architecture (${process.arch})`);
@@ -724,7 +729,7 @@ test('hardening: native code under the bwrap level opens unix sockets only (a vs
     const run = spawnSync(cmd.file, [...args, '/sandbox/probe'], { cwd: runDir, env: {}, uid: cmd.uid, gid: cmd.gid });
     assert.equal(run.status, 0, String(run.stderr));
     const results = String(run.stdout).trim().split('\n');
-    assert.equal(results.length, 22, String(run.stdout));
+    assert.equal(results.length, 24, String(run.stdout));
     const { EPERM, ENOSYS } = os.constants.errno;
     for (const line of results) {
       const [call, arg, errno] = line.split(' ');

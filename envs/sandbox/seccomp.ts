@@ -73,6 +73,8 @@ export const SYSCALL_TABLES: Partial<Record<NodeJS.Architecture, SyscallTable>> 
       memfd_create: 319,
       setpgid: 109,
       setsid: 112,
+      timer_create: 222,
+      mq_notify: 244,
     },
     byArgument: {
       socket: 41,
@@ -141,6 +143,8 @@ export const SYSCALL_TABLES: Partial<Record<NodeJS.Architecture, SyscallTable>> 
       memfd_create: 279,
       setpgid: 154,
       setsid: 157,
+      timer_create: 107,
+      mq_notify: 184,
     },
     byArgument: {
       socket: 198,
@@ -204,7 +208,8 @@ const CSIGNAL = 0xff;
  * the filter cannot read; glibc then uses clone), and a mask applied to the argument first].
  * SIGCONT also comes from the kernel on a process's behalf: as a fd's ready signal or as a child's
  * exit signal (and to a newly orphaned process group's stopped members: setpgid and setsid are
- * refused above).
+ * refused above), a POSIX timer's or a message queue's signal (their `sigevent` is in memory too:
+ * `timer_create` and `mq_notify` are refused above; rerun 73b).
  */
 export const ARG_RULES = [
   ['socket', 0, 'only', ALLOWED_SOCKET_DOMAIN],
