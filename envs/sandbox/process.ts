@@ -100,6 +100,20 @@ const ERROR_REASONS: Record<string, { reason: SandboxReason; fatal: boolean; lim
     internal: { reason: 'env_error', fatal: false },
   };
 
+/** Signals each process; whether any took it (one gone or not ours to signal is skipped). */
+function signalEach(pids: number[], signal: NodeJS.Signals): boolean {
+  let any = false;
+  for (const pid of pids) {
+    try {
+      process.kill(pid, signal);
+      any = true;
+    } catch {
+      // gone (it is exiting), or not ours to signal: a stop then leaves it running
+    }
+  }
+  return any;
+}
+
 const signalName = (n: number) => Object.entries(os.constants.signals).find(([, v]) => v === n)?.[0];
 
 /** A frame of a stack, or a stack's header, as Node and V8 print them. */
@@ -292,8 +306,7 @@ export class SandboxProcess implements ProtocolTransport {
     let fresh = this.treePids();
     for (let round = 0; fresh.length && round < MAX_FREEZE_ROUNDS; round++) {
       for (const pid of fresh) seen.add(pid);
-      this.frozenPids = fresh;
-      this.frozen = this.signalTree('SIGSTOP') || this.frozen;
+      this.frozen = signalEach(fresh, 'SIGSTOP') || this.frozen;
       fresh = this.treePids().filter((pid) => !seen.has(pid));
     }
     this.frozenPids = [...seen];
@@ -304,20 +317,7 @@ export class SandboxProcess implements ProtocolTransport {
   private thaw() {
     if (!this.frozen) return;
     this.frozen = false;
-    this.signalTree('SIGCONT');
-  }
-
-  private signalTree(signal: NodeJS.Signals): boolean {
-    let any = false;
-    for (const pid of this.frozenPids ?? []) {
-      try {
-        process.kill(pid, signal);
-        any = true;
-      } catch {
-        // gone (it is exiting), or not ours to signal: the sandbox then runs between requests
-      }
-    }
-    return any;
+    signalEach(this.frozenPids ?? [], 'SIGCONT');
   }
 
   /** Whether the process is stopped now (between requests). */
@@ -619,13 +619,7 @@ export class SandboxProcess implements ProtocolTransport {
   private kill() {
     const tree = this.treePids();
     this.child.kill('SIGKILL');
-    for (const pid of tree.slice(1)) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        // gone meanwhile
-      }
-    }
+    signalEach(tree.slice(1), 'SIGKILL');
   }
 
   private failWith(err: SandboxError) {
