@@ -29,6 +29,7 @@ import {
   dataLimitBytes,
   isolationIfAvailable,
   makeSandboxDir,
+  cgroupMemoryBytes,
   sandboxCommand,
   sandboxIsolation,
   type IsolationLevel,
@@ -40,6 +41,7 @@ import { anchorMiss, goldAnchorOf, type AnchorMiss, type GoldAnchor } from '../g
 import { callSchemaFault, lengthBounds, MAX_ENV_LITERAL_CHARS, MAX_LENGTH_BOUNDS } from '../sdk/schema.js';
 import { MAX_RESPONSE_DEPTH, MAX_RESPONSE_VALUES, oneLine, SandboxError, SandboxProcess } from './process.js';
 import { tooComplex } from '../protocol/json-limits.js';
+import { cgroupSupport, SandboxCgroup } from './cgroup.js';
 
 export { oneLine, SandboxError, type SandboxReason } from './process.js';
 export { sandboxIsolation, type IsolationLevel, type SandboxIsolation } from './isolation.js';
@@ -211,6 +213,14 @@ async function startGeneration(
     // RLIMIT_CPU is per process: a successor gets what is left, so cpuSeconds bounds the env's whole
     // life; none is started once it is spent (a floor of 1 s let processes run on: rerun 42b).
     const cpuLeft = Math.ceil(limits.cpuSeconds - spent.cpuSeconds);
+    const cgroup = isolation.cgroup.length
+      ? await SandboxCgroup.create(await cgroupSupport(), {
+          memoryBytes: cgroupMemoryBytes(limits),
+          pids: limits.maxProcesses,
+        }).catch((err: Error) => {
+          throw new SandboxError('isolation', `could not make the sandbox's cgroup: ${err.message}`);
+        })
+      : undefined;
     const cmd = sandboxCommand(isolation.level, {
       runDir,
       entry: 'env.mjs',
@@ -219,6 +229,7 @@ async function startGeneration(
       prlimit: isolation.rlimits,
       fileCountLimit: isolation.fileCountLimit,
       closeFds: inheritableFds(),
+      cgroupGate: cgroup !== undefined,
     });
     const child = execa(cmd.file, cmd.args, {
       cwd: runDir,
@@ -233,16 +244,24 @@ async function startGeneration(
       reject: false,
       cleanup: true,
     });
-    const proc = new SandboxProcess(
-      child,
-      limits,
-      randomBytes(SESSION_KEY_BYTES),
-      named,
-      spent.busyMs,
-      cpuLeft,
-      isolation.rlimits ? dataLimitBytes(limits) : 0,
-      reportFileOf(runDir),
-    );
+    if (cgroup) {
+      try {
+        cgroup.join(child.pid!);
+      } catch (err) {
+        child.kill('SIGKILL');
+        await child;
+        await cgroup.remove();
+        throw new SandboxError('isolation', `could not move the sandbox into its cgroup: ${(err as Error).message}`);
+      }
+      child.stdin!.write('\n'); // the command's gate: it runs on, inside
+    }
+    const proc = new SandboxProcess(child, limits, randomBytes(SESSION_KEY_BYTES), named, {
+      spentMs: spent.busyMs,
+      cpuLimit: cpuLeft,
+      dataLimit: isolation.rlimits ? dataLimitBytes(limits) : 0,
+      reportFile: reportFileOf(runDir),
+      cgroup,
+    });
     const onAbort = () => proc.cancel(`cancelled by the caller (${cause(opts.signal!)}); process killed`);
     if (opts.signal?.aborted) onAbort();
     opts.signal?.addEventListener('abort', onAbort, { once: true });

@@ -1,10 +1,12 @@
 import { chmod, chown, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { execFileSync } from 'node:child_process';
-import { lstatSync, readdirSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
+import { lstatSync, readdirSync, readFileSync, realpathSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { execa } from 'execa';
+import { CGROUP_CONTROLS, cgroupSupport, type CgroupControl } from './cgroup.js';
 import { seccompDenied, seccompProgram } from './seccomp.js';
+import { ofDeadWorker, WORKER_TAG } from './worker-tag.js';
 
 /**
  * How generated env code is confined, strongest first. Every level adds Node's permission model
@@ -33,6 +35,8 @@ export interface SandboxIsolation {
   rlimits: boolean;
   /** Whether the scratch dir caps the number of files (`maxFiles`: the bwrap level's own tmpfs). */
   fileCountLimit: boolean;
+  /** What a cgroup per sandbox does here (cgroup.ts); none where the worker cannot make one. */
+  cgroup: CgroupControl[];
   summary: string;
 }
 
@@ -80,6 +84,19 @@ const MiB = 1024 * 1024;
 export function dataLimitBytes(limits: Pick<ResolvedLimits, 'memoryMb'>): number {
   return (limits.memoryMb + 256) * MiB;
 }
+/** Memory of the kernel's for one sandbox tree (page tables, pipes, sockets, epoll watches), within its cgroup's limit. */
+const KERNEL_MEMORY_MB = 128;
+/** What a sandbox's cgroup allows past `memoryMb`, in words. */
+export const CGROUP_HEADROOM = `256 MiB outside V8's heap, diskMb of scratch files and ${KERNEL_MEMORY_MB} MiB for the kernel`;
+
+/**
+ * All the memory a sandbox tree's cgroup allows: the data segment, its scratch tmpfs (whose pages
+ * are charged to it) and the kernel's memory for it, which no rlimit bounds (rerun 73b).
+ */
+export function cgroupMemoryBytes(limits: Pick<ResolvedLimits, 'memoryMb' | 'diskMb'>): number {
+  return dataLimitBytes(limits) + (limits.diskMb + KERNEL_MEMORY_MB) * MiB;
+}
+
 /** Where the sandbox dir appears inside the bwrap mount namespace. */
 const BWRAP_DIR = '/sandbox';
 /** Where the bwrap level mounts the report file (reportFileOf), outside the module's permissions. */
@@ -194,6 +211,8 @@ export function sandboxCommand(
     prlimit: boolean;
     fileCountLimit?: boolean;
     closeFds?: number[];
+    /** Wait for a line on stdin before anything else runs: the worker moves the process into its cgroup first. */
+    cgroupGate?: boolean;
   },
 ): SandboxCommand {
   const dir = level === 'bwrap' ? BWRAP_DIR : o.runDir;
@@ -245,6 +264,7 @@ export function sandboxCommand(
       ]
     : [];
   const ids = o.uid !== undefined ? { uid: o.uid, gid: o.uid } : {};
+  const gate = o.cgroupGate ? ['/bin/sh', '-c', 'read -r _ && exec "$@"', 'sh'] : [];
   if (level === 'bwrap') {
     // Its own host name in its own UTS namespace (the host's told one machine from another: rerun 6).
     const bwrap = ['bwrap', '--die-with-parent', '--new-session', '--unshare-all', '--hostname', 'sandbox'];
@@ -287,7 +307,7 @@ export function sandboxCommand(
           SECCOMP ? seccompFileOf(o.runDir) : '/dev/null',
         ]
       : [];
-    const argv = [...rlimits, ...mountScratch, ...bwrap, ...node];
+    const argv = [...gate, ...rlimits, ...mountScratch, ...bwrap, ...node];
     return { file: argv[0], args: argv.slice(1), ...ids };
   }
   // Without bwrap's --die-with-parent, setpriv sets the parent-death signal (after any uid change,
@@ -296,10 +316,10 @@ export function sandboxCommand(
   if (level === 'unshare-net') {
     // unshare needs root, so the uid is dropped after it, by setpriv.
     const drop = o.uid !== undefined ? [`--reuid=${o.uid}`, `--regid=${o.uid}`, '--clear-groups'] : [];
-    const argv = ['unshare', '--net', '--', 'setpriv', ...drop, ...dieWithParent, ...rlimits, ...node];
+    const argv = [...gate, 'unshare', '--net', '--', 'setpriv', ...drop, ...dieWithParent, ...rlimits, ...node];
     return { file: argv[0], args: argv.slice(1) };
   }
-  const argv = ['setpriv', ...dieWithParent, ...rlimits, ...node];
+  const argv = [...gate, 'setpriv', ...dieWithParent, ...rlimits, ...node];
   return { file: argv[0], args: argv.slice(1), ...ids };
 }
 
@@ -308,7 +328,9 @@ export function describeIsolation(
   uid: boolean,
   rlimits: boolean,
   fileCountLimit = false,
+  cgroup: CgroupControl[] = [],
 ): SandboxIsolation {
+  const without = CGROUP_CONTROLS.filter((c) => !cgroup.includes(c));
   const parts = [
     level === 'bwrap'
       ? `bubblewrap namespaces (mount, net, pid, ipc, uts; only node's binary and shared libraries and /dev read-only + a private tmpfs holding the bundle visible, capped in size${fileCountLimit ? ` and files; no nested user namespaces${SECCOMP ? `; seccomp filter refusing ${seccompDenied().length} system calls and every socket but unix ones` : `; no seccomp filter (no syscall table for ${process.arch})`}` : ' (not in files); no seccomp filter'}; caps dropped)`
@@ -321,6 +343,9 @@ export function describeIsolation(
     rlimits
       ? 'prlimit: data segment, CPU seconds, file size, open files, processes'
       : 'no rlimits (prlimit missing): V8 heap limit only',
+    cgroup.length
+      ? `a cgroup per sandbox (${cgroup.join(', ')}${without.length ? `; no ${without.join(', ')}` : ''})`
+      : 'no cgroup (none the worker may make): stopped between requests by SIGSTOP, CPU read from /proc, kernel memory unbounded',
     'wall-clock limits per request',
   ];
   return {
@@ -330,6 +355,7 @@ export function describeIsolation(
     dedicatedUid: uid,
     rlimits,
     fileCountLimit,
+    cgroup,
     summary: `${level}: ${parts.join('; ')}`,
   };
 }
@@ -346,7 +372,7 @@ async function works(cmd: string[]): Promise<boolean> {
 export async function makeSandboxDir(uid: number | undefined): Promise<{ root: string; runDir: string }> {
   swept ??= sweepDeadWorkersDirs();
   await swept;
-  const root = await mkdtemp(path.join(os.tmpdir(), `${DIR_PREFIX}${WORKER}-`));
+  const root = await mkdtemp(path.join(os.tmpdir(), `${DIR_PREFIX}${WORKER_TAG}-`));
   await chmod(root, 0o711);
   const runDir = path.join(root, 'run');
   for (const dir of [runDir, scratchDirOf(runDir)]) {
@@ -360,19 +386,8 @@ export async function makeSandboxDir(uid: number | undefined): Promise<{ root: s
   return { root, runDir };
 }
 
-/**
- * A sandbox dir is named for the worker that made it, `trace-sandbox-<pid ns>.<pid>-<random suffix>`: a pid
- * says whether its worker runs only within its own pid namespace (containers may share a /tmp).
- */
+/** A sandbox dir is `trace-sandbox-<worker tag>-<random suffix>` (worker-tag.ts). */
 const DIR_PREFIX = 'trace-sandbox-';
-const PID_NAMESPACE = (() => {
-  try {
-    return /\d+/.exec(readlinkSync('/proc/self/ns/pid'))?.[0] ?? '0';
-  } catch {
-    return '0';
-  }
-})();
-const WORKER = `${PID_NAMESPACE}.${process.pid}`;
 let swept: Promise<void> | undefined;
 
 /**
@@ -380,17 +395,8 @@ let swept: Promise<void> | undefined;
  * leaves its own (each up to a bundle's 8 MiB and its scratch files; rerun 61b).
  */
 async function sweepDeadWorkersDirs(): Promise<void> {
-  const alive = (pid: number) => {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch (e) {
-      return (e as NodeJS.ErrnoException).code === 'EPERM';
-    }
-  };
   for (const name of readdirSync(os.tmpdir())) {
-    const [, ns, pid] = new RegExp(`^${DIR_PREFIX}(\\d+)\\.(\\d+)-`).exec(name) ?? [];
-    if (ns !== PID_NAMESPACE || Number(pid) === process.pid || alive(Number(pid))) continue;
+    if (!ofDeadWorker(name, DIR_PREFIX)) continue;
     // Only a dir this uid made as a sandbox dir: a local user's look-alike, swapping its folders
     // for symlinks while it was removed, had root delete files it chose (rerun 63b).
     const dir = path.join(os.tmpdir(), name);
@@ -471,9 +477,12 @@ export async function isolationIfAvailable(level: IsolationLevel): Promise<Sandb
       level,
       (async () => {
         const prlimit = await works(['prlimit', '--nofile=256', '--', 'true']);
+        const cgroup = (await cgroupSupport()).controls.map((c) => c.control);
         if (level === 'bwrap' && (await probe(level, prlimit, true)))
-          return describeIsolation(level, isRoot(), prlimit, true);
-        return (await probe(level, prlimit, false)) ? describeIsolation(level, isRoot(), prlimit) : undefined;
+          return describeIsolation(level, isRoot(), prlimit, true, cgroup);
+        return (await probe(level, prlimit, false))
+          ? describeIsolation(level, isRoot(), prlimit, false, cgroup)
+          : undefined;
       })(),
     );
   }

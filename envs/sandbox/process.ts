@@ -6,8 +6,9 @@ import type { ProtocolResponse } from '../protocol/handler.js';
 import type { ProtocolTransport } from '../protocol/client.js';
 import { tooComplex } from '../protocol/json-limits.js';
 import { ErrorBodySchema } from '../protocol/schemas.js';
+import type { SandboxCgroup } from './cgroup.js';
 import { MAC_HEX } from './framing.js';
-import type { ResolvedLimits } from './isolation.js';
+import { CGROUP_HEADROOM, type ResolvedLimits } from './isolation.js';
 
 export type SandboxReason =
   | 'compile' // the module did not bundle
@@ -204,17 +205,21 @@ export class SandboxProcess implements ProtocolTransport {
     private readonly limits: ResolvedLimits,
     private readonly key: Buffer,
     private readonly named: LimitNamer,
-    /** Busy time earlier processes of the same env already used: `budgetMs` is a total over them all. */
-    private readonly spentMs = 0,
-    /** The CPU seconds its RLIMIT_CPU allows: all of them are spent when it dies by SIGXCPU. */
-    private readonly cpuLimit = 0,
-    /** Its RLIMIT_DATA in bytes (0: none): a native death near it is the memory limit. */
-    private readonly dataLimit = 0,
-    /** Where Node writes its report if the process dies of a fatal error. */
-    private readonly reportFile?: string,
+    private readonly o: {
+      /** Busy time earlier processes of the same env already used: `budgetMs` is a total over them all. */
+      spentMs?: number;
+      /** The CPU seconds its RLIMIT_CPU allows: all of them are spent when it dies by SIGXCPU. */
+      cpuLimit?: number;
+      /** Its RLIMIT_DATA in bytes (0: none): a native death near it is the memory limit. */
+      dataLimit?: number;
+      /** Where Node writes its report if the process dies of a fatal error. */
+      reportFile?: string;
+      /** The cgroup the process joined before it ran (cgroup.ts): its stop, CPU count, memory limit and kill. */
+      cgroup?: SandboxCgroup;
+    } = {},
   ) {
-    this.busyMs = spentMs;
-    if (dataLimit) {
+    this.busyMs = o.spentMs ?? 0;
+    if (o.dataLimit) {
       this.dataSampler = setInterval(() => this.sampleData(), DATA_SAMPLE_MS);
       this.dataSampler.unref();
     }
@@ -227,7 +232,6 @@ export class SandboxProcess implements ProtocolTransport {
       (err: { exitCode?: number; signal?: string }) => this.onExit(err.exitCode, err.signal),
     );
   }
-
   /** The last few KiB the module wrote to stderr/console (for repair feedback to the generator). */
   get logs(): string {
     return this.stderrTail;
@@ -239,11 +243,11 @@ export class SandboxProcess implements ProtocolTransport {
 
   /** Busy time this process's requests have taken so far (earlier processes' `spentMs` not included). */
   get ownBusyMs(): number {
-    return this.busyMs - this.spentMs + (this.pending.size ? performance.now() - this.busySince : 0);
+    return this.busyMs - (this.o.spentMs ?? 0) + (this.pending.size ? performance.now() - this.busySince : 0);
   }
 
   /**
-   * CPU seconds the process tree has used so far (user + system, from /proc), so that a successor
+   * CPU seconds the process tree has used so far (user + system, from its cgroup, else /proc), so that a successor
    * process gets only what is left of `cpuSeconds`. Once the tree is gone, what was last seen of it
    * (read at each answer and before the kill at close), or all its RLIMIT_CPU where
    * that killed it: read after the death, /proc said 0 (rerun 42b counted 0 s of 8.5 s).
@@ -254,6 +258,8 @@ export class SandboxProcess implements ProtocolTransport {
   }
 
   private cpuNow(): number {
+    const counted = this.o.cgroup?.cpuSeconds();
+    if (counted !== undefined) return counted;
     let ticks = 0;
     for (const pid of this.treePids()) {
       try {
@@ -290,18 +296,23 @@ export class SandboxProcess implements ProtocolTransport {
   }
 
   /**
-   * Between requests the sandbox is stopped (SIGSTOP, every process of its tree), so no module
-   * code runs while nothing is asked of it: no loop driven by real events (file I/O, a wait on
-   * another thread) can count through the worker's idle gaps, which is where a training process
-   * differs from validation's. Its timers are virtual (virtual-time.ts) and its clocks frozen, so
-   * after SIGCONT nothing shows how long it was stopped. JavaScript can start no process, but
-   * native code can fork (rerun 72x): the tree is read at every freeze, and again after each round
-   * of stops, until no process is new (a stopped process forks no more; none can continue another:
-   * the seccomp filter refuses SIGCONT, rerun 72z). A tree still growing after a few rounds is
-   * killed.
+   * Between requests the sandbox is stopped, so no module code runs while nothing is asked of it:
+   * no loop driven by real events (file I/O, a wait on another thread) can count through the
+   * worker's idle gaps, which is where a training process differs from validation's. Its timers
+   * are virtual (virtual-time.ts) and its clocks frozen, so once it goes on nothing shows how long
+   * it was stopped. With a cgroup its freezer stops the whole tree at once, forks included, and no
+   * signal undoes it. Without one, SIGSTOP to each process: JavaScript can start no process, but
+   * native code can fork (rerun 72x), so the tree is read at every stop, and again after each round
+   * of stops, until no process is new (a stopped process forks no more; SIGCONT is refused by the
+   * seccomp filter where the kernel does not send it itself: reruns 72z, 73b). A tree still
+   * growing after a few rounds is killed.
    */
   private freeze() {
     if (this.failure || this.frozen) return;
+    if (this.o.cgroup?.has('freeze')) {
+      this.frozen = this.freezeCgroup(true);
+      return;
+    }
     const seen = new Set<number>();
     let fresh = this.treePids();
     for (let round = 0; fresh.length && round < MAX_FREEZE_ROUNDS; round++) {
@@ -317,7 +328,19 @@ export class SandboxProcess implements ProtocolTransport {
   private thaw() {
     if (!this.frozen) return;
     this.frozen = false;
-    signalEach(this.frozenPids ?? [], 'SIGCONT');
+    if (this.o.cgroup?.has('freeze')) this.freezeCgroup(false);
+    else signalEach(this.frozenPids ?? [], 'SIGCONT');
+  }
+
+  /** Freezes or thaws the cgroup; a cgroup that refuses fails the sandbox (its stop is not what it should be). */
+  private freezeCgroup(on: boolean): boolean {
+    try {
+      this.o.cgroup!.freeze(on);
+      return on;
+    } catch (err) {
+      this.fail('isolation', `its cgroup could not be ${on ? 'frozen' : 'thawed'}: ${(err as Error).message}`);
+      return false;
+    }
   }
 
   /** Whether the process is stopped now (between requests). */
@@ -465,6 +488,8 @@ export class SandboxProcess implements ProtocolTransport {
     const p = typeof msg.id === 'number' ? this.pending.get(msg.id) : undefined;
     if (!p || typeof msg.status !== 'number')
       return this.fail('protocol', `unexpected message on stdout: ${line.slice(0, 120)}`);
+    // One of its processes killed for the cgroup's memory limit: the sandbox as a whole reached it.
+    if (this.o.cgroup?.oomKilled()) return this.exceeded(this.outOfMemory('the kernel killed one of its processes'));
     this.pending.delete(msg.id as number);
     clearTimeout(p.timer);
     if (!this.pending.size) {
@@ -542,10 +567,11 @@ export class SandboxProcess implements ProtocolTransport {
         .join(' | '),
     );
     const how = signal ? `killed by ${signal}` : `exited with code ${code}`;
-    const report = signal ? fatalReport(this.reportFile) : undefined;
+    const report = signal ? fatalReport(this.o.reportFile) : undefined;
     const mib = (n: number) => Math.round(n / 2 ** 20);
+    const dataLimit = this.o.dataLimit ?? 0;
     if (signal === 'SIGXCPU') {
-      this.cpuSeen = Math.max(this.cpuSeen, this.cpuLimit);
+      this.cpuSeen = Math.max(this.cpuSeen, this.o.cpuLimit ?? 0);
       this.failWith(
         new SandboxError('timeout', `${how}: CPU time limit reached (${this.named('cpuSeconds')} s)`, 'cpuSeconds'),
       );
@@ -553,6 +579,8 @@ export class SandboxProcess implements ProtocolTransport {
       this.failWith(
         new SandboxError('disk', `${how}: file size limit reached (${this.named('diskMb')} MiB)`, 'diskMb'),
       );
+    } else if (this.o.cgroup?.oomKilled()) {
+      this.failWith(this.outOfMemory(how));
     } else if (signal === 'SIGKILL') {
       // Every limit the worker enforces sets the failure before it kills, so this one came from elsewhere.
       this.failWith(
@@ -569,15 +597,15 @@ export class SandboxProcess implements ProtocolTransport {
           'memoryMb',
         ),
       );
-    } else if (this.dataLimit && this.dataSeen >= NEAR_LIMIT * this.dataLimit) {
+    } else if (dataLimit && this.dataSeen >= NEAR_LIMIT * dataLimit) {
       this.failWith(
         new SandboxError(
           'memory',
-          `${how} with ${mib(this.dataSeen)} MiB of its ${mib(this.dataLimit)} MiB data limit in use: ran out of memory outside V8's heap (${this.named('memoryMb')} MiB + 256 MiB)`,
+          `${how} with ${mib(this.dataSeen)} MiB of its ${mib(dataLimit)} MiB data limit in use: ran out of memory outside V8's heap (${this.named('memoryMb')} MiB + 256 MiB)`,
           'memoryMb',
         ),
       );
-    } else if (this.dataLimit && this.residentSeen >= NEAR_LIMIT * this.limits.memoryMb * 2 ** 20) {
+    } else if (dataLimit && this.residentSeen >= NEAR_LIMIT * this.limits.memoryMb * 2 ** 20) {
       this.failWith(
         new SandboxError(
           'memory',
@@ -590,6 +618,14 @@ export class SandboxProcess implements ProtocolTransport {
     } else {
       this.failWith(new SandboxError('crash', `${how}${last ? `: ${last}` : ''}`));
     }
+  }
+
+  private outOfMemory(how: string) {
+    return new SandboxError(
+      'memory',
+      `${how}: the sandbox's processes used all the memory their cgroup allows, the kernel's for them included (${this.named('memoryMb')} MiB + ${CGROUP_HEADROOM})`,
+      'memoryMb',
+    );
   }
 
   /** Kills the process: every pending and later request rejects with SandboxError('cancelled'). */
@@ -614,12 +650,14 @@ export class SandboxProcess implements ProtocolTransport {
    * Every process of the tree, not only the one started: the sandbox's init dies with it by a
    * parent-death signal, which native code that took the init over could clear (rerun 72x: the
    * sandbox outlived the kill, and `close()` waited for ever on its pipes). Killed itself, the
-   * init takes its whole pid namespace with it.
+   * init takes its whole pid namespace with it. With a cgroup, every process it holds, in the
+   * tree or not.
    */
   private kill() {
     const tree = this.treePids();
     this.child.kill('SIGKILL');
     signalEach(tree.slice(1), 'SIGKILL');
+    this.o.cgroup?.kill();
   }
 
   private failWith(err: SandboxError) {
@@ -647,5 +685,7 @@ export class SandboxProcess implements ProtocolTransport {
     this.cpuSeconds();
     this.kill();
     await this.exited;
+    this.cpuSeconds();
+    await this.o.cgroup?.remove();
   }
 }

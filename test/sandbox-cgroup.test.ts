@@ -1,0 +1,204 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { execa } from 'execa';
+import { startSandboxedEnv } from '../envs/sandbox/index.js';
+import { cgroupSupport, SandboxCgroup, type CgroupControl } from '../envs/sandbox/cgroup.js';
+import { cgroupMemoryBytes, type ResolvedLimits } from '../envs/sandbox/isolation.js';
+import { SandboxError, SandboxProcess } from '../envs/sandbox/process.js';
+import { ATTACK, attackSource } from './fixtures/sandbox/attack-source.js';
+
+/**
+ * Stands in for a sandbox runner taken over by native code: it speaks the runner's protocol (the
+ * session key, then signed answers), unconfined but for its cgroup, and on `/leave` starts a CPU
+ * spinner whose parent exits at once (it leaves the process tree), on `/kernel-memory` runs a
+ * program that takes kernel memory (epoll watches) until it cannot.
+ */
+const RUNNER = `
+import { createHmac } from 'node:crypto';
+import { execFileSync, spawn } from 'node:child_process';
+import readline from 'node:readline';
+let key;
+const send = (o) => {
+  const json = JSON.stringify(o);
+  process.stdout.write(createHmac('sha256', key).update(json).digest('hex') + ' ' + json + '\\n');
+};
+readline.createInterface({ input: process.stdin }).on('line', (line) => {
+  if (!key) return void (key = Buffer.from(line, 'hex'));
+  const req = JSON.parse(line.slice(65));
+  if (req.path === '/leave') {
+    const out = execFileSync('/bin/sh', ['-c', 'sh -c "while :; do :; done" >/dev/null 2>&1 & echo $!']);
+    send({ id: req.id, status: 200, body: { pid: Number(String(out).trim()) } });
+  } else {
+    spawn(process.argv[2], { stdio: 'ignore' }).on('exit', (code, signal) =>
+      send({ id: req.id, status: 200, body: { code, signal } }),
+    );
+  }
+});
+`;
+
+/** Adds epoll watches (each eventfd in many epoll instances) until a call fails; exits 0 if one does. */
+const EPOLL_C = `#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+int main(void) {
+  struct rlimit r = {65536, 65536};
+  setrlimit(RLIMIT_NOFILE, &r);
+  int events[1000];
+  for (int i = 0; i < 1000; i++) events[i] = eventfd(0, 0);
+  for (;;) {
+    int ep = epoll_create1(0);
+    if (ep < 0) return 0;
+    for (int i = 0; i < 1000; i++) {
+      struct epoll_event e = {EPOLLIN, {0}};
+      if (epoll_ctl(ep, EPOLL_CTL_ADD, events[i], &e)) return 0;
+    }
+  }
+}
+`;
+
+const LIMITS = {
+  memoryMb: 1,
+  diskMb: 1,
+  maxProcesses: 64,
+  wallMs: 120_000,
+  budgetMs: 600_000,
+  outputBytes: 1 << 20,
+} as ResolvedLimits;
+
+/** The runner in a cgroup of its own, joined as startGeneration joins a sandbox (undefined: no cgroup here). */
+async function runnerInCgroup(dir: string, needs: CgroupControl[], program = '/bin/true') {
+  const support = await cgroupSupport();
+  if (!needs.every((c) => support.controls.some((x) => x.control === c))) return undefined;
+  const cgroup = await SandboxCgroup.create(support, {
+    memoryBytes: cgroupMemoryBytes(LIMITS),
+    pids: LIMITS.maxProcesses,
+  });
+  writeFileSync(path.join(dir, 'runner.mjs'), RUNNER);
+  const child = execa('/bin/sh', ['-c', 'read -r _ && exec "$@"', 'sh', process.execPath, 'runner.mjs', program], {
+    cwd: dir,
+    stdin: 'pipe',
+    stdout: 'pipe',
+    stderr: 'pipe',
+    buffer: false,
+    reject: false,
+  });
+  cgroup.join(child.pid!);
+  child.stdin!.write('\n');
+  const proc = new SandboxProcess(child, LIMITS, Buffer.alloc(32, 7), (l) => `limits.${l} = ${LIMITS[l]}`, {
+    cgroup,
+  });
+  return { proc, cgroup };
+}
+
+const cpuTicks = (pid: number) => {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return Number(fields[11]) + Number(fields[12]);
+};
+
+const alive = (pid: number) => {
+  try {
+    return !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  } catch {
+    return false;
+  }
+};
+
+test('cgroup: a process that left the sandbox tree is stopped between requests, its CPU counted, and killed with the sandbox (reruns 72z, 73b: signals stopped only the tree, and a signal undid it)', async (t) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'cgroup-leave-'));
+  const started = await runnerInCgroup(dir, ['freeze', 'cpu']);
+  if (!started) {
+    rmSync(dir, { recursive: true, force: true });
+    return t.skip('no cgroup freezer and CPU count the worker may use here');
+  }
+  const { proc } = started;
+  let spinner = 0;
+  try {
+    spinner = ((await proc.request('POST', '/leave')).body as { pid: number }).pid;
+    assert.ok(spinner > 0 && alive(spinner), 'the spinner did not start');
+    assert.ok(proc.stopped, 'the sandbox was not stopped after its answer');
+    // Stopped: its CPU does not move (a running spinner adds ~50 ticks in 0.5 s).
+    await sleep(100);
+    const before = cpuTicks(spinner);
+    await sleep(500);
+    assert.equal(cpuTicks(spinner), before, 'the spinner outside the tree ran while the sandbox was stopped');
+    // Its CPU is the sandbox's, though no process of the tree is its parent.
+    assert.ok(
+      proc.cpuSeconds() >= before / 100,
+      `${proc.cpuSeconds()} s counted; the spinner alone used ${before / 100} s`,
+    );
+  } finally {
+    await proc.close();
+    for (let i = 0; i < 400 && spinner && alive(spinner); i++) await sleep(25);
+    rmSync(dir, { recursive: true, force: true });
+  }
+  assert.equal(alive(spinner), false, 'the spinner outlived close()');
+});
+
+test('cgroup: memory the kernel holds for the sandbox counts against its limit, and reaching it names memoryMb (rerun 73b: 1 GiB of epoll watches past every limit)', async (t) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'cgroup-kmem-'));
+  try {
+    writeFileSync(path.join(dir, 'epoll.c'), EPOLL_C);
+    const cc = spawnSync('cc', ['-O1', '-o', path.join(dir, 'epoll'), path.join(dir, 'epoll.c')]);
+    if (cc.error || cc.status !== 0) return t.skip('no C compiler on this machine');
+    const started = await runnerInCgroup(dir, ['memory'], path.join(dir, 'epoll'));
+    if (!started) return t.skip('no cgroup memory controller the worker may use here');
+    const { proc } = started;
+    try {
+      await assert.rejects(proc.request('POST', '/kernel-memory'), (err: unknown) => {
+        assert.ok(err instanceof SandboxError, String(err));
+        assert.equal(err.reason, 'memory', err.message);
+        assert.equal(err.limit, 'memoryMb');
+        assert.match(err.message, /limits\.memoryMb = 1 MiB.*for the kernel/);
+        return true;
+      });
+    } finally {
+      await proc.close();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('cgroup: a sandboxed env runs in a cgroup of its own, frozen between requests, removed when closed', async (t) => {
+  const support = await cgroupSupport();
+  if (!support.hierarchies.length) return t.skip('no cgroup the worker may make here');
+  const sandboxGroups = () =>
+    support.hierarchies.flatMap((h) =>
+      readdirSync(h.dir)
+        .filter((name) => name.startsWith(`trace-sandbox-`) && !name.includes('probe'))
+        .map((name) => ({ ...h, dir: path.join(h.dir, name) })),
+    );
+  const before = new Set(sandboxGroups().map((g) => g.dir));
+  const env = await startSandboxedEnv({ source: attackSource("return 'up'") });
+  assert.deepEqual(
+    env.isolation.cgroup,
+    support.controls.map((c) => c.control),
+  );
+  assert.match(env.isolation.summary, /a cgroup per sandbox \(/);
+  let groups: ReturnType<typeof sandboxGroups> = [];
+  try {
+    const ep = await env.reset({ taskId: 'attack' });
+    assert.equal((await ep.step(ATTACK)).observation.content, 'up');
+    groups = sandboxGroups().filter((g) => !before.has(g.dir));
+    assert.equal(groups.length, support.hierarchies.length, JSON.stringify(groups));
+    for (const g of groups) assert.notEqual(readFileSync(path.join(g.dir, 'cgroup.procs'), 'utf8').trim(), '');
+    const freezer = groups.find((g) => g.controls.includes('freeze'));
+    if (freezer) {
+      const frozen = () =>
+        freezer.version === 2
+          ? /^frozen 1$/m.test(readFileSync(path.join(freezer.dir, 'cgroup.events'), 'utf8'))
+          : readFileSync(path.join(freezer.dir, 'freezer.state'), 'utf8').trim() === 'FROZEN';
+      for (let i = 0; i < 400 && !frozen(); i++) await sleep(25);
+      assert.ok(frozen(), 'the cgroup was not frozen between requests');
+    }
+  } finally {
+    await env.close();
+  }
+  for (const g of groups) assert.equal(existsSync(g.dir), false, `${g.dir} was left behind`);
+});
