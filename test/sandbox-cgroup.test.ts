@@ -7,7 +7,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { execa } from 'execa';
 import { startSandboxedEnv } from '../envs/sandbox/index.js';
-import { cgroupSupport, SandboxCgroup, type CgroupControl } from '../envs/sandbox/cgroup.js';
+import { cgroupSupport, ownCgroups, SandboxCgroup, type CgroupControl } from '../envs/sandbox/cgroup.js';
 import { cgroupMemoryBytes, type ResolvedLimits } from '../envs/sandbox/isolation.js';
 import { SandboxError, SandboxProcess } from '../envs/sandbox/process.js';
 import { ATTACK, attackSource } from './fixtures/sandbox/attack-source.js';
@@ -201,4 +201,34 @@ test('cgroup: a sandboxed env runs in a cgroup of its own, frozen between reques
     await env.close();
   }
   for (const g of groups) assert.equal(existsSync(g.dir), false, `${g.dir} was left behind`);
+});
+
+test("cgroup: the worker's own cgroup dir is found under each hierarchy's mount, relative to the cgroup the mount shows", () => {
+  // This project's machines: v1 controllers at the root but memory, an empty v2 hierarchy.
+  const vm = ownCgroups(
+    [
+      '31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755',
+      '33 31 0:30 / /sys/fs/cgroup/cpuacct rw,relatime - cgroup cgroup rw,cpuacct',
+      '35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory',
+      '37 31 0:34 / /sys/fs/cgroup/freezer rw,relatime - cgroup cgroup rw,freezer',
+      '41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw',
+    ].join('\n'),
+    '6:freezer:/\n4:memory:/process_api/93f6\n2:cpuacct:/\n0::/\n',
+  );
+  assert.deepEqual(vm, [
+    { version: 1, dir: '/sys/fs/cgroup/cpuacct', controllers: ['rw', 'cpuacct'] },
+    { version: 1, dir: '/sys/fs/cgroup/memory/process_api/93f6', controllers: ['rw', 'memory'] },
+    { version: 1, dir: '/sys/fs/cgroup/freezer', controllers: ['rw', 'freezer'] },
+    { version: 2, dir: '/sys/fs/cgroup/unified', controllers: [] },
+  ]);
+  // A container: v2 only, its mount showing its own subtree, which /proc/self/cgroup names in full
+  // (no cgroup namespace) or as / (its own namespace); a cgroup outside what the mount shows has no dir.
+  const mountinfo = '1229 1228 0:27 /docker/abc /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate';
+  assert.deepEqual(ownCgroups(mountinfo, '0::/docker/abc/worker\n'), [
+    { version: 2, dir: '/sys/fs/cgroup/worker', controllers: [] },
+  ]);
+  assert.deepEqual(ownCgroups(mountinfo.replace('/docker/abc', '/'), '0::/\n'), [
+    { version: 2, dir: '/sys/fs/cgroup', controllers: [] },
+  ]);
+  assert.deepEqual(ownCgroups(mountinfo, '0::/system.slice/other\n'), []);
 });

@@ -43,30 +43,34 @@ export interface CgroupSupport {
 /** A sandbox cgroup is `trace-sandbox-<worker tag>-<random suffix>` (worker-tag.ts). */
 const PREFIX = 'trace-sandbox-';
 
-/** A cgroup hierarchy mounted here: where, which of its cgroups the mount shows, its v1 controllers. */
-type Mount = { version: 1 | 2; root: string; mountPoint: string; controllers: string[] };
+/** A cgroup hierarchy mounted here, and the worker's own cgroup dir in it. */
+export type OwnCgroup = { version: 1 | 2; dir: string; controllers: string[] };
 
-function mounts(): Mount[] {
-  return readFileSync('/proc/self/mountinfo', 'utf8')
+/**
+ * The worker's own cgroup dir in each hierarchy mounted here: its path there (`/proc/self/cgroup`)
+ * under the mount point, relative to the cgroup the mount shows (`/proc/self/mountinfo`'s root
+ * field: a container's mount shows only its own subtree). None where the mount does not show it.
+ */
+export function ownCgroups(mountinfo: string, selfCgroup: string): OwnCgroup[] {
+  const memberships = selfCgroup
     .split('\n')
-    .flatMap((line): Mount[] => {
-      const [before, after] = line.split(' - ');
-      const [fstype, , superOptions] = (after ?? '').split(' ');
-      const [, , , root, mountPoint] = before.split(' ');
-      if (fstype === 'cgroup2') return [{ version: 2, root, mountPoint, controllers: [] }];
-      if (fstype === 'cgroup') return [{ version: 1, root, mountPoint, controllers: superOptions.split(',') }];
-      return [];
-    });
-}
-
-/** The worker's own cgroup dir in a hierarchy: its path there (from /proc/self/cgroup) under the mount. */
-function ownDir(m: Mount, memberships: string[][]): string | undefined {
-  const entry = memberships.find(([, controllers]) =>
-    m.version === 2 ? controllers === '' : controllers.split(',').some((c) => m.controllers.includes(c)),
-  );
-  if (!entry) return undefined;
-  const relative = path.posix.relative(m.root, entry[2]);
-  return relative.startsWith('..') ? undefined : path.join(m.mountPoint, relative);
+    .map((line) => /^\d+:([^:]*):(.*)$/.exec(line))
+    .filter((m) => m !== null)
+    .map(([, controllers, cgroup]) => ({ controllers: controllers ? controllers.split(',') : [], cgroup }));
+  return mountinfo.split('\n').flatMap((line): OwnCgroup[] => {
+    const [before, after = ''] = line.split(' - ');
+    const [fstype, , superOptions = ''] = after.split(' ');
+    const [, , , root, mountPoint] = before.split(' ');
+    if (fstype !== 'cgroup' && fstype !== 'cgroup2') return [];
+    const version = fstype === 'cgroup2' ? 2 : 1;
+    const controllers = version === 2 ? [] : superOptions.split(',');
+    const entry = memberships.find((m) =>
+      version === 2 ? m.controllers.length === 0 : m.controllers.some((c) => controllers.includes(c)),
+    );
+    const relative = entry && path.posix.relative(root, entry.cgroup);
+    if (relative === undefined || relative.startsWith('..')) return [];
+    return [{ version, dir: path.posix.join(mountPoint, relative), controllers }];
+  });
 }
 
 /** Whether a cgroup made in `dir` can hold a process and set what `control` needs. */
@@ -117,14 +121,9 @@ let support: Promise<CgroupSupport> | undefined;
 async function detect(): Promise<CgroupSupport> {
   const none = { hierarchies: [], controls: [] };
   if (process.env.TRACE_SANDBOX_CGROUP === 'off') return none;
-  let found: Mount[];
-  let memberships: string[][];
+  let found: OwnCgroup[];
   try {
-    found = mounts();
-    memberships = readFileSync('/proc/self/cgroup', 'utf8')
-      .split('\n')
-      .filter(Boolean)
-      .map((line) => /^(\d+):([^:]*):(.*)$/.exec(line)?.slice(1) ?? []);
+    found = ownCgroups(readFileSync('/proc/self/mountinfo', 'utf8'), readFileSync('/proc/self/cgroup', 'utf8'));
   } catch {
     return none;
   }
@@ -135,13 +134,12 @@ async function detect(): Promise<CgroupSupport> {
       ...found.filter((m) => m.version === 2),
       ...found.filter((m) => m.version === 1 && m.controllers.includes(V1_CONTROLLER[control])),
     ];
-    for (const m of candidates) {
-      const dir = ownDir(m, memberships);
-      if (!dir || !(await works(dir, m.version, control))) continue;
+    for (const { version, dir } of candidates) {
+      if (!(await works(dir, version, control))) continue;
       const h = hierarchies.find((x) => x.dir === dir);
       if (h) h.controls.push(control);
-      else hierarchies.push({ version: m.version, dir, controls: [control] });
-      controls.push({ control, version: m.version });
+      else hierarchies.push({ version, dir, controls: [control] });
+      controls.push({ control, version });
       break;
     }
   }
