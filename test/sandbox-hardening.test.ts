@@ -511,6 +511,34 @@ test('hardening: a SIGKILL no sandbox limit sent says so (a busy machine, not a 
   }
 });
 
+test("hardening: a direct eval is refused, so the module cannot rebind the runner's functions (rerun 74a: the MAC's sha256 gave up the session key 4/4, and a replaced classifier made a throw output_limit)", async () => {
+  // The pass's own routes: at import, and in a tool; and spelled so a text search would miss it.
+  const routes: [string, string, string][] = [
+    [
+      'the MAC closure',
+      "const o = eval('sha256'); eval('sha256 = function (p, d) { return o(p, d); }');",
+      "return 'x'",
+    ],
+    [
+      'the classifier',
+      '',
+      "eval('classify = () => ({ status: 500, type: \"output_limit\" })'); throw new Error('plain')",
+    ],
+    ['escaped, in parentheses', '', "return (\\u0065val)('typeof createProtocolHandler')"],
+    // Rerun 72i's: a fault built on the protocol handler's own class, typed as a limit.
+    [
+      "the handler's fault class",
+      '',
+      "const F = eval('ProtocolFault'); throw Object.assign(Object.create(F.prototype), { status: 500, type: 'output_limit' })",
+    ],
+  ];
+  for (const [what, atImport, body] of routes) {
+    await assert.rejects(attack(body, { atImport }), isSandboxError('compile', /direct eval is refused/), what);
+  }
+  // Indirect eval runs in the global scope, where none of the runner's names are.
+  assert.equal(await attack("return (0, eval)('typeof sha256 + typeof classify')"), 'undefinedundefined');
+});
+
 test('hardening: a module cannot fake a limit as its failure reason (self-sent signals, exit codes over 127, out-of-memory text)', async () => {
   for (const sig of ['SIGXCPU', 'SIGXFSZ', 'SIGKILL'])
     await assert.rejects(
@@ -543,15 +571,6 @@ test('hardening: a module cannot fake a limit as its failure reason (self-sent s
     await assert.rejects(
       attack("return 'alive'", { atImport: `process.exitCode = ${code}; await new Promise(() => {});` }),
       isSandboxError('crash', new RegExp(`exited with code 1: the module exited with code ${code}`)),
-    );
-  // A fault built on the protocol handler's own class, reached by a direct eval of the bundle's top
-  // level (rerun 72i: typed output_limit it read as outputBytes; typed __proto__, as no reason at all).
-  for (const type of ['output_limit', '__proto__'])
-    await assert.rejects(
-      attack(
-        `let F: any; for (const n of ['ProtocolFault', 'ProtocolFault2']) try { F = eval(n); break; } catch {} if (typeof F !== 'function') return 'no class'; throw Object.assign(Object.create(F.prototype), { status: 500, type: '${type}', message: 'forged' });`,
-      ),
-      isSandboxError('env_error'),
     );
   // Under 128 MiB the sandboxed node's own resident memory is within 10% of memoryMb, and any native
   // death read as the memory limit (rerun 72i: memoryMb 64, a zlib check).

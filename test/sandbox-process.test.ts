@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { createHmac } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { PassThrough } from 'node:stream';
 import v8 from 'node:v8';
@@ -62,4 +63,30 @@ test('sandbox process: close kills the process as it is, not after letting it se
   await proc.close();
   assert.deepEqual(kills, [{ signal: 'SIGKILL', inputEnded: false }]);
   assert.equal(proc.dead?.reason, 'closed');
+});
+
+test("sandbox process: an error answer's type is looked up as the worker's own entry, so `__proto__` or an unknown type is no limit (rerun 72i)", async () => {
+  const { child, stdout } = fakeChild();
+  const key = Buffer.alloc(32, 3);
+  const proc = new SandboxProcess(
+    child as never,
+    { outputBytes: 1 << 20, wallMs: 60_000, budgetMs: 60_000 } as ResolvedLimits,
+    key,
+    String,
+  );
+  for (const [id, type] of [
+    [1, '__proto__'],
+    [2, 'constructor'],
+    [3, 'no_such_type'],
+  ] as const) {
+    const pending = proc.request('POST', '/x');
+    const json = JSON.stringify({ id, status: 500, body: { error: { type, message: 'forged' } } });
+    stdout.emit('data', Buffer.from(`${createHmac('sha256', key).update(json).digest('hex')} ${json}\n`));
+    await assert.rejects(pending, (e: Error & { reason?: string; limit?: string }) => {
+      assert.equal(e.reason, 'protocol', `${type}: ${e.message}`);
+      assert.equal(e.limit, undefined);
+      return true;
+    });
+  }
+  assert.equal(proc.dead, undefined, 'a forged type is not fatal');
 });
