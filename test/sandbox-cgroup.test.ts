@@ -11,12 +11,14 @@ import { cgroupSupport, ownCgroups, SandboxCgroup, type CgroupControl } from '..
 import { cgroupMemoryBytes, type ResolvedLimits } from '../envs/sandbox/isolation.js';
 import { SandboxError, SandboxProcess } from '../envs/sandbox/process.js';
 import { ATTACK, attackSource } from './fixtures/sandbox/attack-source.js';
+import { alive, descendants } from './helpers/processes.js';
 
 /**
  * Stands in for a sandbox runner taken over by native code: it speaks the runner's protocol (the
  * session key, then signed answers), unconfined but for its cgroup, and on `/leave` starts a CPU
- * spinner whose parent exits at once (it leaves the process tree), on `/kernel-memory` runs a
- * program that takes kernel memory (epoll watches) until it cannot.
+ * spinner whose parent exits at once (it leaves the process tree), on `/fork` starts processes past
+ * the process limit and exits, on `/hold` runs the epoll program with 5 M watches and answers once
+ * they are made, and on `/kernel-memory` runs it with no bound.
  */
 const RUNNER = `
 import { createHmac } from 'node:crypto';
@@ -33,6 +35,12 @@ readline.createInterface({ input: process.stdin }).on('line', (line) => {
   if (req.path === '/leave') {
     const out = execFileSync('/bin/sh', ['-c', 'sh -c "while :; do :; done" >/dev/null 2>&1 & echo $!']);
     send({ id: req.id, status: 200, body: { pid: Number(String(out).trim()) } });
+  } else if (req.path === '/fork') {
+    for (let i = 0; i < 200; i++) spawn('/bin/sleep', ['100'], { stdio: 'ignore' }).on('error', () => {});
+    setTimeout(() => process.exit(1), 500);
+  } else if (req.path === '/hold') {
+    const child = spawn(process.argv[2], ['5000000'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    child.stdout.once('data', () => send({ id: req.id, status: 200, body: { pid: child.pid } }));
   } else {
     spawn(process.argv[2], { stdio: 'ignore' }).on('exit', (code, signal) =>
       send({ id: req.id, status: 200, body: { code, signal } }),
@@ -41,25 +49,42 @@ readline.createInterface({ input: process.stdin }).on('line', (line) => {
 });
 `;
 
-/** Adds epoll watches (each eventfd in many epoll instances) until a call fails; exits 0 if one does. */
-const EPOLL_C = `#include <sys/epoll.h>
+/**
+ * Adds epoll watches (each eventfd in many epoll instances): as many as its argument says, then
+ * prints `ready` and waits; with no argument, until a call fails (it exits 0 then).
+ */
+const EPOLL_C = `#include <stdio.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
-int main(void) {
+#include <unistd.h>
+int main(int argc, char **argv) {
+  long want = argc > 1 ? atol(argv[1]) : -1;
   struct rlimit r = {65536, 65536};
   setrlimit(RLIMIT_NOFILE, &r);
   int events[1000];
   for (int i = 0; i < 1000; i++) events[i] = eventfd(0, 0);
-  for (;;) {
+  for (long made = 0; want < 0 || made < want;) {
     int ep = epoll_create1(0);
     if (ep < 0) return 0;
-    for (int i = 0; i < 1000; i++) {
+    for (int i = 0; i < 1000 && (want < 0 || made < want); i++, made++) {
       struct epoll_event e = {EPOLLIN, {0}};
       if (epoll_ctl(ep, EPOLL_CTL_ADD, events[i], &e)) return 0;
     }
   }
+  printf("ready\\n");
+  fflush(stdout);
+  pause();
 }
 `;
+
+/** The epoll program, compiled in `dir`; undefined without a C compiler. */
+function compileEpoll(dir: string): string | undefined {
+  writeFileSync(path.join(dir, 'epoll.c'), EPOLL_C);
+  const cc = spawnSync('cc', ['-O1', '-o', path.join(dir, 'epoll'), path.join(dir, 'epoll.c')]);
+  return cc.error || cc.status !== 0 ? undefined : path.join(dir, 'epoll');
+}
 
 const LIMITS = {
   memoryMb: 1,
@@ -71,12 +96,12 @@ const LIMITS = {
 } as ResolvedLimits;
 
 /** The runner in a cgroup of its own, joined as startGeneration joins a sandbox (undefined: no cgroup here). */
-async function runnerInCgroup(dir: string, needs: CgroupControl[], program = '/bin/true') {
+async function runnerInCgroup(dir: string, needs: CgroupControl[], program = '/bin/true', limits = LIMITS) {
   const support = await cgroupSupport();
   if (!needs.every((c) => support.controls.some((x) => x.control === c))) return undefined;
   const cgroup = await SandboxCgroup.create(support, {
-    memoryBytes: cgroupMemoryBytes(LIMITS),
-    pids: LIMITS.maxProcesses,
+    memoryBytes: cgroupMemoryBytes(limits),
+    pids: limits.maxProcesses,
   });
   writeFileSync(path.join(dir, 'runner.mjs'), RUNNER);
   const child = execa('/bin/sh', ['-c', 'read -r _ && exec "$@"', 'sh', process.execPath, 'runner.mjs', program], {
@@ -89,7 +114,7 @@ async function runnerInCgroup(dir: string, needs: CgroupControl[], program = '/b
   });
   cgroup.join(child.pid!);
   child.stdin!.write('\n');
-  const proc = new SandboxProcess(child, LIMITS, Buffer.alloc(32, 7), (l) => `limits.${l} = ${LIMITS[l]}`, {
+  const proc = new SandboxProcess(child, limits, Buffer.alloc(32, 7), (l) => `limits.${l} = ${limits[l]}`, {
     cgroup,
   });
   return { proc, cgroup };
@@ -99,14 +124,6 @@ const cpuTicks = (pid: number) => {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return Number(fields[11]) + Number(fields[12]);
-};
-
-const alive = (pid: number) => {
-  try {
-    return !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  } catch {
-    return false;
-  }
 };
 
 test('cgroup: a process that left the sandbox tree is stopped between requests, its CPU counted, and killed with the sandbox (reruns 72z, 73b: signals stopped only the tree, and a signal undid it)', async (t) => {
@@ -143,10 +160,9 @@ test('cgroup: a process that left the sandbox tree is stopped between requests, 
 test('cgroup: memory the kernel holds for the sandbox counts against its limit, and reaching it names memoryMb (rerun 73b: 1 GiB of epoll watches past every limit)', async (t) => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'cgroup-kmem-'));
   try {
-    writeFileSync(path.join(dir, 'epoll.c'), EPOLL_C);
-    const cc = spawnSync('cc', ['-O1', '-o', path.join(dir, 'epoll'), path.join(dir, 'epoll.c')]);
-    if (cc.error || cc.status !== 0) return t.skip('no C compiler on this machine');
-    const started = await runnerInCgroup(dir, ['memory'], path.join(dir, 'epoll'));
+    const epoll = compileEpoll(dir);
+    if (!epoll) return t.skip('no C compiler on this machine');
+    const started = await runnerInCgroup(dir, ['memory'], epoll);
     if (!started) return t.skip('no cgroup memory controller the worker may use here');
     const { proc } = started;
     try {
@@ -185,9 +201,16 @@ test('cgroup: a sandboxed env runs in a cgroup of its own, frozen between reques
   try {
     const ep = await env.reset({ taskId: 'attack' });
     assert.equal((await ep.step(ATTACK)).observation.content, 'up');
-    groups = sandboxGroups().filter((g) => !before.has(g.dir));
+    // This test's sandbox: other workers on the machine (a CI run) make cgroups of their own.
+    const ours = new Set(descendants(process.pid).map(String));
+    groups = sandboxGroups().filter(
+      (g) =>
+        !before.has(g.dir) &&
+        readFileSync(path.join(g.dir, 'cgroup.procs'), 'utf8')
+          .split('\n')
+          .some((pid) => ours.has(pid)),
+    );
     assert.equal(groups.length, support.hierarchies.length, JSON.stringify(groups));
-    for (const g of groups) assert.notEqual(readFileSync(path.join(g.dir, 'cgroup.procs'), 'utf8').trim(), '');
     const freezer = groups.find((g) => g.controls.includes('freeze'));
     if (freezer) {
       const frozen = () =>
@@ -231,4 +254,46 @@ test("cgroup: the worker's own cgroup dir is found under each hierarchy's mount,
     { version: 2, dir: '/sys/fs/cgroup', controllers: [] },
   ]);
   assert.deepEqual(ownCgroups(mountinfo, '0::/system.slice/other\n'), []);
+});
+
+test("cgroup: close() counts the CPU the kernel spends tearing the sandbox's processes down (rerun 74b: 3-5 s freeing epoll watches after the kill went uncounted)", async (t) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'cgroup-teardown-'));
+  try {
+    const epoll = compileEpoll(dir);
+    if (!epoll) return t.skip('no C compiler on this machine');
+    // Room for the 5 M watches (~1 GiB of slab) under the memory limit.
+    const started = await runnerInCgroup(dir, ['cpu'], epoll, { ...LIMITS, memoryMb: 1024 });
+    if (!started) return t.skip('no cgroup CPU count the worker may use here');
+    const { proc } = started;
+    const holder = ((await proc.request('POST', '/hold')).body as { pid: number }).pid;
+    const before = proc.cpuSeconds();
+    await proc.close();
+    // Done with: the kernel has freed what it held, and charged the sandbox for it.
+    assert.equal(alive(holder), false, 'close() returned while a process of the sandbox was still being torn down');
+    assert.ok(proc.cpuSeconds() > before, `${proc.cpuSeconds()} s counted after close, ${before} s before it`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('cgroup: a process that dies after the cgroup refused a fork names maxProcesses (rerun 74b: a crash, or nothing)', async (t) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'cgroup-pids-'));
+  const started = await runnerInCgroup(dir, ['pids']);
+  if (!started) {
+    rmSync(dir, { recursive: true, force: true });
+    return t.skip('no cgroup pids controller the worker may use here');
+  }
+  const { proc } = started;
+  try {
+    await assert.rejects(proc.request('POST', '/fork'), (err: unknown) => {
+      assert.ok(err instanceof SandboxError, String(err));
+      assert.equal(err.reason, 'permission', err.message);
+      assert.equal(err.limit, 'maxProcesses');
+      assert.match(err.message, /process limit reached \(limits\.maxProcesses = 64\)/);
+      return true;
+    });
+  } finally {
+    await proc.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

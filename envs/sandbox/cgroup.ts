@@ -163,6 +163,9 @@ async function removeDir(dir: string): Promise<boolean> {
 
 const pidsOf = (dir: string) => readFileSync(path.join(dir, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean);
 
+/** The longest `drained` waits for the kernel to finish with a killed sandbox's processes. */
+const DRAIN_MS = 30_000;
+
 /** Rounds of reading a v1 cgroup's processes and killing them, where no freezer stops its forks. */
 const KILL_ROUNDS = 8;
 
@@ -269,6 +272,35 @@ export class SandboxCgroup {
     } catch {
       return undefined;
     }
+  }
+
+  /** Whether it refused a process or thread for its `pids` limit. */
+  pidsLimited(): boolean {
+    const d = this.dirFor('pids');
+    if (!d) return false;
+    try {
+      return Number(/^max (\d+)$/m.exec(readFileSync(path.join(d.dir, 'pids.events'), 'utf8'))?.[1] ?? 0) > 0;
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * Waits until no process is left in it (at most DRAIN_MS): a process the kernel is still tearing
+   * down is charged for that CPU (rerun 74b: freeing 5 M epoll watches took 3-5 s after the kill).
+   */
+  async drained() {
+    const d = this.dirFor('cpu') ?? this.dirs[0];
+    if (!d) return;
+    const populated = () => {
+      try {
+        if (d.version === 2) return /^populated 1$/m.test(readFileSync(path.join(d.dir, 'cgroup.events'), 'utf8'));
+        return pidsOf(d.dir).length > 0 || readFileSync(path.join(d.dir, 'tasks'), 'utf8').trim() !== '';
+      } catch {
+        return false;
+      }
+    };
+    for (const start = performance.now(); populated() && performance.now() - start < DRAIN_MS;) await sleep(25);
   }
 
   /** Whether the kernel killed a process of it for its memory limit. */

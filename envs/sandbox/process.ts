@@ -581,6 +581,14 @@ export class SandboxProcess implements ProtocolTransport {
       );
     } else if (this.o.cgroup?.oomKilled()) {
       this.failWith(this.outOfMemory(how));
+    } else if (this.o.cgroup?.pidsLimited()) {
+      this.failWith(
+        new SandboxError(
+          'permission',
+          `${how} after its cgroup refused a process or thread: process limit reached (${this.named('maxProcesses')})${last ? `; last output: ${last}` : ''}`,
+          'maxProcesses',
+        ),
+      );
     } else if (signal === 'SIGKILL') {
       // Every limit the worker enforces sets the failure before it kills, so this one came from elsewhere.
       this.failWith(
@@ -685,6 +693,7 @@ export class SandboxProcess implements ProtocolTransport {
     this.cpuSeconds();
     this.kill();
     await this.exited;
+    await this.o.cgroup?.drained();
     this.cpuSeconds();
     await this.o.cgroup?.remove();
   }
