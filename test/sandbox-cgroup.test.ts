@@ -120,6 +120,15 @@ async function runnerInCgroup(dir: string, needs: CgroupControl[], program = '/b
   return { proc, cgroup };
 }
 
+/** A SandboxError for `reason`, naming `limit`, its message matching. */
+const failedAt = (reason: string, limit: string, message: RegExp) => (err: unknown) => {
+  assert.ok(err instanceof SandboxError, String(err));
+  assert.equal(err.reason, reason, err.message);
+  assert.equal(err.limit, limit);
+  assert.match(err.message, message);
+  return true;
+};
+
 const cpuTicks = (pid: number) => {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
@@ -166,13 +175,10 @@ test('cgroup: memory the kernel holds for the sandbox counts against its limit, 
     if (!started) return t.skip('no cgroup memory controller the worker may use here');
     const { proc } = started;
     try {
-      await assert.rejects(proc.request('POST', '/kernel-memory'), (err: unknown) => {
-        assert.ok(err instanceof SandboxError, String(err));
-        assert.equal(err.reason, 'memory', err.message);
-        assert.equal(err.limit, 'memoryMb');
-        assert.match(err.message, /limits\.memoryMb = 1 MiB.*for the kernel/);
-        return true;
-      });
+      await assert.rejects(
+        proc.request('POST', '/kernel-memory'),
+        failedAt('memory', 'memoryMb', /limits\.memoryMb = 1 MiB.*for the kernel/),
+      );
     } finally {
       await proc.close();
     }
@@ -285,13 +291,10 @@ test('cgroup: a process that dies after the cgroup refused a fork names maxProce
   }
   const { proc } = started;
   try {
-    await assert.rejects(proc.request('POST', '/fork'), (err: unknown) => {
-      assert.ok(err instanceof SandboxError, String(err));
-      assert.equal(err.reason, 'permission', err.message);
-      assert.equal(err.limit, 'maxProcesses');
-      assert.match(err.message, /process limit reached \(limits\.maxProcesses = 64\)/);
-      return true;
-    });
+    await assert.rejects(
+      proc.request('POST', '/fork'),
+      failedAt('permission', 'maxProcesses', /process limit reached \(limits\.maxProcesses = 64\)/),
+    );
   } finally {
     await proc.close();
     rmSync(dir, { recursive: true, force: true });
