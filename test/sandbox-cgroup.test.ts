@@ -6,9 +6,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { execa } from 'execa';
-import { startSandboxedEnv } from '../envs/sandbox/index.js';
+import { DEFAULT_LIMITS, sandboxIsolation, startSandboxedEnv } from '../envs/sandbox/index.js';
 import { cgroupSupport, ownCgroups, SandboxCgroup, type CgroupControl } from '../envs/sandbox/cgroup.js';
-import { cgroupMemoryBytes, type ResolvedLimits } from '../envs/sandbox/isolation.js';
+import {
+  allocateUid,
+  cgroupMemoryBytes,
+  makeSandboxDir,
+  sandboxCommand,
+  type ResolvedLimits,
+} from '../envs/sandbox/isolation.js';
 import { SandboxError, SandboxProcess } from '../envs/sandbox/process.js';
 import { ATTACK, attackSource } from './fixtures/sandbox/attack-source.js';
 import { alive, descendants } from './helpers/processes.js';
@@ -298,5 +304,67 @@ test('cgroup: a process that dies after the cgroup refused a fork names maxProce
   } finally {
     await proc.close();
     rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+/** Forks children that wait, until a fork fails: prints `refused <forks made> <errno>`. */
+const FORK_C = `#include <errno.h>
+#include <stdio.h>
+#include <unistd.h>
+int main(void) {
+  for (int i = 0; i < 1000; i++) {
+    pid_t pid = fork();
+    if (pid == 0) { pause(); _exit(0); }
+    if (pid < 0) { printf("refused %d %d\\n", i, errno); return 0; }
+  }
+  printf("all\\n");
+  return 0;
+}
+`;
+
+test("cgroup: at the bwrap level with a uid of its own, the cgroup refuses the fork past maxProcesses, not the uid's limit, so its refusal can be named (rerun 75b: RLIMIT_NPROC refused first)", async (t) => {
+  const iso = await sandboxIsolation();
+  const support = await cgroupSupport();
+  if (iso.level !== 'bwrap' || !iso.dedicatedUid || !support.controls.some((c) => c.control === 'pids'))
+    return t.skip('no bwrap level with a dedicated uid and a pids cgroup here');
+  // A static binary stands for code that escaped V8, run by the sandbox's own command line in node's place.
+  const build = mkdtempSync(path.join(os.tmpdir(), 'fork-probe-'));
+  const uid = allocateUid();
+  const { root, runDir } = await makeSandboxDir(uid);
+  const cgroup = await SandboxCgroup.create(support, { memoryBytes: cgroupMemoryBytes(DEFAULT_LIMITS), pids: 64 });
+  try {
+    writeFileSync(path.join(build, 'fork.c'), FORK_C);
+    const cc = spawnSync('cc', ['-static', '-O1', '-o', path.join(build, 'fork'), path.join(build, 'fork.c')]);
+    if (cc.error || cc.status !== 0) return t.skip('no C compiler with a static libc on this machine');
+    writeFileSync(path.join(runDir, 'fork'), readFileSync(path.join(build, 'fork')), { mode: 0o755 });
+    const cmd = sandboxCommand('bwrap', {
+      runDir,
+      entry: 'fork',
+      limits: { ...DEFAULT_LIMITS, maxProcesses: 64 },
+      uid,
+      prlimit: iso.rlimits,
+      fileCountLimit: iso.fileCountLimit,
+      cgroupGate: true,
+      pidsCgroup: true,
+    });
+    const args = cmd.args.slice(0, cmd.args.lastIndexOf(process.execPath));
+    const run = execa(cmd.file, [...args, '/sandbox/fork'], {
+      cwd: runDir,
+      env: {},
+      extendEnv: false,
+      uid: cmd.uid,
+      gid: cmd.gid,
+      stdin: 'pipe',
+      reject: false,
+    });
+    cgroup.join(run.pid!);
+    run.stdin!.write('\n');
+    const out = await run;
+    assert.match(String(out.stdout), new RegExp(`^refused \\d+ ${os.constants.errno.EAGAIN}$`), String(out.stderr));
+    assert.ok(cgroup.pidsLimited(), `the uid's limit refused the fork, not the cgroup (${out.stdout})`);
+  } finally {
+    await cgroup.remove();
+    rmSync(root, { recursive: true, force: true });
+    rmSync(build, { recursive: true, force: true });
   }
 });

@@ -641,8 +641,9 @@ test('hardening: the sandboxed node runs under a seccomp filter at the bwrap lev
 /**
  * Each socket domain tried by native code, and socketpair's; then dropping the parent-death signal,
  * continuing a process (by a signal, a fd's ready signal, a clone's exit signal, a POSIX timer, a
- * message queue; clone3, whose exit signal the filter cannot read, is ENOSYS), and memory outside the data limit (a memfd, SysV shared
- * memory, a unix socket's buffer raised): the call, its argument and errno, one per line.
+ * message queue; clone3, whose exit signal the filter cannot read, is ENOSYS), memory outside the data limit (a memfd, SysV shared
+ * memory, a unix socket's buffer raised), and a descriptor sent over a unix socket (the kernel's
+ * collector frees what is left in flight outside the cgroup): the call, its argument and errno, one per line.
  */
 const NATIVE_PROBE_C = `#define _GNU_SOURCE
 #include <errno.h>
@@ -654,7 +655,9 @@ const NATIVE_PROBE_C = `#define _GNU_SOURCE
 #include <sys/prctl.h>
 #include <sys/shm.h>
 #include <sys/socket.h>
+#include <string.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 int main(void) {
@@ -677,6 +680,20 @@ int main(void) {
   timer_t timer;
   printf("timer_create %d %d\\n", SIGCONT, syscall(SYS_timer_create, CLOCK_MONOTONIC, &event, &timer) < 0 ? errno : 0);
   printf("mq_notify %d %d\\n", SIGCONT, syscall(SYS_mq_notify, 0, &event) < 0 ? errno : 0);
+  int pair[2];
+  socketpair(AF_UNIX, SOCK_DGRAM, 0, pair);
+  char byte = 0;
+  struct iovec iov = { &byte, 1 };
+  union { struct cmsghdr h; char buf[CMSG_SPACE(sizeof(int))]; } ctl;
+  struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf, .msg_controllen = sizeof ctl.buf };
+  struct cmsghdr *rights = CMSG_FIRSTHDR(&msg);
+  rights->cmsg_level = SOL_SOCKET;
+  rights->cmsg_type = SCM_RIGHTS;
+  rights->cmsg_len = CMSG_LEN(sizeof(int));
+  memcpy(CMSG_DATA(rights), &pair[0], sizeof(int));
+  printf("sendmsg %d %d\\n", SCM_RIGHTS, sendmsg(pair[1], &msg, 0) < 0 ? errno : 0);
+  struct mmsghdr many = { .msg_hdr = msg };
+  printf("sendmmsg %d %d\\n", SCM_RIGHTS, syscall(SYS_sendmmsg, pair[1], &many, 1, 0) < 0 ? errno : 0);
   int domains[] = {1, 2, 10, 16, 17, 38, 40};
   for (int i = 0; i < 7; i++) {
     int fds[2];
@@ -689,7 +706,7 @@ int main(void) {
 }
 `;
 
-test('hardening: native code under the bwrap level opens unix sockets only (a vsock port is not in the network namespace: rerun 72v), cannot drop its parent-death signal (rerun 72x), continue a stopped process or take memory outside its data limit (reruns 72z, 73b)', async (t) => {
+test('hardening: native code under the bwrap level opens unix sockets only (a vsock port is not in the network namespace: rerun 72v), cannot drop its parent-death signal (rerun 72x), continue a stopped process, take memory outside its data limit (reruns 72z, 73b) or send a descriptor (rerun 75b)', async (t) => {
   const iso = await sandboxIsolation();
   if (iso.level !== 'bwrap' || iso.fileCountLimit === false || !seccompProgram())
     return t.skip(`no seccomp filter at this level or architecture (${process.arch})`);
@@ -718,7 +735,7 @@ test('hardening: native code under the bwrap level opens unix sockets only (a vs
     const run = spawnSync(cmd.file, [...args, '/sandbox/probe'], { cwd: runDir, env: {}, uid: cmd.uid, gid: cmd.gid });
     assert.equal(run.status, 0, String(run.stderr));
     const results = String(run.stdout).trim().split('\n');
-    assert.equal(results.length, 24, String(run.stdout));
+    assert.equal(results.length, 26, String(run.stdout));
     const { EPERM, ENOSYS } = os.constants.errno;
     for (const line of results) {
       const [call, arg, errno] = line.split(' ');

@@ -230,6 +230,7 @@ async function startGeneration(
       fileCountLimit: isolation.fileCountLimit,
       closeFds: inheritableFds(),
       cgroupGate: cgroup !== undefined,
+      pidsCgroup: cgroup?.has('pids'),
     });
     const child = execa(cmd.file, cmd.args, {
       cwd: runDir,

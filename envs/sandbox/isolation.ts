@@ -213,6 +213,8 @@ export function sandboxCommand(
     closeFds?: number[];
     /** Wait for a line on stdin before anything else runs: the worker moves the process into its cgroup first. */
     cgroupGate?: boolean;
+    /** Its cgroup limits processes and threads to `maxProcesses`. */
+    pidsCgroup?: boolean;
   },
 ): SandboxCommand {
   const dir = level === 'bwrap' ? BWRAP_DIR : o.runDir;
@@ -259,7 +261,10 @@ export function sandboxCommand(
         `--fsize=${o.limits.diskMb * MiB}`,
         '--nofile=256',
         '--core=0',
-        ...(o.uid !== undefined ? [`--nproc=${o.limits.maxProcesses}`] : []),
+        // With a cgroup's pids.max at maxProcesses, the uid's limit stands above it, so that the
+        // cgroup refuses first and its refusal names the limit (rerun 75b: both counted the same
+        // tasks, the uid's was checked first, and a fork bomb read as a crash).
+        ...(o.uid !== undefined ? [`--nproc=${o.limits.maxProcesses * (o.pidsCgroup ? 2 : 1)}`] : []),
         '--',
       ]
     : [];
