@@ -481,6 +481,19 @@ test('hardening: a SIGKILL no sandbox limit sent says so (a busy machine, not a 
   }
 });
 
+test("hardening: the module's descriptors stop short of RLIMIT_NOFILE, so Node can write its report of V8's out-of-memory (rerun 76a: with every descriptor in use it read as a crash)", async () => {
+  const open =
+    "const fds = []; let why = ''; try { for (let i = 0; i < 400; i++) fds.push(fs.openSync('f' + (i % 4), 'a')); } catch (e: any) { why = e.code; }";
+  assert.equal(await attack(`${open} return fds.length + ' ' + why`), '192 EMFILE');
+  // One allocation past the heap limit, with the module's descriptors all taken.
+  await assert.rejects(
+    attack(`${open} const s = 'a'.repeat(1e8); s.indexOf('z'); return String(s.split('').length)`, {
+      limits: { wallMs: 60_000 },
+    }),
+    (e: unknown) => isSandboxError('memory', /ran out of memory/)(e) && (e as SandboxError).limit === 'memoryMb',
+  );
+});
+
 test("hardening: a direct eval is refused, so the module cannot rebind the runner's functions (rerun 74a: the MAC's sha256 gave up the session key 4/4, and a replaced classifier made a throw output_limit)", async () => {
   // The pass's own routes: at import, and in a tool; and spelled so a text search would miss it.
   const routes: [string, string, string][] = [

@@ -284,6 +284,13 @@ const FD_CALLS = [
 const FD_OR_PATH_CALLS = ['readFileSync', 'writeFileSync', 'appendFileSync'];
 
 /**
+ * Descriptors the module may hold open at once, below `RLIMIT_NOFILE` (256): Node keeps ~20 of its
+ * own, and needs one more to write its report of a fatal error (rerun 76a: with every descriptor in
+ * use, V8's out-of-memory death left no report and read as a crash).
+ */
+const MAX_OWN_DESCRIPTORS = 192;
+
+/**
  * A descriptor is the module's only if its own `openSync` returned it. The process's others are the
  * runner's protocol (0, 1, 2) and Node's and libuv's own pipes: a message written to libuv's signal
  * pipe is a pointer it follows (rerun 72p: SIGSEGV 3/3), and the permission model does not guard
@@ -299,6 +306,11 @@ function onlyOwnDescriptors(fs: Exports, refused: Refused): void {
     Object.defineProperty(fs, k, {
       value: function ownDescriptorsOnly(...args: unknown[]) {
         if (checked(args) && !own.has(args[0])) refuse();
+        if (k === 'openSync' && own.size >= MAX_OWN_DESCRIPTORS)
+          throw Object.assign(new Error(`EMFILE: too many open files, open (the module holds ${own.size})`), {
+            code: 'EMFILE',
+            syscall: 'open',
+          });
         const result = apply(f, fs, args);
         if (k === 'openSync') own.add(result);
         if (k === 'closeSync') own.delete(args[0]);
