@@ -5,7 +5,10 @@
  * `sendmsg`/`sendmmsg` carry descriptors (SCM_RIGHTS; node writes sockets with `write`/`writev` and
  * sends none): files left in flight in a unix socket's own queue are freed by the kernel's garbage
  * collector on its own threads, outside the sandbox's cgroup, its CPU uncounted and running while
- * the sandbox is frozen (rerun 75b: 0.75 s per 544 K epoll watches, again and again).
+ * the sandbox is frozen (rerun 75b: 0.75 s per 544 K epoll watches, again and again). Linux AIO
+ * (`io_*`; node uses none) did the same through polls cancelled at `io_destroy` or exit, and its
+ * contexts count against one machine-wide limit, `fs.aio-max-nr`, which one sandbox took whole
+ * (rerun 76b). `pidfd_getfd` would copy another process's descriptors (the sandbox's init's).
  * Syscall numbers are per architecture: x86-64 (arch/x86/entry/syscalls/syscall_64.tbl) and arm64
  * (the generic table, include/uapi/asm-generic/unistd.h). Elsewhere no filter is installed and the
  * isolation summary names the architecture.
@@ -81,6 +84,13 @@ export const SYSCALL_TABLES: Partial<Record<NodeJS.Architecture, SyscallTable>> 
       mq_notify: 244,
       sendmsg: 46,
       sendmmsg: 307,
+      io_setup: 206,
+      io_destroy: 207,
+      io_getevents: 208,
+      io_submit: 209,
+      io_cancel: 210,
+      io_pgetevents: 333,
+      pidfd_getfd: 438,
     },
     byArgument: {
       socket: 41,
@@ -153,6 +163,13 @@ export const SYSCALL_TABLES: Partial<Record<NodeJS.Architecture, SyscallTable>> 
       mq_notify: 184,
       sendmsg: 211,
       sendmmsg: 269,
+      io_setup: 0,
+      io_destroy: 1,
+      io_submit: 2,
+      io_cancel: 3,
+      io_getevents: 4,
+      io_pgetevents: 292,
+      pidfd_getfd: 438,
     },
     byArgument: {
       socket: 198,
