@@ -481,18 +481,23 @@ test('hardening: a SIGKILL no sandbox limit sent says so (a busy machine, not a 
   }
 });
 
-test("hardening: the module's descriptors stop short of RLIMIT_NOFILE, so Node can write its report of V8's out-of-memory (rerun 76a: with every descriptor in use it read as a crash; rerun 77a: through Node's own opens)", async () => {
+test("hardening: the module's descriptors stop short of RLIMIT_NOFILE, so Node can write its report of V8's out-of-memory (rerun 76a: with every descriptor in use it read as a crash; reruns 77a, 78a: through Node's own opens)", async () => {
   const open =
     "const fds = []; let why = ''; try { for (let i = 0; i < 400; i++) fds.push(fs.openSync('f' + (i % 4), 'a')); } catch (e: any) { why = e.code; }";
   assert.equal(await attack(`${open} return fds.length + ' ' + why`), '192 EMFILE');
   // Nor through Node's own opens: assert reads a call site's source file, and a replaced
   // Buffer.allocUnsafe ran the module inside that read, each level holding a descriptor (rerun 77a).
-  assert.equal(
-    await attack(
-      "try { (Buffer as any).allocUnsafe = () => { throw new Error('re-entered'); }; return 'replaced'; } catch (e: any) { return e.name; }",
-    ),
-    'TypeError',
-  );
+  // Nor Buffer's methods or getters, which the same read calls (rerun 78a: slice, byteLength).
+  for (const replace of [
+    "(Buffer as any).allocUnsafe = () => { throw new Error('re-entered'); }",
+    "Buffer.prototype.slice = () => { throw new Error('re-entered'); }",
+    "Object.defineProperty(Buffer.prototype, 'byteLength', { get: () => 0 })",
+  ])
+    assert.equal(
+      await attack(`try { ${replace}; return 'replaced'; } catch (e: any) { return e.name; }`),
+      'TypeError',
+      replace,
+    );
   // One allocation past the heap limit, with the module's descriptors all taken.
   await assert.rejects(
     attack(`${open} const s = 'a'.repeat(1e8); s.indexOf('z'); return String(s.split('').length)`, {

@@ -585,10 +585,13 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
   refuseSharedWasmMemory(refused); // a wasm atomic wait on a shared memory blocks for real time
   refuseResizableBuffers(refused); // each reserves a mapping no memory limit counts
   compareWithinRealLengths(); // Node bounded the target by a length the module can claim
-  // Node's own code looks Buffer's statics up when it calls them: a replaced `allocUnsafe` ran the
-  // module inside assert's reading of a source file, each level holding a descriptor past the
-  // module's 192, until none was left for Node's fatal-error report (rerun 77a).
+  // Node's own code looks Buffer's statics and methods up when it calls them: a replaced
+  // `allocUnsafe` (rerun 77a), `slice`, `toString` or a `byteLength` getter on the prototype (rerun
+  // 78a) ran the module inside assert's reading of a source file, each level holding a descriptor
+  // past the module's 192, until none was left for Node's fatal-error report. After the guards
+  // above, which replace `compare`.
   Object.freeze(Buffer);
+  Object.freeze(Buffer.prototype);
   guardStringDecoder(refused); // the state Node's native decoder trusts, checked
   keepBuffersAttached(refused); // a detached buffer is freed under native calls still using it
   lockIntrinsics(); // last: the runner's own changes to the built-ins are in place
