@@ -481,7 +481,7 @@ test('hardening: a SIGKILL no sandbox limit sent says so (a busy machine, not a 
   }
 });
 
-test("hardening: the module's descriptors stop short of RLIMIT_NOFILE, so Node can write its report of V8's out-of-memory (rerun 76a: with every descriptor in use it read as a crash; reruns 77a, 78a: through Node's own opens)", async () => {
+test("hardening: the module's descriptors stop short of RLIMIT_NOFILE, so Node can write its report of V8's out-of-memory (rerun 76a: with every descriptor in use it read as a crash; reruns 77a-79a: through Node's own opens)", async () => {
   const open =
     "const fds = []; let why = ''; try { for (let i = 0; i < 400; i++) fds.push(fs.openSync('f' + (i % 4), 'a')); } catch (e: any) { why = e.code; }";
   assert.equal(await attack(`${open} return fds.length + ' ' + why`), '192 EMFILE');
@@ -492,6 +492,8 @@ test("hardening: the module's descriptors stop short of RLIMIT_NOFILE, so Node c
     "(Buffer as any).allocUnsafe = () => { throw new Error('re-entered'); }",
     "Buffer.prototype.slice = () => { throw new Error('re-entered'); }",
     "Object.defineProperty(Buffer.prototype, 'byteLength', { get: () => 0 })",
+    // …and the StringDecoder it makes (rerun 79a: a setter the constructor runs into).
+    "Object.defineProperty((process as any).getBuiltinModule('string_decoder').StringDecoder.prototype, 'encoding', { set() {} })",
   ])
     assert.equal(
       await attack(`try { ${replace}; return 'replaced'; } catch (e: any) { return e.name; }`),

@@ -76,4 +76,7 @@ export function guardStringDecoder(refused: Refused): void {
           return decoding(this, original, args);
         },
     );
+  // Frozen: a setter the constructor runs into, or an accessor for the state symbol, ran the module
+  // inside Node's own decoding, where assert's source read holds a file open (rerun 79a).
+  Object.freeze(proto);
 }
