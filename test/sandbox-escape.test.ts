@@ -834,9 +834,9 @@ test('escape: eighth red-team rerun (the stdin decoder, Timeout prototype setter
  * there for the native state was called at every chunk the runner read). One set-up reading.
  */
 const RERUN10_PRELUDE = `import { StringDecoder } from 'node:string_decoder';
-{ const g: any = globalThis; const sym = Object.getOwnPropertySymbols(new StringDecoder('utf8'))[0]; g.decoders = 0; g.stateReads = 0;
-  Object.defineProperty(StringDecoder.prototype, 'encoding', { configurable: true, get() { return this.__enc; }, set(v: any) { g.decoders++; this.__enc = v; } });
-  Object.defineProperty(StringDecoder.prototype, sym, { configurable: true, get() { g.stateReads++; return this.__state; }, set(v: any) { this.__state = v; } }); }`;
+{ const g: any = globalThis; const sym = Object.getOwnPropertySymbols(new StringDecoder('utf8'))[0]; g.decoders = 0; g.stateReads = 0; g.refused = 0;
+  try { Object.defineProperty(StringDecoder.prototype, 'encoding', { configurable: true, get() { return this.__enc; }, set(v: any) { g.decoders++; this.__enc = v; } }); } catch { g.refused++; }
+  try { Object.defineProperty(StringDecoder.prototype, sym, { configurable: true, get() { g.stateReads++; return this.__state; }, set(v: any) { this.__state = v; } }); } catch { g.refused++; } }`;
 const RERUN10: Record<string, string> = {
   // Garbage made at every request: collections certainly run (before the fix: 1000 and true at once).
   finalizers:
@@ -845,7 +845,8 @@ const RERUN10: Record<string, string> = {
   // Settled within the microtasks of the call (before: by a background thread, at a later request).
   wasmPromises:
     'const bytes = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0]); const done: string[] = []; WebAssembly.compile(bytes).then((m) => done.push(String(m))); WebAssembly.instantiate(bytes).then((r) => done.push(Object.keys(r).join())); await Promise.resolve(); await Promise.resolve(); return done',
-  runnerDecoder: 'const g: any = globalThis; return [g.decoders, g.stateReads]',
+  // Since rerun 79a the prototype is frozen, so both definitions are refused as well.
+  runnerDecoder: 'const g: any = globalThis; return [g.decoders, g.stateReads, g.refused]',
 };
 
 test('escape: tenth red-team rerun (collections on the real clock, the runner decoder made after the module loaded) shows no pause and no runner object', async () => {
@@ -853,7 +854,7 @@ test('escape: tenth red-team rerun (collections on the real clock, the runner de
     finalizers: '[0,false,"[object WeakRef]",false]',
     weakBuiltins: '["function","function",true]',
     wasmPromises: '["[object WebAssembly.Module]","module,instance"]',
-    runnerDecoder: '[0,0]',
+    runnerDecoder: '[0,0,2]',
   });
 });
 

@@ -728,6 +728,10 @@ int main(void) {
   aio_context_t aio = 0;
   printf("io_setup 0 %d\\n", syscall(SYS_io_setup, 1, &aio) < 0 ? errno : 0);
   printf("pidfd_getfd 0 %d\\n", syscall(SYS_pidfd_getfd, -1, 0, 0) < 0 ? errno : 0);
+  printf("msgget 0 %d\\n", syscall(SYS_msgget, IPC_PRIVATE, IPC_CREAT | 0600) < 0 ? errno : 0);
+  printf("semget 0 %d\\n", syscall(SYS_semget, IPC_PRIVATE, 1, IPC_CREAT | 0600) < 0 ? errno : 0);
+  printf("memfd_secret 0 %d\\n", syscall(447, 0) < 0 ? errno : 0);
+  printf("open_ptmx 0 %d\\n", open("/dev/ptmx", O_RDWR) < 0 ? errno : 0);
   int domains[] = {1, 2, 10, 16, 17, 38, 40};
   for (int i = 0; i < 7; i++) {
     int fds[2];
@@ -740,7 +744,7 @@ int main(void) {
 }
 `;
 
-test('hardening: native code under the bwrap level opens unix sockets only (a vsock port is not in the network namespace: rerun 72v), cannot drop its parent-death signal (rerun 72x), continue a stopped process, take memory outside its data limit (reruns 72z, 73b), send a descriptor (rerun 75b) or make an AIO context (rerun 76b)', async (t) => {
+test('hardening: native code under the bwrap level opens unix sockets only (a vsock port is not in the network namespace: rerun 72v), cannot drop its parent-death signal (rerun 72x), continue a stopped process, take memory outside its data limit (reruns 72z, 73b), send a descriptor (rerun 75b), make an AIO context (rerun 76b), a message queue, secret memory or a pty (rerun 77b)', async (t) => {
   const iso = await sandboxIsolation();
   if (iso.level !== 'bwrap' || iso.fileCountLimit === false || !seccompProgram())
     return t.skip(`no seccomp filter at this level or architecture (${process.arch})`);
@@ -769,11 +773,19 @@ test('hardening: native code under the bwrap level opens unix sockets only (a vs
     const run = spawnSync(cmd.file, [...args, '/sandbox/probe'], { cwd: runDir, env: {}, uid: cmd.uid, gid: cmd.gid });
     assert.equal(run.status, 0, String(run.stderr));
     const results = String(run.stdout).trim().split('\n');
-    assert.equal(results.length, 28, String(run.stdout));
-    const { EPERM, ENOSYS } = os.constants.errno;
+    assert.equal(results.length, 32, String(run.stdout));
+    const { EPERM, ENOSYS, ENOENT } = os.constants.errno;
     for (const line of results) {
       const [call, arg, errno] = line.split(' ');
-      const expected = call.startsWith('socket') && arg === '1' ? 0 : call === 'clone3' ? ENOSYS : EPERM;
+      // No pty device: /dev/pts is an empty tmpfs, so /dev/ptmx leads nowhere.
+      const expected =
+        call.startsWith('socket') && arg === '1'
+          ? 0
+          : call === 'clone3'
+            ? ENOSYS
+            : call === 'open_ptmx'
+              ? ENOENT
+              : EPERM;
       assert.equal(Number(errno), expected, `${call}(${arg}): errno ${errno}`);
     }
   } finally {

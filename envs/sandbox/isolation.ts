@@ -277,7 +277,10 @@ export function sandboxCommand(
     if (o.fileCountLimit) bwrap.push('--unshare-user', '--disable-userns', '--uid', '1000', '--gid', '1000');
     if (o.fileCountLimit && SECCOMP) bwrap.push('--seccomp', '3'); // fd 3: opened by the shell below
     // /dev is a tmpfs bwrap creates: read-only, else it is unbounded scratch space outside diskMb.
-    bwrap.push(...nodeMounts(), '--proc', '/proc', '--dev', '/dev', '--remount-ro', '/dev');
+    // Its /dev/pts an empty read-only tmpfs: bwrap's own devpts instance gave ptys from the machine's
+    // one count (rerun 77b: 3 071 opened, other instances then got ENOSPC).
+    bwrap.push(...nodeMounts(), '--proc', '/proc', '--dev', '/dev', '--tmpfs', '/dev/pts');
+    bwrap.push('--remount-ro', '/dev/pts', '--remount-ro', '/dev');
     for (const dir of procDirs()) bwrap.push('--tmpfs', dir, '--remount-ro', dir);
     const scratch = scratchDirOf(o.runDir);
     if (o.fileCountLimit) bwrap.push('--bind', scratch, BWRAP_DIR);
