@@ -5,7 +5,8 @@ import { EventEmitter } from 'node:events';
 import { PassThrough } from 'node:stream';
 import v8 from 'node:v8';
 import vm from 'node:vm';
-import type { ResolvedLimits } from '../envs/sandbox/isolation.js';
+import { execa } from 'execa';
+import { FATAL_REPORT_FLAGS, type ResolvedLimits } from '../envs/sandbox/isolation.js';
 import { SandboxProcess } from '../envs/sandbox/process.js';
 
 v8.setFlagsFromString('--expose-gc');
@@ -21,8 +22,8 @@ function fakeChild() {
   const stdin = new PassThrough();
   /** Each signal sent, and whether the child's input had ended by then. */
   const kills: { signal: string; inputEnded: boolean }[] = [];
-  let exit!: (r: { signal: string }) => void;
-  const child = Object.assign(new Promise<{ signal: string }>((resolve) => (exit = resolve)), {
+  let exit!: (r: { signal?: string; exitCode?: number }) => void;
+  const child = Object.assign(new Promise<{ signal?: string; exitCode?: number }>((resolve) => (exit = resolve)), {
     stdout,
     stderr: new EventEmitter(),
     stdin,
@@ -32,7 +33,7 @@ function fakeChild() {
       return true;
     },
   });
-  return { child, stdout, kills };
+  return { child, stdout, kills, exit };
 }
 
 test("sandbox process: a line written a byte at a time keeps its bytes, not each chunk's buffer (rerun 41b: 67 MiB of the worker's heap for 2.5 MB)", async () => {
@@ -89,4 +90,76 @@ test("sandbox process: an error answer's type is looked up as the worker's own e
     });
   }
   assert.equal(proc.dead, undefined, 'a forged type is not fatal');
+});
+
+test("sandbox process: Node's fatal-error report on stdout names the death, in any chunks and past outputBytes; it is taken only at a line's start and only for a death by signal (reruns 76a-79a: a report file found no descriptor free)", async () => {
+  const limits = { outputBytes: 4096, wallMs: 60_000, budgetMs: 60_000, memoryMb: 128 } as ResolvedLimits;
+  const key = Buffer.alloc(32, 5);
+  const header =
+    '{"header":{"reportVersion":4,"event":"Allocation failed - JavaScript heap out of memory","trigger":"OOMError",';
+  const dies = async (chunks: string[], death: { signal?: string; exitCode?: number }) => {
+    const { child, stdout, exit } = fakeChild();
+    const proc = new SandboxProcess(child as never, limits, key, (l) => `limits.${l} = ${limits[l]}`);
+    const pending = proc.request('POST', '/x');
+    for (const chunk of chunks) stdout.emit('data', Buffer.from(chunk));
+    exit(death);
+    return pending.then(
+      () => assert.fail('the request was answered'),
+      (e: Error & { reason?: string; limit?: string }) => e,
+    );
+  };
+  const rest = '"filename":null},"javascriptStack":{"message":"No stack."}}\n';
+  // The header cut inside its prefix, as a pipe may hand it over.
+  const split = await dies([header.slice(0, 10), header.slice(10), rest], { signal: 'SIGABRT' });
+  assert.equal(split.reason, 'memory', split.message);
+  assert.equal(split.limit, 'memoryMb');
+  assert.match(
+    split.message,
+    /ran out of memory \(limits\.memoryMb = 128 MiB\): Allocation failed - JavaScript heap out of memory/,
+  );
+  // Longer than outputBytes (its stack is the module's size), with no newline before the death.
+  const long = await dies([header, '"x":"' + 'y'.repeat(3 * limits.outputBytes)], { signal: 'SIGABRT' });
+  assert.equal(long.reason, 'memory', long.message);
+  // A report only in the middle of a line is not Node's: the line lacks the runner's MAC.
+  const inside = await dies(['00 ' + header + rest], { signal: 'SIGABRT' });
+  assert.equal(inside.reason, 'protocol', inside.message);
+  // Node aborts after its report: an exit by code is not the death it describes.
+  const byCode = await dies([header + rest], { exitCode: 1 });
+  assert.equal(byCode.reason, 'crash', byCode.message);
+  // Another fatal error: a crash, quoting Node's event.
+  const fatal = await dies(['{"header":{"reportVersion":4,"event":"Invalid state","trigger":"FatalError",' + rest], {
+    signal: 'SIGABRT',
+  });
+  assert.equal(fatal.reason, 'crash', fatal.message);
+  assert.match(fatal.message, /a fatal error in Node: Invalid state/);
+});
+
+test("sandbox process: V8's out-of-memory with every descriptor of RLIMIT_NOFILE in use is the memory limit: Node's report needs none (reruns 76a-79a)", async () => {
+  // Node with the sandbox's report flags, every descriptor taken (the module's cap and the routes
+  // past it aside), then a heap bomb.
+  const bomb = `const fs = require('fs'); let n = 0; try { for (;;) { fs.openSync('/dev/null', 'r'); n++; } } catch {}
+    process.stderr.write(n + ' opened\\n'); const keep = []; for (;;) keep.push(new Array(1e5).fill(n));`;
+  const child = execa(
+    '/bin/sh',
+    [
+      '-c',
+      'ulimit -n 64 && exec "$@"',
+      'sh',
+      process.execPath,
+      ...FATAL_REPORT_FLAGS,
+      '--max-old-space-size=32',
+      '-e',
+      bomb,
+    ],
+    { stdin: 'pipe', stdout: 'pipe', stderr: 'pipe', buffer: false, reject: false },
+  );
+  const limits = { outputBytes: 1 << 20, wallMs: 600_000, budgetMs: 600_000, memoryMb: 32 } as ResolvedLimits;
+  const proc = new SandboxProcess(child, limits, Buffer.alloc(32), (l) => `limits.${l} = ${limits[l]}`);
+  await assert.rejects(proc.request('POST', '/x'), (e: Error & { reason?: string; limit?: string }) => {
+    assert.equal(e.reason, 'memory', e.message);
+    assert.equal(e.limit, 'memoryMb');
+    assert.match(e.message, /killed by SIGABRT: ran out of memory .*JavaScript heap out of memory/);
+    return true;
+  });
+  assert.match(proc.logs, /\b\d+ opened/);
 });

@@ -588,8 +588,8 @@ export const runSandboxChild: (mod: unknown) => void = (() => {
   // Node's own code looks Buffer's statics and methods up when it calls them: a replaced
   // `allocUnsafe` (rerun 77a), `slice`, `toString` or a `byteLength` getter on the prototype (rerun
   // 78a) ran the module inside assert's reading of a source file, each level holding a descriptor
-  // past the module's 192, until none was left for Node's fatal-error report. After the guards
-  // above, which replace `compare`.
+  // past the module's 192, until none was left for Node's fatal-error report (a file then). After
+  // the guards above, which replace `compare`.
   Object.freeze(Buffer);
   Object.freeze(Buffer.prototype);
   guardStringDecoder(refused); // the state Node's native decoder trusts, checked

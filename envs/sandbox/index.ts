@@ -25,7 +25,6 @@ import { SESSION_KEY_BYTES } from './framing.js';
 import {
   allocateUid,
   inheritableFds,
-  reportFileOf,
   dataLimitBytes,
   isolationIfAvailable,
   makeSandboxDir,
@@ -260,7 +259,6 @@ async function startGeneration(
       spentMs: spent.busyMs,
       cpuLimit: cpuLeft,
       dataLimit: isolation.rlimits ? dataLimitBytes(limits) : 0,
-      reportFile: reportFileOf(runDir),
       cgroup,
     });
     const onAbort = () => proc.cancel(`cancelled by the caller (${cause(opts.signal!)}); process killed`);

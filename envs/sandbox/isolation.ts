@@ -99,8 +99,6 @@ export function cgroupMemoryBytes(limits: Pick<ResolvedLimits, 'memoryMb' | 'dis
 
 /** Where the sandbox dir appears inside the bwrap mount namespace. */
 const BWRAP_DIR = '/sandbox';
-/** Where the bwrap level mounts the report file (reportFileOf), outside the module's permissions. */
-const BWRAP_REPORT_DIR = '/report';
 
 const isRoot = () => process.getuid?.() === 0;
 let uidCounter = 0;
@@ -186,15 +184,22 @@ export function inheritableFds(): number[] {
 
 /** Where the worker creates the (empty) mount point of the bwrap level's scratch tmpfs. */
 export const scratchDirOf = (runDir: string) => path.join(path.dirname(runDir), 'scratch');
-const REPORT_FILE = 'fatal.json';
-/**
- * Where Node writes its report of a fatal error: a file the worker makes empty, the only thing of
- * its dir the sandbox uid may write (Node truncates and writes it; no file can be added beside it).
- */
-export const reportFileOf = (runDir: string) => path.join(path.dirname(runDir), 'report', REPORT_FILE);
 /** Where the worker writes the seccomp filter bwrap loads (x86-64 and arm64, see seccomp.ts). */
 const seccompFileOf = (runDir: string) => path.join(path.dirname(runDir), 'seccomp.bpf');
 const SECCOMP = seccompProgram();
+
+/**
+ * Node's own report of a fatal error (V8's out-of-memory among them), on fd 1, where only the runner
+ * writes besides: a death's limit is read from it, not from stderr, where the module's text and its
+ * function names in Node's stacks read as Node's (reruns 14, 70b-72b). Not a file: Node opened one
+ * as it died, and found none free where the module held every descriptor (reruns 76a-79a).
+ */
+export const FATAL_REPORT_FLAGS = [
+  '--report-on-fatalerror',
+  '--report-filename=stdout',
+  '--report-compact',
+  '--report-exclude-network', // no name lookups for its sockets as it dies
+];
 
 /**
  * The command line of one sandbox. `fileCountLimit` (bwrap only): mount the scratch tmpfs with an
@@ -240,14 +245,7 @@ export function sandboxCommand(
     // Buffer.allocUnsafe(Slow) hands out freed memory as it was: the raw stat arrays of earlier
     // requests (the real time, to 10 ms) and the runner's HMAC pads (the session key: rerun 72c).
     '--zero-fill-buffers',
-    // Node's own report of a fatal error (V8's out-of-memory among them), in a dir the module's
-    // permissions do not reach: a death's limit is read from it, not from stderr, where the
-    // module's text and its function names in Node's stacks read as Node's (reruns 14, 70b-72b).
-    '--report-on-fatalerror',
-    `--report-directory=${level === 'bwrap' ? BWRAP_REPORT_DIR : path.dirname(reportFileOf(o.runDir))}`,
-    `--report-filename=${REPORT_FILE}`,
-    '--report-compact',
-    '--report-exclude-network', // no name lookups for its sockets as it dies
+    ...FATAL_REPORT_FLAGS,
     path.posix.join(dir, o.entry),
     `--output-bytes=${o.limits.outputBytes}`,
     ...(o.closeFds?.length ? [`--close-fds=${o.closeFds.join(',')}`] : []),
@@ -285,7 +283,6 @@ export function sandboxCommand(
     const scratch = scratchDirOf(o.runDir);
     if (o.fileCountLimit) bwrap.push('--bind', scratch, BWRAP_DIR);
     else bwrap.push('--perms', '0700', '--size', String(o.limits.diskMb * MiB), '--tmpfs', BWRAP_DIR);
-    bwrap.push('--bind', reportFileOf(o.runDir), path.posix.join(BWRAP_REPORT_DIR, REPORT_FILE));
     // Only the bundle is bound into the writable dir, read-only. Last, bwrap's root tmpfs (holding
     // the mount points) becomes read-only: socket files bound at / and /usr were writes outside the
     // scratch dir's caps (rerun 14).
@@ -387,9 +384,6 @@ export async function makeSandboxDir(uid: number | undefined): Promise<{ root: s
     await mkdir(dir, { mode: 0o700 });
     if (uid !== undefined) await chown(dir, uid, uid);
   }
-  await mkdir(path.dirname(reportFileOf(runDir)), { mode: 0o711 });
-  await writeFile(reportFileOf(runDir), '', { mode: 0o600 });
-  if (uid !== undefined) await chown(reportFileOf(runDir), uid, uid);
   if (SECCOMP) await writeFile(seccompFileOf(runDir), SECCOMP, { mode: 0o644 });
   return { root, runDir };
 }

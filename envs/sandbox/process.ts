@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { closeSync, openSync, readdirSync, readFileSync, readSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import type { ResultPromise } from 'execa';
 import type { ProtocolResponse } from '../protocol/handler.js';
@@ -127,31 +127,23 @@ const NEAR_LIMIT = 0.9;
 const MAX_FREEZE_ROUNDS = 8;
 const VM_DATA = /^VmData:\s+(\d+) kB/m;
 const VM_RSS = /^VmRSS:\s+(\d+) kB/m;
-/** The start of Node's report: its header's first fields, the event (Node's words) and the trigger. */
+/** How Node's report of a fatal error begins: the runner's lines begin with their MAC's hex. */
+const REPORT_START = Buffer.from('{"header":{"reportVersion":');
+/** Bytes of the report kept: its header's event and trigger come first. */
+const REPORT_HEAD_BYTES = 4096;
+/** The report's first fields: its version, the event (Node's words) and the trigger. */
 const REPORT_HEADER = /^\{"header":\{"reportVersion":\d+,"event":("(?:[^"\\]|\\.)*"),"trigger":"(\w+)"/;
 
 /**
  * What Node reported as the process died of a fatal error (`--report-on-fatalerror`): V8's
- * out-of-memory (trigger `OOMError`) or another fatal error. The report is written where only Node
- * writes, so the module cannot make one up; its stderr can be: the module prints there, and so
- * does Node on its behalf (its source line and function names in Node's stacks and in an exception
- * in Node's promise-rejection callback: reruns 14, 15, 70b, 71b, 72b), so no reason is read there.
+ * out-of-memory (trigger `OOMError`) or another fatal error. Node writes the report to fd 1
+ * (`--report-filename=stdout`), which only Node and the runner write, so the module cannot make one
+ * up; its stderr can be: the module prints there, and so does Node on its behalf (its source line
+ * and function names in Node's stacks and in an exception in Node's promise-rejection callback:
+ * reruns 14, 15, 70b, 71b, 72b), so no reason is read there.
  */
-function fatalReport(file: string | undefined): { trigger: string; event: string } | undefined {
-  if (!file) return undefined;
-  let head: string;
-  try {
-    const fd = openSync(file, 'r');
-    try {
-      const bytes = Buffer.alloc(4096);
-      head = bytes.toString('utf8', 0, readSync(fd, bytes, 0, bytes.length, 0));
-    } finally {
-      closeSync(fd);
-    }
-  } catch {
-    return undefined; // unreadable: taken as none (an empty file is none too: no fatal error of Node's or V8's)
-  }
-  const m = REPORT_HEADER.exec(head);
+function fatalReport(head: string | undefined): { trigger: string; event: string } | undefined {
+  const m = head === undefined ? null : REPORT_HEADER.exec(head);
   return m ? { trigger: m[2], event: String(JSON.parse(m[1])) } : undefined;
 }
 
@@ -175,6 +167,8 @@ export class SandboxProcess implements ProtocolTransport {
   private stdoutBytes = 0;
   private stderrBytes = 0;
   private stderrTail = '';
+  /** The first bytes of Node's report of a fatal error, once it began on stdout; stdout is read no further. */
+  private reportHead?: string;
   private failure?: SandboxError;
   private readonly exited: Promise<void>;
   /** Time requests have kept the sandbox busy (at least one pending), excluding the current stretch. */
@@ -212,8 +206,6 @@ export class SandboxProcess implements ProtocolTransport {
       cpuLimit?: number;
       /** Its RLIMIT_DATA in bytes (0: none): a native death near it is the memory limit. */
       dataLimit?: number;
-      /** Where Node writes its report if the process dies of a fatal error. */
-      reportFile?: string;
       /** The cgroup the process joined before it ran (cgroup.ts): its stop, CPU count, memory limit and kill. */
       cgroup?: SandboxCgroup;
     } = {},
@@ -435,6 +427,7 @@ export class SandboxProcess implements ProtocolTransport {
    */
   private onStdout(chunk: Buffer) {
     this.stdoutBytes += chunk.length;
+    if (this.reportHead !== undefined) return; // Node is dying: the rest is its report
     const tooLong = () =>
       this.fail('output_limit', `a response exceeded ${this.named('outputBytes')} bytes`, 'outputBytes');
     let start = 0;
@@ -443,14 +436,20 @@ export class SandboxProcess implements ProtocolTransport {
       const line = this.stdoutPending ? Buffer.concat([this.stdoutTail.subarray(0, this.stdoutPending), end]) : end;
       this.dropTail();
       start = nl + 1;
+      if (this.takeReport(line)) return;
       if (line.length > this.limits.outputBytes) return tooLong();
       this.onLine(line.toString('utf8'));
     }
     if (this.failure) return this.dropTail();
     const rest = chunk.subarray(start);
     if (this.stdoutPending + rest.length > this.limits.outputBytes) {
+      // A report is the module's size (its stack, its heap): kept in part, never past a limit.
+      const head = Buffer.concat([
+        this.stdoutTail.subarray(0, this.stdoutPending),
+        rest.subarray(0, REPORT_HEAD_BYTES),
+      ]);
       this.dropTail();
-      return tooLong();
+      return this.takeReport(head) ? undefined : tooLong();
     }
     if (this.stdoutPending + rest.length > this.stdoutTail.length) {
       const grown = Buffer.allocUnsafe(Math.max(2 * this.stdoutTail.length, this.stdoutPending + rest.length, 4096));
@@ -459,6 +458,18 @@ export class SandboxProcess implements ProtocolTransport {
     }
     rest.copy(this.stdoutTail, this.stdoutPending);
     this.stdoutPending += rest.length;
+  }
+
+  /**
+   * Takes a line (or the start of one) that begins as Node's report of a fatal error does, the one
+   * line on stdout the runner does not sign: Node writes it to the fd it holds, as it dies. Written
+   * to a file it opened then, it was lost wherever the module had every descriptor in use, and
+   * V8's out-of-memory read as a crash (reruns 76a-79a).
+   */
+  private takeReport(bytes: Buffer): boolean {
+    if (!bytes.subarray(0, REPORT_START.length).equals(REPORT_START)) return false;
+    this.reportHead = bytes.toString('utf8', 0, Math.min(bytes.length, REPORT_HEAD_BYTES));
+    return true;
   }
 
   /** Forgets the line not yet ended, and the buffer that held it where it grew past a few KiB. */
@@ -534,7 +545,7 @@ export class SandboxProcess implements ProtocolTransport {
    * when an allocation outside V8's heap fails at the limit (the collection it starts cannot get
    * memory either: SIGSEGV in 13 of 13 runs of 64 KiB buffers, rerun 67b), and a dead process's
    * use cannot be read. And the most resident memory (VmRSS): V8's heap at its limit where Node
-   * could not write its report (every descriptor in use: rerun 72c).
+   * wrote no report (rerun 72c, when the report was a file: every descriptor in use).
    */
   private sampleData() {
     if (this.frozen || this.failure) return;
@@ -567,7 +578,8 @@ export class SandboxProcess implements ProtocolTransport {
         .join(' | '),
     );
     const how = signal ? `killed by ${signal}` : `exited with code ${code}`;
-    const report = signal ? fatalReport(this.o.reportFile) : undefined;
+    if (this.reportHead === undefined) this.takeReport(this.stdoutTail.subarray(0, this.stdoutPending)); // no newline after it
+    const report = signal ? fatalReport(this.reportHead) : undefined;
     const mib = (n: number) => Math.round(n / 2 ** 20);
     const dataLimit = this.o.dataLimit ?? 0;
     if (signal === 'SIGXCPU') {

@@ -285,8 +285,9 @@ const FD_OR_PATH_CALLS = ['readFileSync', 'writeFileSync', 'appendFileSync'];
 
 /**
  * Descriptors the module may hold open at once, below `RLIMIT_NOFILE` (256): Node keeps ~20 of its
- * own, and needs one more to write its report of a fatal error (rerun 76a: with every descriptor in
- * use, V8's out-of-memory death left no report and read as a crash).
+ * own and opens more as it works (assert reads a call site's source). Its report of a fatal error,
+ * when that was a file, found none (rerun 76a: V8's out-of-memory death read as a crash); it goes
+ * to fd 1 now (isolation.ts), and this cap is the second line.
  */
 const MAX_OWN_DESCRIPTORS = 192;
 
