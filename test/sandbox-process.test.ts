@@ -23,9 +23,10 @@ function fakeChild() {
   /** Each signal sent, and whether the child's input had ended by then. */
   const kills: { signal: string; inputEnded: boolean }[] = [];
   let exit!: (r: { signal?: string; exitCode?: number }) => void;
+  const stderr = new EventEmitter();
   const child = Object.assign(new Promise<{ signal?: string; exitCode?: number }>((resolve) => (exit = resolve)), {
     stdout,
-    stderr: new EventEmitter(),
+    stderr,
     stdin,
     kill: (signal: string) => {
       kills.push({ signal, inputEnded: stdin.writableEnded });
@@ -33,7 +34,7 @@ function fakeChild() {
       return true;
     },
   });
-  return { child, stdout, kills, exit };
+  return { child, stdout, stderr, kills, exit };
 }
 
 test("sandbox process: a line written a byte at a time keeps its bytes, not each chunk's buffer (rerun 41b: 67 MiB of the worker's heap for 2.5 MB)", async () => {
@@ -162,4 +163,38 @@ test("sandbox process: V8's out-of-memory with every descriptor of RLIMIT_NOFILE
     return true;
   });
   assert.match(proc.logs, /\b\d+ opened/);
+});
+
+test('sandbox process: logs past outputBytes are that limit unless the process is dying of out-of-memory, whose last words on stderr came first (rerun 80a: a real out-of-memory read as output_limit)', async () => {
+  const limits = { outputBytes: 4096, wallMs: 60_000, budgetMs: 60_000, memoryMb: 128 } as ResolvedLimits;
+  const key = Buffer.alloc(32, 6);
+  const report =
+    '{"header":{"reportVersion":4,"event":"Allocation failed - JavaScript heap out of memory","trigger":"OOMError"}}\n';
+  const run = async (then: (f: ReturnType<typeof fakeChild>) => void) => {
+    const f = fakeChild();
+    const proc = new SandboxProcess(f.child as never, limits, key, (l) => `limits.${l} = ${limits[l]}`);
+    const pending = proc.request('POST', '/x');
+    f.stderr.emit('data', Buffer.alloc(limits.outputBytes - 100, 0x61)); // the module's, within the limit
+    f.stderr.emit('data', Buffer.from('<--- Last few GCs --->\n'.repeat(10))); // Node's, past it
+    then(f);
+    return pending.then(
+      () => assert.fail('the request was answered'),
+      (e: Error & { reason?: string; limit?: string }) => e,
+    );
+  };
+  const oom = await run(({ stdout, exit }) => {
+    stdout.emit('data', Buffer.from(report));
+    exit({ signal: 'SIGABRT' });
+  });
+  assert.equal(oom.reason, 'memory', oom.message);
+  // No death: the logs limit, a moment later, and an answer meanwhile is not taken.
+  const json = JSON.stringify({ id: 1, status: 200, body: 'late' });
+  const logs = await run(({ stdout }) =>
+    stdout.emit('data', Buffer.from(`${createHmac('sha256', key).update(json).digest('hex')} ${json}\n`)),
+  );
+  assert.equal(logs.reason, 'output_limit', logs.message);
+  assert.equal(logs.limit, 'outputBytes');
+  // Another death meanwhile is still the logs limit.
+  const crash = await run(({ exit }) => exit({ signal: 'SIGSEGV' }));
+  assert.equal(crash.reason, 'output_limit', crash.message);
 });

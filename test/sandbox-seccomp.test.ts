@@ -4,7 +4,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import {
   ALLOWED_SOCKET_DOMAIN,
   PR_SET_PDEATHSIG,
+  PR_SET_SECCOMP,
   RET_ALLOW,
+  RET_DONE,
   RET_ENOSYS,
   SIGCONT,
   RET_EPERM,
@@ -75,9 +77,16 @@ for (const arch of ['x64', 'arm64'] as const) {
         assert.equal(runFilter(program, table.audit, call, domain), RET_EPERM, `${call}: domain ${domain}`);
     }
     assert.equal(runFilter(program, table.audit, NEEDED[arch][0], 2), RET_ALLOW, 'an argument 2 to another call');
-    // prctl: only the parent-death signal is refused (rerun 72x); node names its threads (PR_SET_NAME).
+    // prctl: the parent-death signal (rerun 72x) and a filter of its own (rerun 80b, as `seccomp`
+    // is) are refused; node names its threads (PR_SET_NAME).
     assert.equal(runFilter(program, table.audit, prctl, PR_SET_PDEATHSIG), RET_EPERM, 'PR_SET_PDEATHSIG');
+    assert.equal(runFilter(program, table.audit, prctl, PR_SET_SECCOMP), RET_EPERM, 'PR_SET_SECCOMP');
+    assert.ok('seccomp' in table.denied);
     assert.equal(runFilter(program, table.audit, prctl, 15), RET_ALLOW, 'PR_SET_NAME');
+    // The sync calls return 0 and do nothing (rerun 80b: sync() flushed the host's disks on kworkers).
+    assert.deepEqual(Object.keys(table.ignored).sort(), ['fdatasync', 'fsync', 'sync', 'sync_file_range', 'syncfs']);
+    for (const [name, nr] of Object.entries(table.ignored))
+      assert.equal(runFilter(program, table.audit, nr), RET_DONE, name);
     assert.equal(runFilter(program, table.audit, NEEDED[arch][0], PR_SET_PDEATHSIG), RET_ALLOW, 'an argument 1');
     // SIGCONT is refused whichever call sends it, at its own argument (rerun 72z); other signals pass.
     for (const [call, arg] of [
@@ -130,6 +139,7 @@ test("seccomp: syscall numbers agree with this machine's kernel headers", (t) =>
     const text = readFileSync(file, 'utf8');
     for (const [name, nr] of Object.entries({
       ...SYSCALL_TABLES[arch]!.denied,
+      ...SYSCALL_TABLES[arch]!.ignored,
       ...SYSCALL_TABLES[arch]!.byArgument,
     })) {
       const m = new RegExp(`^#define __NR(?:3264)?_${name}\\s+(\\d+)`, 'm').exec(text);

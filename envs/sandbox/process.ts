@@ -49,6 +49,8 @@ const MAX_MESSAGE_CHARS = 1_200;
 export type LimitNamer = (limit: keyof ResolvedLimits) => string;
 
 const STDERR_TAIL = 4096;
+/** How long a process past its logs limit has to die of something else first (onStderr). */
+const LAST_WORDS_MS = 1000;
 /** Deepest nesting of arrays/objects a response may have; checked before JSON.parse sees it. */
 export const MAX_RESPONSE_DEPTH = 64;
 /**
@@ -167,6 +169,8 @@ export class SandboxProcess implements ProtocolTransport {
   private stdoutBytes = 0;
   private stderrBytes = 0;
   private stderrTail = '';
+  /** Set once stderr passed outputBytes: the limit's failure, a moment later (onStderr). */
+  private logsFull?: NodeJS.Timeout;
   /** The first bytes of Node's report of a fatal error, once it began on stdout; stdout is read no further. */
   private reportHead?: string;
   private failure?: SandboxError;
@@ -479,6 +483,7 @@ export class SandboxProcess implements ProtocolTransport {
   }
 
   private onLine(line: string) {
+    if (this.logsFull) return; // past its logs limit: failing
     const mac = Buffer.from(line.slice(0, MAC_HEX), 'hex');
     const json = line.slice(MAC_HEX + 1);
     const expected = createHmac('sha256', this.key).update(json).digest();
@@ -534,9 +539,16 @@ export class SandboxProcess implements ProtocolTransport {
   private onStderr(chunk: Buffer) {
     this.stderrBytes += chunk.length;
     this.stderrTail = (this.stderrTail + chunk.toString('utf8')).slice(-STDERR_TAIL);
-    if (this.stderrBytes > this.limits.outputBytes) {
-      this.fail('output_limit', `wrote more than ${this.named('outputBytes')} bytes of logs`, 'outputBytes');
+    // Named a moment later: a death under way writes last words of its own here, V8's and Node's
+    // around its report (~1.6 KB), and is named by its cause (rerun 80a: with the module's logs
+    // just under the limit, a real out-of-memory read as this one). No answer is taken meanwhile.
+    if (this.stderrBytes > this.limits.outputBytes && !this.logsFull) {
+      this.logsFull = setTimeout(() => this.fail('output_limit', this.logsMessage(), 'outputBytes'), LAST_WORDS_MS);
     }
+  }
+
+  private logsMessage() {
+    return `wrote more than ${this.named('outputBytes')} bytes of logs`;
   }
 
   /**
@@ -580,6 +592,8 @@ export class SandboxProcess implements ProtocolTransport {
     const how = signal ? `killed by ${signal}` : `exited with code ${code}`;
     if (this.reportHead === undefined) this.takeReport(this.stdoutTail.subarray(0, this.stdoutPending)); // no newline after it
     const report = signal ? fatalReport(this.reportHead) : undefined;
+    if (this.logsFull && !(report?.trigger === 'OOMError' || this.o.cgroup?.oomKilled()))
+      return this.failWith(new SandboxError('output_limit', this.logsMessage(), 'outputBytes'));
     const mib = (n: number) => Math.round(n / 2 ** 20);
     const dataLimit = this.o.dataLimit ?? 0;
     if (signal === 'SIGXCPU') {
@@ -681,6 +695,7 @@ export class SandboxProcess implements ProtocolTransport {
   }
 
   private failWith(err: SandboxError) {
+    clearTimeout(this.logsFull);
     this.failure ??= err;
     this.rejectAll(this.failure);
   }

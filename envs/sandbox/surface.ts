@@ -417,12 +417,39 @@ function oneShotDigests(hash: OneShot, refused: Refused) {
 }
 
 /**
+ * `createCipher` and `createDecipher` are fixed by Node (deprecated: neither writable nor
+ * configurable), so refusing them on `crypto` does not hold, and they made a working Cipher whose
+ * native CipherBase took any object as a key (rerun 80a: a plain `{}` to `initiv`, SIGSEGV 2/2).
+ * CipherBase's own methods are refused instead: every cipher stops at its first native call.
+ */
+function refuseCipherHandles(crypto: Exports, refused: Refused): void {
+  const cipher = (crypto.createCipheriv as (...a: unknown[]) => object)(
+    'aes-128-cbc',
+    new Uint8Array(16),
+    new Uint8Array(16),
+  );
+  const handle = Object.getOwnPropertySymbols(cipher)
+    .map((s) => (cipher as Record<symbol, unknown>)[s])
+    .find((v) => typeof v === 'object' && v !== null && v.constructor?.name === 'CipherBase');
+  if (!handle) throw new Error("sandbox: Node's Cipher no longer holds a CipherBase; its methods cannot be refused");
+  const base = Object.getPrototypeOf(handle) as object;
+  for (const k of Reflect.ownKeys(base))
+    Object.defineProperty(base, k, {
+      value: refused('crypto ciphers (not open in the sandbox)'),
+      writable: false,
+      configurable: false,
+    });
+  Object.freeze(base);
+}
+
+/**
  * An asynchronous random or key call hands its native job to the callback as `this` (a setter on
  * RandomBytesJob.prototype's `ondone` wrote into freed memory: rerun 72l); the synchronous forms
  * hand out nothing native.
  */
 function keepHashesAndRandom(refused: Refused): void {
   const crypto = builtin('crypto');
+  refuseCipherHandles(crypto, refused); // while createCipheriv is Node's
   const syncOnly = (name: string) => {
     const f = crypto[name] as (...a: unknown[]) => unknown;
     const refuse = refused(`crypto.${name} with a callback (only the synchronous form is open in the sandbox)`);
