@@ -687,6 +687,7 @@ const NATIVE_PROBE_C = `#define _GNU_SOURCE
 #include <linux/seccomp.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/shm.h>
@@ -745,6 +746,17 @@ int main(void) {
   printf("fdatasync -1 %d\\n", fdatasync(-1) < 0 ? errno : 0);
   printf("syncfs -1 %d\\n", syscall(SYS_syncfs, -1) < 0 ? errno : 0);
   printf("sync_file_range -1 %d\\n", syscall(SYS_sync_file_range, -1, 0, 0, 0) < 0 ? errno : 0);
+  int node = open("/proc/self/exe", O_RDONLY);
+  printf("inotify_init1 0 %d\\n", syscall(SYS_inotify_init1, 0) < 0 ? errno : 0);
+  printf("fanotify_init 0 %d\\n", syscall(SYS_fanotify_init, 0, 0) < 0 ? errno : 0);
+  printf("flock %d %d\\n", LOCK_SH, syscall(SYS_flock, node, LOCK_SH) < 0 ? errno : 0);
+  struct flock lock = { .l_type = F_RDLCK, .l_whence = SEEK_SET };
+  printf("fcntl %d %d\\n", F_OFD_SETLK, fcntl(node, F_OFD_SETLK, &lock) < 0 ? errno : 0);
+  printf("open %d %d\\n", O_DIRECT, open("/proc/self/exe", O_RDONLY | O_DIRECT) < 0 ? errno : 0);
+  printf("fcntl %d %d\\n", O_DIRECT, fcntl(node, F_SETFL, O_DIRECT) < 0 ? errno : 0);
+  printf("fadvise64 %d %d\\n", POSIX_FADV_DONTNEED, syscall(SYS_fadvise64, node, 0, 0, POSIX_FADV_DONTNEED) < 0 ? errno : 0);
+  printf("preadv2 0 %d\\n", syscall(SYS_preadv2, node, &iov, 1, 0, 0, 0) < 0 ? errno : 0);
+  printf("openat2 0 %d\\n", syscall(SYS_openat2, AT_FDCWD, "/proc/self/exe", &byte, 24) < 0 ? errno : 0);
   int domains[] = {1, 2, 10, 16, 17, 38, 40};
   for (int i = 0; i < 7; i++) {
     int fds[2];
@@ -757,7 +769,7 @@ int main(void) {
 }
 `;
 
-test('hardening: native code under the bwrap level opens unix sockets only (a vsock port is not in the network namespace: rerun 72v), cannot drop its parent-death signal (rerun 72x), continue a stopped process, take memory outside its data limit (reruns 72z, 73b), send a descriptor (rerun 75b), make an AIO context (rerun 76b), a message queue, secret memory or a pty (rerun 77b), a filter of its own, or a sync (rerun 80b)', async (t) => {
+test('hardening: native code under the bwrap level opens unix sockets only (a vsock port is not in the network namespace: rerun 72v), cannot drop its parent-death signal (rerun 72x), continue a stopped process, take memory outside its data limit (reruns 72z, 73b), send a descriptor (rerun 75b), make an AIO context (rerun 76b), a message queue, secret memory or a pty (rerun 77b), a filter of its own, or a sync (rerun 80b), watch or lock the files every sandbox shares, or read them past the page cache (rerun 81b)', async (t) => {
   const iso = await sandboxIsolation();
   if (iso.level !== 'bwrap' || iso.fileCountLimit === false || !seccompProgram())
     return t.skip(`no seccomp filter at this level or architecture (${process.arch})`);
@@ -786,7 +798,7 @@ test('hardening: native code under the bwrap level opens unix sockets only (a vs
     const run = spawnSync(cmd.file, [...args, '/sandbox/probe'], { cwd: runDir, env: {}, uid: cmd.uid, gid: cmd.gid });
     assert.equal(run.status, 0, String(run.stderr));
     const results = String(run.stdout).trim().split('\n');
-    assert.equal(results.length, 38, String(run.stdout));
+    assert.equal(results.length, 47, String(run.stdout));
     const { EPERM, ENOSYS, ENOENT } = os.constants.errno;
     for (const line of results) {
       const [call, arg, errno] = line.split(' ');

@@ -1,6 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { EventEmitter } from 'node:events';
 import { PassThrough } from 'node:stream';
 import v8 from 'node:v8';
@@ -23,10 +26,12 @@ function fakeChild() {
   /** Each signal sent, and whether the child's input had ended by then. */
   const kills: { signal: string; inputEnded: boolean }[] = [];
   let exit!: (r: { signal?: string; exitCode?: number }) => void;
-  const stderr = new EventEmitter();
+  const stderr = Object.assign(new EventEmitter(), { pause: () => {}, resume: () => {} });
   const child = Object.assign(new Promise<{ signal?: string; exitCode?: number }>((resolve) => (exit = resolve)), {
     stdout,
     stderr,
+    exitCode: null,
+    signalCode: null,
     stdin,
     kill: (signal: string) => {
       kills.push({ signal, inputEnded: stdin.writableEnded });
@@ -197,4 +202,41 @@ test('sandbox process: logs past outputBytes are that limit unless the process i
   // Another death meanwhile is still the logs limit.
   const crash = await run(({ exit }) => exit({ signal: 'SIGSEGV' }));
   assert.equal(crash.reason, 'output_limit', crash.message);
+});
+
+test("sandbox process: past the logs limit the worker reads no more of stderr, and a limit that fires meanwhile is the logs limit (rerun 81a: a flood cost the worker most of a core; a request's wall clock named timeout)", async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'logs-flood-'));
+  try {
+    // The child counts what it got into the pipe, in a file of its own, after every write.
+    const counter = path.join(dir, 'written');
+    const flood = `const fs = require('fs'); const b = Buffer.alloc(65536, 0xff); let n = 0;
+      for (;;) { n += fs.writeSync(2, b); fs.writeFileSync(${JSON.stringify(counter)}, String(n)); }`;
+    const child = execa(process.execPath, ['-e', flood], {
+      stdin: 'pipe',
+      stdout: 'pipe',
+      stderr: 'pipe',
+      buffer: false,
+      reject: false,
+    });
+    const limits = { outputBytes: 1 << 20, wallMs: 600_000, budgetMs: 600_000, memoryMb: 128 } as ResolvedLimits;
+    const proc = new SandboxProcess(child, limits, Buffer.alloc(32), (l) => `limits.${l} = ${limits[l]}`);
+    await assert.rejects(proc.request('POST', '/x'), (e: Error & { reason?: string }) => e.reason === 'output_limit');
+    await proc.close();
+    const written = Number(readFileSync(counter, 'utf8'));
+    // The limit, what was in flight, and a pipe's worth (64 KiB here; up to 1 MiB where raised).
+    assert.ok(written <= 3 * limits.outputBytes, `the child wrote ${written} bytes past a ${limits.outputBytes} limit`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  // A request's wall clock that runs out in that second names the logs limit, passed first.
+  const { child, stderr } = fakeChild();
+  const limits = { outputBytes: 4096, wallMs: 50, budgetMs: 60_000, memoryMb: 128 } as ResolvedLimits;
+  const proc = new SandboxProcess(child as never, limits, Buffer.alloc(32), (l) => `limits.${l} = ${limits[l]}`);
+  const pending = proc.request('POST', '/x');
+  stderr.emit('data', Buffer.alloc(limits.outputBytes + 1, 0x61));
+  await assert.rejects(pending, (e: Error & { reason?: string; limit?: string }) => {
+    assert.equal(e.reason, 'output_limit', e.message);
+    assert.equal(e.limit, 'outputBytes');
+    return true;
+  });
 });

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import {
   ALLOWED_SOCKET_DOMAIN,
+  FILE_LOCKS,
   PR_SET_PDEATHSIG,
   PR_SET_SECCOMP,
   RET_ALLOW,
@@ -109,6 +110,23 @@ for (const arch of ['x64', 'arm64'] as const) {
     const { fcntl, clone, clone3 } = table.byArgument;
     assert.equal(runFilter(program, table.audit, fcntl, 3, 10), RET_EPERM, 'fcntl F_SETSIG');
     assert.equal(runFilter(program, table.audit, fcntl, 3, 2), RET_ALLOW, 'fcntl F_SETFD');
+    // Record locks on files every sandbox shares (rerun 81b), as flock and inotify are.
+    for (const command of FILE_LOCKS)
+      assert.equal(runFilter(program, table.audit, fcntl, 3, command), RET_EPERM, `fcntl ${command}`);
+    for (const call of ['flock', 'inotify_init1', 'inotify_add_watch', 'fanotify_init'])
+      assert.equal(runFilter(program, table.audit, table.denied[call]), RET_EPERM, call);
+    // O_DIRECT, by open or fcntl(F_SETFL), reads the host's disk past its cache (rerun 81b); the
+    // flags node uses pass (O_CLOEXEC, O_NONBLOCK, O_DIRECTORY, and O_RDWR | O_CREAT | O_TRUNC).
+    const { flag } = table.direct;
+    const O_DIRECTORY = arch === 'x64' ? 0o200000 : 0o40000;
+    for (const [name, [nr, arg]] of Object.entries(table.direct.calls)) {
+      const at = (value: number) => Array.from({ length: arg + 1 }, (_, i) => (i === arg ? value : 3));
+      assert.equal(runFilter(program, table.audit, nr, ...at(flag | 0o2000000)), RET_EPERM, `${name} O_DIRECT`);
+      for (const other of [0o2000000, 0o4000, O_DIRECTORY, 0o1102])
+        assert.equal(runFilter(program, table.audit, nr, ...at(other)), RET_ALLOW, `${name} ${other.toString(8)}`);
+    }
+    for (const call of ['fadvise64', 'preadv2', 'pwritev2', 'openat2'])
+      assert.equal(runFilter(program, table.audit, table.denied[call]), RET_EPERM, call);
     assert.equal(runFilter(program, table.audit, clone, 0x100 | SIGCONT), RET_EPERM, 'clone exiting with SIGCONT');
     assert.equal(runFilter(program, table.audit, clone, 0x3d0f00), RET_ALLOW, "clone of a thread (glibc's flags)");
     assert.equal(runFilter(program, table.audit, clone, 17), RET_ALLOW, 'clone exiting with SIGCHLD');
@@ -117,7 +135,7 @@ for (const arch of ['x64', 'arm64'] as const) {
 }
 
 test('seccomp: arm64 refuses what x86-64 refuses, less the x86-only calls; other architectures get no filter', () => {
-  const x86Only = ['uselib', 'iopl', 'ioperm'];
+  const x86Only = ['uselib', 'iopl', 'ioperm', 'inotify_init'];
   assert.deepEqual(
     seccompDenied('arm64').sort(),
     seccompDenied('x64')
@@ -140,6 +158,7 @@ test("seccomp: syscall numbers agree with this machine's kernel headers", (t) =>
     for (const [name, nr] of Object.entries({
       ...SYSCALL_TABLES[arch]!.denied,
       ...SYSCALL_TABLES[arch]!.ignored,
+      ...Object.fromEntries(Object.entries(SYSCALL_TABLES[arch]!.direct.calls).map(([k, [nr]]) => [k, nr])),
       ...SYSCALL_TABLES[arch]!.byArgument,
     })) {
       const m = new RegExp(`^#define __NR(?:3264)?_${name}\\s+(\\d+)`, 'm').exec(text);

@@ -540,15 +540,28 @@ export class SandboxProcess implements ProtocolTransport {
     this.stderrBytes += chunk.length;
     this.stderrTail = (this.stderrTail + chunk.toString('utf8')).slice(-STDERR_TAIL);
     // Named a moment later: a death under way writes last words of its own here, V8's and Node's
-    // around its report (~1.6 KB), and is named by its cause (rerun 80a: with the module's logs
-    // just under the limit, a real out-of-memory read as this one). No answer is taken meanwhile.
+    // around its report (~1.6 KB, which the pipe holds), and is named by its cause (rerun 80a: with
+    // the module's logs just under the limit, a real out-of-memory read as this one). Meanwhile
+    // stderr is not read (rerun 81a: read on, a flood cost the worker most of a core) and no answer
+    // is taken; any other limit that fires is this one, passed first (81a: a request's wall clock).
     if (this.stderrBytes > this.limits.outputBytes && !this.logsFull) {
-      this.logsFull = setTimeout(() => this.fail('output_limit', this.logsMessage(), 'outputBytes'), LAST_WORDS_MS);
+      this.child.stderr!.pause();
+      this.logsFull = setTimeout(() => {
+        this.child.stderr!.resume(); // its end, once the process is gone, lets the exit be seen
+        const dead = this.child.exitCode !== null || this.child.signalCode !== null;
+        if (dead) return;
+        this.kill();
+        this.failWith(this.logsOverLimit());
+      }, LAST_WORDS_MS);
     }
   }
 
-  private logsMessage() {
-    return `wrote more than ${this.named('outputBytes')} bytes of logs`;
+  private logsOverLimit() {
+    return new SandboxError(
+      'output_limit',
+      `wrote more than ${this.named('outputBytes')} bytes of logs`,
+      'outputBytes',
+    );
   }
 
   /**
@@ -593,7 +606,7 @@ export class SandboxProcess implements ProtocolTransport {
     if (this.reportHead === undefined) this.takeReport(this.stdoutTail.subarray(0, this.stdoutPending)); // no newline after it
     const report = signal ? fatalReport(this.reportHead) : undefined;
     if (this.logsFull && !(report?.trigger === 'OOMError' || this.o.cgroup?.oomKilled()))
-      return this.failWith(new SandboxError('output_limit', this.logsMessage(), 'outputBytes'));
+      return this.failWith(this.logsOverLimit());
     const mib = (n: number) => Math.round(n / 2 ** 20);
     const dataLimit = this.o.dataLimit ?? 0;
     if (signal === 'SIGXCPU') {
@@ -677,7 +690,8 @@ export class SandboxProcess implements ProtocolTransport {
   private fail(reason: SandboxReason, message: string, limit?: keyof ResolvedLimits) {
     if (this.failure) return;
     this.kill();
-    this.failWith(new SandboxError(reason, message, limit));
+    if (this.logsFull && reason !== 'cancelled') this.failWith(this.logsOverLimit());
+    else this.failWith(new SandboxError(reason, message, limit));
   }
 
   /**

@@ -15,7 +15,8 @@
  * of the sandbox's own in uncounted kernel memory (PR_SET_SECCOMP below). The sync calls are
  * answered 0 and do nothing: nothing the sandbox may write outlives it (its files are on a tmpfs),
  * and `sync()` flushed every file system of the host, the cache flushes run on kworkers, uncounted
- * (rerun 80b: 1.0-1.2 s of their CPU per 6 s of a loop, host writers 20-60% slower).
+ * (rerun 80b: 1.0-1.2 s of their CPU per 6 s of a loop, host writers 20-60% slower). inotify,
+ * fanotify and file locks: FILE_LOCKS below.
  * Syscall numbers are per architecture: x86-64 (arch/x86/entry/syscalls/syscall_64.tbl) and arm64
  * (the generic table, include/uapi/asm-generic/unistd.h). Elsewhere no filter is installed and the
  * isolation summary names the architecture.
@@ -27,6 +28,15 @@ interface SyscallTable {
   /** x86-64 only: x32 syscalls carry this bit in nr and share the native audit arch. */
   x32Bit?: number;
   denied: Record<string, number>;
+  /**
+   * Calls refused where an argument holds O_DIRECT (this architecture's bit): [number, argument].
+   * Node's binary and libraries are the host's files, on the host's disk, and no cgroup here bounds
+   * disk bandwidth: read past the page cache (O_DIRECT, by open or by fcntl(F_SETFL); `preadv2`'s
+   * RWF_DONTCACHE; `fadvise` dropping what is cached), each read went to the disk again (rerun 81b:
+   * 769 MiB/s from one process, outside a sandbox). Those calls and `openat2`, whose flags are in
+   * memory the filter cannot read, are refused outright. Node makes none of them.
+   */
+  direct: { flag: number; calls: Record<string, [nr: number, arg: number]> };
   /** Calls answered 0 without effect (RET_DONE). */
   ignored: Record<string, number>;
   /** The calls refused or allowed by an argument (ARG_RULES). */
@@ -110,6 +120,17 @@ export const SYSCALL_TABLES: Partial<Record<NodeJS.Architecture, SyscallTable>> 
       semtimedop: 220,
       memfd_secret: 447,
       seccomp: 317,
+      inotify_init: 253,
+      inotify_init1: 294,
+      inotify_add_watch: 254,
+      inotify_rm_watch: 255,
+      fanotify_init: 300,
+      fanotify_mark: 301,
+      flock: 73,
+      fadvise64: 221,
+      preadv2: 327,
+      pwritev2: 328,
+      openat2: 437,
     },
     ignored: {
       sync: 162,
@@ -118,6 +139,7 @@ export const SYSCALL_TABLES: Partial<Record<NodeJS.Architecture, SyscallTable>> 
       fdatasync: 75,
       sync_file_range: 277,
     },
+    direct: { flag: 0o40000, calls: { open: [2, 1], openat: [257, 2], fcntl: [72, 2] } },
     byArgument: {
       socket: 41,
       socketpair: 53,
@@ -206,6 +228,16 @@ export const SYSCALL_TABLES: Partial<Record<NodeJS.Architecture, SyscallTable>> 
       semop: 193,
       memfd_secret: 447,
       seccomp: 277,
+      inotify_init1: 26,
+      inotify_add_watch: 27,
+      inotify_rm_watch: 28,
+      fanotify_init: 262,
+      fanotify_mark: 263,
+      flock: 32,
+      fadvise64: 223,
+      preadv2: 286,
+      pwritev2: 287,
+      openat2: 437,
     },
     ignored: {
       sync: 81,
@@ -214,6 +246,7 @@ export const SYSCALL_TABLES: Partial<Record<NodeJS.Architecture, SyscallTable>> 
       sync_file_range: 84,
       syncfs: 267,
     },
+    direct: { flag: 0o200000, calls: { openat: [56, 2], fcntl: [25, 2] } },
     byArgument: {
       socket: 198,
       socketpair: 199,
@@ -276,6 +309,14 @@ export const PR_SET_SECCOMP = 22;
 export const SIGCONT = 18;
 /** fcntl(fd, F_SETSIG, n): the signal the kernel sends a chosen process when the fd is ready. */
 const F_SETSIG = 10;
+/**
+ * fcntl's record locks (F_GETLK, F_SETLK, F_SETLKW and their open-file forms), like `flock` and
+ * inotify (refused above): state on a file every sandbox and the host share, node's binary and its
+ * libraries, which one sets and another sees (rerun 81b: inotify watches on node's
+ * binary carried 16 of 16 bits each way between a sandbox and a process outside). Node takes none.
+ */
+export const FILE_LOCKS = [5, 6, 7, 36, 37, 38] as const;
+
 /** A clone's exit signal, sent to its parent when it ends: the low byte of its flags. */
 const CSIGNAL = 0xff;
 
@@ -300,6 +341,7 @@ export const ARG_RULES = [
   ['rt_tgsigqueueinfo', 2, 'deny', SIGCONT],
   ['pidfd_send_signal', 1, 'deny', SIGCONT],
   ['fcntl', 1, 'deny', F_SETSIG],
+  ...FILE_LOCKS.map((command) => ['fcntl', 1, 'deny', command] as const),
   ['clone', 0, 'deny', SIGCONT, CSIGNAL],
   ['clone3', 0, 'enosys', 0],
 ] as const;
@@ -323,6 +365,14 @@ export function seccompProgram(arch: NodeJS.Architecture = process.arch): Buffer
   if (table.x32Bit) insns.push([JGE_K, 'deny', 0, table.x32Bit]);
   for (const nr of Object.values(table.denied)) insns.push([JEQ_K, 'deny', 0, nr]);
   for (const nr of Object.values(table.ignored)) insns.push([JEQ_K, 'done', 0, nr]);
+  for (const [nr, arg] of Object.values(table.direct.calls))
+    insns.push(
+      [JEQ_K, 0, 4, nr],
+      [LD_W_ABS, 0, 0, ARG(arg)],
+      [AND_K, 0, 0, table.direct.flag],
+      [JEQ_K, 0, 'deny', 0],
+      [LD_W_ABS, 0, 0, NR],
+    );
   // Each rule: past its argument test unless it is its call; then the argument decides.
   for (const [call, arg, kind, value, mask] of ARG_RULES as readonly (readonly [
     Call,
