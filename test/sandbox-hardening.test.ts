@@ -769,6 +769,35 @@ int main(void) {
 }
 `;
 
+test("hardening: node starts and exits under the seccomp filter every time (rerun 82b: a rule on fcntl's third argument refused node's own F_GETFL, with whatever a register held there, in half the starts, and the worker dropped the filter)", async (t) => {
+  const iso = await sandboxIsolation();
+  if (iso.level !== 'bwrap' || iso.fileCountLimit === false || !seccompProgram())
+    return t.skip(`no seccomp filter at this level or architecture (${process.arch})`);
+  const uid = allocateUid();
+  const { root, runDir } = await makeSandboxDir(uid);
+  try {
+    // Node reads its stdio's flags at start and resets them at exit (F_GETFL, F_SETFL).
+    writeFileSync(path.join(runDir, 'start.mjs'), "process.stdout.write('started')", { mode: 0o644 });
+    const cmd = sandboxCommand('bwrap', {
+      runDir,
+      entry: 'start.mjs',
+      limits: DEFAULT_LIMITS,
+      uid,
+      prlimit: iso.rlimits,
+      fileCountLimit: true,
+    });
+    const failed: string[] = [];
+    for (let i = 0; i < 24; i++) {
+      const run = spawnSync(cmd.file, cmd.args, { cwd: runDir, env: {}, uid: cmd.uid, gid: cmd.gid });
+      if (run.status !== 0 || String(run.stdout) !== 'started')
+        failed.push(`${run.status ?? run.signal}: ${String(run.stderr).trim().slice(-200)}`);
+    }
+    assert.deepEqual(failed, [], `${failed.length} of 24 starts failed`);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
 test('hardening: native code under the bwrap level opens unix sockets only (a vsock port is not in the network namespace: rerun 72v), cannot drop its parent-death signal (rerun 72x), continue a stopped process, take memory outside its data limit (reruns 72z, 73b), send a descriptor (rerun 75b), make an AIO context (rerun 76b), a message queue, secret memory or a pty (rerun 77b), a filter of its own, or a sync (rerun 80b), watch or lock the files every sandbox shares, or read them past the page cache (rerun 81b)', async (t) => {
   const iso = await sandboxIsolation();
   if (iso.level !== 'bwrap' || iso.fileCountLimit === false || !seccompProgram())

@@ -170,7 +170,7 @@ test("sandbox process: V8's out-of-memory with every descriptor of RLIMIT_NOFILE
   assert.match(proc.logs, /\b\d+ opened/);
 });
 
-test('sandbox process: logs past outputBytes are that limit unless the process is dying of out-of-memory, whose last words on stderr came first (rerun 80a: a real out-of-memory read as output_limit)', async () => {
+test('sandbox process: logs past outputBytes are that limit unless the process is dying by a signal, whose last words on stderr came first (rerun 80a: a real out-of-memory read as output_limit; 82a: a native abort)', async () => {
   const limits = { outputBytes: 4096, wallMs: 60_000, budgetMs: 60_000, memoryMb: 128 } as ResolvedLimits;
   const key = Buffer.alloc(32, 6);
   const report =
@@ -199,9 +199,12 @@ test('sandbox process: logs past outputBytes are that limit unless the process i
   );
   assert.equal(logs.reason, 'output_limit', logs.message);
   assert.equal(logs.limit, 'outputBytes');
-  // Another death meanwhile is still the logs limit.
-  const crash = await run(({ exit }) => exit({ signal: 'SIGSEGV' }));
-  assert.equal(crash.reason, 'output_limit', crash.message);
+  // Another death by signal meanwhile is named by its cause, its last words too (rerun 82a: a native
+  // abort's 1 KB read as output_limit); an exit, the module's own, is the logs limit.
+  const crash = await run(({ exit }) => exit({ signal: 'SIGABRT' }));
+  assert.equal(crash.reason, 'crash', crash.message);
+  const exited = await run(({ exit }) => exit({ exitCode: 1 }));
+  assert.equal(exited.reason, 'output_limit', exited.message);
 });
 
 test("sandbox process: past the logs limit the worker reads no more of stderr, and a limit that fires meanwhile is the logs limit (rerun 81a: a flood cost the worker most of a core; a request's wall clock named timeout)", async () => {

@@ -220,6 +220,8 @@ export function sandboxCommand(
     cgroupGate?: boolean;
     /** Its cgroup limits processes and threads to `maxProcesses`. */
     pidsCgroup?: boolean;
+    /** bwrap with `fileCountLimit`: load the seccomp filter (false only to tell, in the probe, whether it is what fails). */
+    seccomp?: boolean;
   },
 ): SandboxCommand {
   const dir = level === 'bwrap' ? BWRAP_DIR : o.runDir;
@@ -273,7 +275,7 @@ export function sandboxCommand(
     const bwrap = ['bwrap', '--die-with-parent', '--new-session', '--unshare-all', '--hostname', 'sandbox'];
     bwrap.push('--clearenv', '--cap-drop', 'ALL');
     if (o.fileCountLimit) bwrap.push('--unshare-user', '--disable-userns', '--uid', '1000', '--gid', '1000');
-    if (o.fileCountLimit && SECCOMP) bwrap.push('--seccomp', '3'); // fd 3: opened by the shell below
+    if (o.fileCountLimit && SECCOMP && o.seccomp !== false) bwrap.push('--seccomp', '3'); // fd 3: opened by the shell below
     // /dev is a tmpfs bwrap creates: read-only, else it is unbounded scratch space outside diskMb.
     // Its /dev/pts an empty read-only tmpfs: bwrap's own devpts instance gave ptys from the machine's
     // one count (rerun 77b: 3 071 opened, other instances then got ENOSPC).
@@ -408,7 +410,13 @@ async function sweepDeadWorkersDirs(): Promise<void> {
   }
 }
 
-async function probe(level: IsolationLevel, prlimit: boolean, fileCountLimit: boolean): Promise<boolean> {
+/** Whether a sandbox of this shape starts node and hears from it, and what it printed where not. */
+async function probe(
+  level: IsolationLevel,
+  prlimit: boolean,
+  fileCountLimit: boolean,
+  seccomp = true,
+): Promise<{ ok: boolean; output: string }> {
   const uid = allocateUid();
   const { root, runDir } = await makeSandboxDir(uid);
   try {
@@ -427,7 +435,7 @@ async function probe(level: IsolationLevel, prlimit: boolean, fileCountLimit: bo
       episodesPerProcess: 1,
       idleRetireMs: 1,
     };
-    const cmd = sandboxCommand(level, { runDir, entry: 'probe.mjs', limits, uid, prlimit, fileCountLimit });
+    const cmd = sandboxCommand(level, { runDir, entry: 'probe.mjs', limits, uid, prlimit, fileCountLimit, seccomp });
     const r = await execa(cmd.file, cmd.args, {
       reject: false,
       timeout: 15_000,
@@ -437,7 +445,7 @@ async function probe(level: IsolationLevel, prlimit: boolean, fileCountLimit: bo
       uid: cmd.uid,
       gid: cmd.gid,
     });
-    return r.exitCode === 0 && r.stdout === 'sandbox-ok';
+    return { ok: r.exitCode === 0 && r.stdout === 'sandbox-ok', output: `${r.stdout} ${r.stderr}`.trim() };
   } finally {
     await rm(root, { recursive: true, force: true });
   }
@@ -480,9 +488,18 @@ export async function isolationIfAvailable(level: IsolationLevel): Promise<Sandb
       (async () => {
         const prlimit = await works(['prlimit', '--nofile=256', '--', 'true']);
         const cgroup = (await cgroupSupport()).controls.map((c) => c.control);
-        if (level === 'bwrap' && (await probe(level, prlimit, true)))
-          return describeIsolation(level, isRoot(), prlimit, true, cgroup);
-        return (await probe(level, prlimit, false))
+        if (level === 'bwrap') {
+          const full = await probe(level, prlimit, true);
+          if (full.ok) return describeIsolation(level, isRoot(), prlimit, true, cgroup);
+          // Where the user namespace works and only the filter fails, the filter is wrong: dropped
+          // with the namespace, every sandbox ran without it (rerun 82b: a rule refused node's own
+          // F_GETFL half the time, and 13 of 20 workers fell back in silence).
+          if (SECCOMP && (await probe(level, prlimit, true, false)).ok && !(await probe(level, prlimit, true)).ok)
+            throw new Error(
+              `sandbox: node does not start under the seccomp filter (seccomp.ts): ${full.output.replace(/\s+/g, ' ').slice(0, 300)}`,
+            );
+        }
+        return (await probe(level, prlimit, false)).ok
           ? describeIsolation(level, isRoot(), prlimit, false, cgroup)
           : undefined;
       })(),

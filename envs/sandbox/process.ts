@@ -541,7 +541,8 @@ export class SandboxProcess implements ProtocolTransport {
     this.stderrTail = (this.stderrTail + chunk.toString('utf8')).slice(-STDERR_TAIL);
     // Named a moment later: a death under way writes last words of its own here, V8's and Node's
     // around its report (~1.6 KB, which the pipe holds), and is named by its cause (rerun 80a: with
-    // the module's logs just under the limit, a real out-of-memory read as this one). Meanwhile
+    // the module's logs just under the limit, a real out-of-memory read as this one; 82a: a native
+    // abort as this one). Meanwhile
     // stderr is not read (rerun 81a: read on, a flood cost the worker most of a core) and no answer
     // is taken; any other limit that fires is this one, passed first (81a: a request's wall clock).
     if (this.stderrBytes > this.limits.outputBytes && !this.logsFull) {
@@ -605,8 +606,10 @@ export class SandboxProcess implements ProtocolTransport {
     const how = signal ? `killed by ${signal}` : `exited with code ${code}`;
     if (this.reportHead === undefined) this.takeReport(this.stdoutTail.subarray(0, this.stdoutPending)); // no newline after it
     const report = signal ? fatalReport(this.reportHead) : undefined;
-    if (this.logsFull && !(report?.trigger === 'OOMError' || this.o.cgroup?.oomKilled()))
-      return this.failWith(this.logsOverLimit());
+    // Past the logs limit, an exit (the module's own) is that limit; a death by signal, which
+    // Node's last words announce (a module sends no signal), is named by its cause below (rerun
+    // 82a: a native abort's 1 KB on stderr crossed it and read as output_limit).
+    if (this.logsFull && !signal) return this.failWith(this.logsOverLimit());
     const mib = (n: number) => Math.round(n / 2 ** 20);
     const dataLimit = this.o.dataLimit ?? 0;
     if (signal === 'SIGXCPU') {

@@ -29,19 +29,25 @@ interface SyscallTable {
   x32Bit?: number;
   denied: Record<string, number>;
   /**
-   * Calls refused where an argument holds O_DIRECT (this architecture's bit): [number, argument].
+   * Calls refused where an argument holds O_DIRECT (this architecture's bit): [number, argument,
+   * and for fcntl the command it must come with: its third argument is whatever a register held for
+   * other commands, and glibc's F_GETFL, which node checks at start and exit, failed half the time
+   * (rerun 82b)].
    * Node's binary and libraries are the host's files, on the host's disk, and no cgroup here bounds
    * disk bandwidth: read past the page cache (O_DIRECT, by open or by fcntl(F_SETFL); `preadv2`'s
    * RWF_DONTCACHE; `fadvise` dropping what is cached), each read went to the disk again (rerun 81b:
    * 769 MiB/s from one process, outside a sandbox). Those calls and `openat2`, whose flags are in
    * memory the filter cannot read, are refused outright. Node makes none of them.
    */
-  direct: { flag: number; calls: Record<string, [nr: number, arg: number]> };
+  direct: { flag: number; calls: Record<string, [nr: number, arg: number, command?: number]> };
   /** Calls answered 0 without effect (RET_DONE). */
   ignored: Record<string, number>;
   /** The calls refused or allowed by an argument (ARG_RULES). */
   byArgument: Record<Call, number>;
 }
+
+/** fcntl(fd, F_SETFL, flags): a descriptor's status flags, O_DIRECT among them. */
+const F_SETFL = 4;
 
 export const SYSCALL_TABLES: Partial<Record<NodeJS.Architecture, SyscallTable>> = {
   x64: {
@@ -139,7 +145,7 @@ export const SYSCALL_TABLES: Partial<Record<NodeJS.Architecture, SyscallTable>> 
       fdatasync: 75,
       sync_file_range: 277,
     },
-    direct: { flag: 0o40000, calls: { open: [2, 1], openat: [257, 2], fcntl: [72, 2] } },
+    direct: { flag: 0o40000, calls: { open: [2, 1], openat: [257, 2], fcntl: [72, 2, F_SETFL] } },
     byArgument: {
       socket: 41,
       socketpair: 53,
@@ -246,7 +252,7 @@ export const SYSCALL_TABLES: Partial<Record<NodeJS.Architecture, SyscallTable>> 
       sync_file_range: 84,
       syncfs: 267,
     },
-    direct: { flag: 0o200000, calls: { openat: [56, 2], fcntl: [25, 2] } },
+    direct: { flag: 0o200000, calls: { openat: [56, 2], fcntl: [25, 2, F_SETFL] } },
     byArgument: {
       socket: 198,
       socketpair: 199,
@@ -365,14 +371,16 @@ export function seccompProgram(arch: NodeJS.Architecture = process.arch): Buffer
   if (table.x32Bit) insns.push([JGE_K, 'deny', 0, table.x32Bit]);
   for (const nr of Object.values(table.denied)) insns.push([JEQ_K, 'deny', 0, nr]);
   for (const nr of Object.values(table.ignored)) insns.push([JEQ_K, 'done', 0, nr]);
-  for (const [nr, arg] of Object.values(table.direct.calls))
-    insns.push(
-      [JEQ_K, 0, 4, nr],
+  for (const [nr, arg, command] of Object.values(table.direct.calls)) {
+    // Past the flag test to the number's reload, where it is another call or another command.
+    const test: [number, Target, Target, number][] = [
       [LD_W_ABS, 0, 0, ARG(arg)],
       [AND_K, 0, 0, table.direct.flag],
       [JEQ_K, 0, 'deny', 0],
-      [LD_W_ABS, 0, 0, NR],
-    );
+    ];
+    if (command !== undefined) test.unshift([LD_W_ABS, 0, 0, ARG(1)], [JEQ_K, 0, test.length, command]);
+    insns.push([JEQ_K, 0, test.length, nr], ...test, [LD_W_ABS, 0, 0, NR]);
+  }
   // Each rule: past its argument test unless it is its call; then the argument decides.
   for (const [call, arg, kind, value, mask] of ARG_RULES as readonly (readonly [
     Call,
