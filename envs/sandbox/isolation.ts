@@ -489,12 +489,14 @@ export async function isolationIfAvailable(level: IsolationLevel): Promise<Sandb
         const prlimit = await works(['prlimit', '--nofile=256', '--', 'true']);
         const cgroup = (await cgroupSupport()).controls.map((c) => c.control);
         if (level === 'bwrap') {
+          // Tried twice (a loaded machine can time a start out): what fails here is dropped below.
           const full = await probe(level, prlimit, true);
-          if (full.ok) return describeIsolation(level, isRoot(), prlimit, true, cgroup);
+          if (full.ok || (await probe(level, prlimit, true)).ok)
+            return describeIsolation(level, isRoot(), prlimit, true, cgroup);
           // Where the user namespace works and only the filter fails, the filter is wrong: dropped
           // with the namespace, every sandbox ran without it (rerun 82b: a rule refused node's own
           // F_GETFL half the time, and 13 of 20 workers fell back in silence).
-          if (SECCOMP && (await probe(level, prlimit, true, false)).ok && !(await probe(level, prlimit, true)).ok)
+          if (SECCOMP && (await probe(level, prlimit, true, false)).ok)
             throw new Error(
               `sandbox: node does not start under the seccomp filter (seccomp.ts): ${full.output.replace(/\s+/g, ' ').slice(0, 300)}`,
             );
