@@ -354,3 +354,27 @@ test('client: an unreachable server is a one-line error naming the URL', async (
     (e: unknown) => e instanceof EnvProtocolError && e.type === 'unreachable' && e.message.includes(url),
   );
 });
+
+test("client: an episode id that is not short and URL-safe is the env's error, named, not a throw in a later call (rerun 84a: a lone surrogate, a 4 MB id)", async () => {
+  const real = await serveEnvironment(createCounterEnv());
+  const info = await (await fetch(`${real.url}/v1/info`)).text();
+  await real.close();
+  for (const episodeId of ['\ud800', 'x'.repeat(4 << 20), 'a/b']) {
+    // A server like the counter env's, but for the id its reset answers.
+    const server = http.createServer((req, res) => {
+      res.setHeader('content-type', 'application/json');
+      res.end(req.url === '/v1/info' ? info : JSON.stringify({ episodeId, taskId: 't', initialMessages: [] }));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const env = await HttpEnvironment.connect(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+      await assert.rejects(env.reset({ taskId: 't' }), (e: Error) => {
+        assert.ok(e instanceof EnvProtocolError, String(e));
+        assert.match(e.message, /episodeId/);
+        return true;
+      });
+    } finally {
+      server.close();
+    }
+  }
+});

@@ -757,6 +757,7 @@ int main(void) {
   printf("fadvise64 %d %d\\n", POSIX_FADV_DONTNEED, syscall(SYS_fadvise64, node, 0, 0, POSIX_FADV_DONTNEED) < 0 ? errno : 0);
   printf("preadv2 0 %d\\n", syscall(SYS_preadv2, node, &iov, 1, 0, 0, 0) < 0 ? errno : 0);
   printf("openat2 0 %d\\n", syscall(SYS_openat2, AT_FDCWD, "/proc/self/exe", &byte, 24) < 0 ? errno : 0);
+  printf("landlock_create_ruleset 1 %d\\n", syscall(444, NULL, 0, 1) < 0 ? errno : 0);
   int domains[] = {1, 2, 10, 16, 17, 38, 40};
   for (int i = 0; i < 7; i++) {
     int fds[2];
@@ -802,7 +803,29 @@ test("hardening: node starts and exits under the seccomp filter every time (reru
   }
 });
 
-test('hardening: native code under the bwrap level opens unix sockets only (a vsock port is not in the network namespace: rerun 72v), cannot drop its parent-death signal (rerun 72x), continue a stopped process, take memory outside its data limit (reruns 72z, 73b), send a descriptor (rerun 75b), make an AIO context (rerun 76b), a message queue, secret memory or a pty (rerun 77b), a filter of its own, or a sync (rerun 80b), watch or lock the files every sandbox shares, or read them past the page cache (rerun 81b)', async (t) => {
+test("hardening: the crypto functions the module keeps are fixed, so it cannot choose the runner's episode ids (rerun 84a: a replaced randomUUID, carried to the runner's import by syncBuiltinESMExports)", async () => {
+  const out = await attack(`
+    const crypto = (process as any).getBuiltinModule('crypto');
+    try { crypto.randomUUID = () => 'chosen'; } catch (e) { return (e as Error).name; }
+    return 'replaced';`);
+  assert.equal(out, 'TypeError');
+});
+
+test("hardening: a sandbox's uid is none a process on the machine holds (reruns 83b, 84b: another worker's sandbox with the same uid took the RLIMIT_NPROC of a probe)", async (t) => {
+  const first = allocateUid();
+  if (first === undefined) return t.skip('sandbox uids need root');
+  // The next uid in turn, held by a process outside (as another worker's sandbox would).
+  const held = spawn('sleep', ['60'], { uid: first + 1, gid: first + 1, stdio: 'ignore' });
+  try {
+    await new Promise((resolve) => held.once('spawn', resolve));
+    const next = allocateUid();
+    assert.notEqual(next, first + 1, 'the held uid was handed out');
+  } finally {
+    held.kill('SIGKILL');
+  }
+});
+
+test('hardening: native code under the bwrap level opens unix sockets only (a vsock port is not in the network namespace: rerun 72v), cannot drop its parent-death signal (rerun 72x), continue a stopped process, take memory outside its data limit (reruns 72z, 73b), send a descriptor (rerun 75b), make an AIO context (rerun 76b), a message queue, secret memory or a pty (rerun 77b), a filter of its own, or a sync (rerun 80b), watch or lock the files every sandbox shares, or read them past the page cache (rerun 81b), or make a Landlock domain (rerun 84b)', async (t) => {
   const iso = await sandboxIsolation();
   if (iso.level !== 'bwrap' || iso.fileCountLimit === false || !seccompProgram())
     return t.skip(`no seccomp filter at this level or architecture (${process.arch})`);
@@ -831,7 +854,7 @@ test('hardening: native code under the bwrap level opens unix sockets only (a vs
     const run = spawnSync(cmd.file, [...args, '/sandbox/probe'], { cwd: runDir, env: {}, uid: cmd.uid, gid: cmd.gid });
     assert.equal(run.status, 0, String(run.stderr));
     const results = String(run.stdout).trim().split('\n');
-    assert.equal(results.length, 47, String(run.stdout));
+    assert.equal(results.length, 48, String(run.stdout));
     const { EPERM, ENOSYS, ENOENT } = os.constants.errno;
     for (const line of results) {
       const [call, arg, errno] = line.split(' ');

@@ -41,8 +41,15 @@ export type InfoResponse = z.infer<typeof InfoResponseSchema>;
 
 export const TasksResponseSchema = z.object({ tasks: z.array(TaskRefSchema) });
 
+/**
+ * An episode's id, which the client puts in every later request's path and keeps while the episode
+ * lives: short and URL-safe (rerun 84a: a module chose ids of 4 MB, and a lone surrogate, which
+ * made every later call throw in encodeURIComponent).
+ */
+const EpisodeIdSchema = z.string().regex(/^[\w.:-]{1,128}$/, 'at most 128 letters, digits and _ . : -');
+
 export const EpisodeCreatedSchema = z.object({
-  episodeId: z.string().min(1),
+  episodeId: EpisodeIdSchema,
   taskId: z.string(),
   initialMessages: z.array(MessageSchema),
   /** The episode's own tools when they differ per task (Episode.tools); absent: the env's tools. */
@@ -51,7 +58,7 @@ export const EpisodeCreatedSchema = z.object({
 
 export const StepRequestSchema = z.object({ action: AgentActionSchema });
 export const EvaluateRequestSchema = z.object({ messages: z.array(MessageSchema), termination: TerminationSchema });
-export const ForkResponseSchema = z.object({ episodeId: z.string().min(1) });
+export const ForkResponseSchema = z.object({ episodeId: EpisodeIdSchema });
 export const EmptyResponseSchema = z.object({});
 export { RewardInfoSchema };
 

@@ -102,9 +102,32 @@ const BWRAP_DIR = '/sandbox';
 
 const isRoot = () => process.getuid?.() === 0;
 let uidCounter = 0;
-/** A uid no real account uses, distinct per sandbox so RLIMIT_NPROC counts only that sandbox. */
+/**
+ * A uid no real account uses, distinct per sandbox so RLIMIT_NPROC counts only that sandbox: none a
+ * process on the machine holds, another worker's sandboxes included (rerun 83b: two workers' uids
+ * met, and one sandbox's 56 tasks failed the other's start; 84b: three such probes in a row).
+ */
 export function allocateUid(): number | undefined {
-  return isRoot() ? 200_000 + ((process.pid * 997 + uidCounter++) % 100_000) : undefined;
+  if (!isRoot()) return undefined;
+  const held = uidsInUse();
+  for (let tries = 0; ; tries++) {
+    const uid = 200_000 + ((process.pid * 997 + uidCounter++) % 100_000);
+    if (!held.has(uid) || tries >= 100_000) return uid;
+  }
+}
+
+/** The uids of the machine's processes (the owners of their /proc entries). */
+function uidsInUse(): Set<number> {
+  const held = new Set<number>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      held.add(lstatSync(`/proc/${name}`).uid);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return held;
 }
 
 /** The shared objects a binary loads, by `ldd`; none for a static binary (or without ldd: the probe then fails). */
@@ -489,9 +512,11 @@ export async function isolationIfAvailable(level: IsolationLevel): Promise<Sandb
         const prlimit = await works(['prlimit', '--nofile=256', '--', 'true']);
         const cgroup = (await cgroupSupport()).controls.map((c) => c.control);
         if (level === 'bwrap') {
-          // Tried twice (a loaded machine can time a start out): what fails here is dropped below.
+          // Tried three times (a loaded machine can time a start out): what fails here is dropped
+          // below, where the user namespace is refused, for good (rerun 84b: three failures by
+          // chance fell back in silence; uids held elsewhere are no longer taken, allocateUid).
           const full = await probe(level, prlimit, true);
-          if (full.ok || (await probe(level, prlimit, true)).ok)
+          if (full.ok || (await probe(level, prlimit, true)).ok || (await probe(level, prlimit, true)).ok)
             return describeIsolation(level, isRoot(), prlimit, true, cgroup);
           // Where the user namespace works and only the filter fails, the filter is wrong: dropped
           // with the namespace, every sandbox ran without it (rerun 82b: a rule refused node's own
@@ -500,6 +525,9 @@ export async function isolationIfAvailable(level: IsolationLevel): Promise<Sandb
             throw new Error(
               `sandbox: node does not start under the seccomp filter (seccomp.ts): ${full.output.replace(/\s+/g, ' ').slice(0, 300)}`,
             );
+          console.warn(
+            `sandbox: bwrap without a user namespace of its own, so without the seccomp filter and the file cap: ${full.output.replace(/\s+/g, ' ').slice(0, 300)}`,
+          );
         }
         return (await probe(level, prlimit, false)).ok
           ? describeIsolation(level, isRoot(), prlimit, false, cgroup)

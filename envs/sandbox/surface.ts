@@ -466,6 +466,10 @@ function keepHashesAndRandom(refused: Refused): void {
       Object.defineProperty(crypto, k, { value: kept[k], enumerable: true, writable: false, configurable: false });
     else if (typeof k !== 'string' || !CRYPTO_KEPT.has(k))
       refuseKey(crypto, k, `crypto.${String(k)} (not open in the sandbox)`, refused);
+    // The runner looks randomUUID up for each episode's id: a module's replacement, carried to
+    // every import by syncBuiltinESMExports, chose them (rerun 84a). What is kept is fixed.
+    else if (Object.getOwnPropertyDescriptor(crypto, k)?.configurable)
+      Object.defineProperty(crypto, k, { writable: false, configurable: false });
   }
   // WebCrypto's subtle runs native jobs; crypto.subtle (fixed by Node) reads it through this getter.
   const subtle = refusedObject('crypto.subtle (not open in the sandbox)', refused);
