@@ -355,11 +355,11 @@ test('client: an unreachable server is a one-line error naming the URL', async (
   );
 });
 
-test("client: an episode id that is not short and URL-safe is the env's error, named, not a throw in a later call (rerun 84a: a lone surrogate, a 4 MB id)", async () => {
+test("client: an episode id that is not short and URL-safe is the env's error, named, not a throw in a later call (rerun 84a: a lone surrogate, a 4 MB id; 85a: `..`)", async () => {
   const real = await serveEnvironment(createCounterEnv());
   const info = await (await fetch(`${real.url}/v1/info`)).text();
   await real.close();
-  for (const episodeId of ['\ud800', 'x'.repeat(4 << 20), 'a/b']) {
+  for (const episodeId of ['\ud800', 'x'.repeat(4 << 20), 'a/b', '..', '.']) {
     // A server like the counter env's, but for the id its reset answers.
     const server = http.createServer((req, res) => {
       res.setHeader('content-type', 'application/json');

@@ -44,9 +44,14 @@ export const TasksResponseSchema = z.object({ tasks: z.array(TaskRefSchema) });
 /**
  * An episode's id, which the client puts in every later request's path and keeps while the episode
  * lives: short and URL-safe (rerun 84a: a module chose ids of 4 MB, and a lone surrogate, which
- * made every later call throw in encodeURIComponent).
+ * made every later call throw in encodeURIComponent; 85a: `..` took a request to another endpoint).
  */
-const EpisodeIdSchema = z.string().regex(/^[\w.:-]{1,128}$/, 'at most 128 letters, digits and _ . : -');
+const EpisodeIdSchema = z
+  .string()
+  .regex(
+    /^(?!\.\.?$)[\w.:-]{1,128}$/,
+    'at most 128 letters, digits and _ . : -, and not . or .. (a URL resolves them)',
+  );
 
 export const EpisodeCreatedSchema = z.object({
   episodeId: EpisodeIdSchema,
