@@ -16,6 +16,11 @@ export interface GoldAnchor {
    * value exactly (an id in another case is another id: the verifier's own match may be looser).
    */
   calls: CallRecord[];
+  /**
+   * Each call's arguments as canonical text (`canonical`), made once for the seed: made at every
+   * evaluate, 1.3 M empty objects in gold's arguments took 250-520 ms each (rerun 86a).
+   */
+  canon: (string | undefined)[];
   /** The numbers, and the values of the seed's instance, that gold's words say (`Fact`). */
   facts: Fact[];
   speech: Speech;
@@ -61,6 +66,10 @@ export function goldAnchorOf(view: { gold?: unknown; instance?: unknown } | null
   const calls = toolCallsOf(messages);
   // A call whose arguments are not an object would match any call of its name.
   if (calls.some((c) => c.args === undefined)) return undefined;
+  // Gold's arguments past the values an episode is compared on are no anchor but a load.
+  const budget = { left: MAX_COMPARED_VALUES };
+  const canon = calls.map((c) => canonical(c.args, budget));
+  if (budget.left < 0) return undefined;
   const words = gold.flatMap((a) => (a.type === 'message' ? [a.content] : [])).join('\n');
   // Gold's words past this are no answer but a load on the worker (rerun 38 padded them to 1 MiB).
   if (words.length > MAX_GOLD_WORDS) return undefined;
@@ -74,7 +83,7 @@ export function goldAnchorOf(view: { gold?: unknown; instance?: unknown } | null
   // listed every status drop the status from the answer (rerun 39), and only the numbers let a count
   // stand for the status asked (rerun 38).
   const facts = factsOf(words, instance);
-  return facts && { calls, facts, speech: speechOf(messages) };
+  return facts && { calls, canon, facts, speech: speechOf(messages) };
 }
 
 /**
@@ -89,13 +98,14 @@ export function anchorMiss(
   const made = toolCallsOf(messages);
   const used = new Set<number>();
   // Gold's calls with the most arguments first, so a looser one does not take the call a stricter one needs.
-  const byArgs = [...anchor.calls].sort((a, b) => argCount(b) - argCount(a));
+  const byArgs = anchor.calls.map((_, k) => k).sort((a, b) => argCount(anchor.calls[b]) - argCount(anchor.calls[a]));
   const budget = { left: MAX_COMPARED_VALUES };
   // A call made with gold's own arguments is taken first, compared whole once: an honest episode
   // making 60 calls of 30 line items in another order than gold spent the budget (rerun 62).
-  const canon = made.map((m) => (m.args === undefined ? undefined : canonical(m.args)));
-  for (const c of byArgs) {
-    const own = canonical(c.args);
+  const canon = made.map((m) => (m.args === undefined ? undefined : canonical(m.args, { left: Infinity })));
+  for (const k of byArgs) {
+    const c = anchor.calls[k];
+    const own = anchor.canon[k];
     let i = own === undefined ? -1 : made.findIndex((m, j) => !used.has(j) && m.name === c.name && canon[j] === own);
     if (i < 0)
       i = made.findIndex(
@@ -149,18 +159,21 @@ const MAX_SHOWN = 200;
 
 const argCount = (c: CallRecord) => Object.keys(c.args ?? {}).length;
 
-/** A JSON value's text with its keys in order, or undefined past MAX_ARG_DEPTH (then compared by `holds`). */
-function canonical(value: unknown, depth = 0): string | undefined {
-  if (depth > MAX_ARG_DEPTH) return undefined;
+/**
+ * A JSON value's text with its keys in order, or undefined past MAX_ARG_DEPTH (then compared by
+ * `holds`); each value spends `budget`.
+ */
+function canonical(value: unknown, budget: { left: number }, depth = 0): string | undefined {
+  if (depth > MAX_ARG_DEPTH || --budget.left < 0) return undefined;
   if (Array.isArray(value)) {
-    const items = value.map((v) => canonical(v, depth + 1));
+    const items = value.map((v) => canonical(v, budget, depth + 1));
     return items.includes(undefined) ? undefined : `[${items.join(',')}]`;
   }
   if (value !== null && typeof value === 'object') {
     const entries = Object.keys(value)
       .sort()
       .map((k) => {
-        const v = canonical((value as Record<string, unknown>)[k], depth + 1);
+        const v = canonical((value as Record<string, unknown>)[k], budget, depth + 1);
         return v === undefined ? undefined : `${JSON.stringify(k)}:${v}`;
       });
     return entries.includes(undefined) ? undefined : `{${entries.join(',')}}`;

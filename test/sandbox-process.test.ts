@@ -21,7 +21,7 @@ const gc = vm.runInNewContext('gc') as () => void;
  * through a real process.
  */
 function fakeChild() {
-  const stdout = new EventEmitter();
+  const stdout = Object.assign(new EventEmitter(), { pause: () => {}, resume: () => {} });
   const stdin = new PassThrough();
   /** Each signal sent, and whether the child's input had ended by then. */
   const kills: { signal: string; inputEnded: boolean }[] = [];
@@ -242,4 +242,34 @@ test("sandbox process: past the logs limit the worker reads no more of stderr, a
     assert.equal(e.limit, 'outputBytes');
     return true;
   });
+});
+
+test("sandbox process: after Node's report begins on stdout the worker reads no more of it, and a process that lives on fails as protocol (rerun 86b: native code wrote the header, then a flood read at 0.75 of a core until a wall clock)", async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'report-flood-'));
+  try {
+    const counter = path.join(dir, 'written');
+    const flood = `const fs = require('fs'); const b = Buffer.alloc(65536, 0x61); let n = 0;
+      fs.writeSync(1, '{"header":{"reportVersion":4,"event":"x","trigger":"OOMError"}}\\n');
+      for (;;) { n += fs.writeSync(1, b); fs.writeFileSync(${JSON.stringify(counter)}, String(n)); }`;
+    const child = execa(process.execPath, ['-e', flood], {
+      stdin: 'pipe',
+      stdout: 'pipe',
+      stderr: 'pipe',
+      buffer: false,
+      reject: false,
+    });
+    const limits = { outputBytes: 1 << 20, wallMs: 100, budgetMs: 600_000, memoryMb: 128 } as ResolvedLimits;
+    const proc = new SandboxProcess(child, limits, Buffer.alloc(32), (l) => `limits.${l} = ${limits[l]}`);
+    // Its wall clock runs out while the death is awaited: the death names it, here protocol.
+    await assert.rejects(proc.request('POST', '/x'), (e: Error & { reason?: string }) => {
+      assert.equal(e.reason, 'protocol', e.message);
+      assert.match(e.message, /lived on/);
+      return true;
+    });
+    await proc.close();
+    const written = Number(readFileSync(counter, 'utf8'));
+    assert.ok(written <= 3 * limits.outputBytes, `the child wrote ${written} bytes after its report`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -171,6 +171,8 @@ export class SandboxProcess implements ProtocolTransport {
   private stderrTail = '';
   /** Set once stderr passed outputBytes: the limit's failure, a moment later (onStderr). */
   private logsFull?: NodeJS.Timeout;
+  /** Set once Node's report began on stdout: the check that the process died (awaitDeath). */
+  private deathTimer?: NodeJS.Timeout;
   /** The first bytes of Node's report of a fatal error, once it began on stdout; stdout is read no further. */
   private reportHead?: string;
   private failure?: SandboxError;
@@ -440,7 +442,7 @@ export class SandboxProcess implements ProtocolTransport {
       const line = this.stdoutPending ? Buffer.concat([this.stdoutTail.subarray(0, this.stdoutPending), end]) : end;
       this.dropTail();
       start = nl + 1;
-      if (this.takeReport(line)) return;
+      if (this.takeReport(line)) return this.awaitDeath();
       if (line.length > this.limits.outputBytes) return tooLong();
       this.onLine(line.toString('utf8'));
     }
@@ -453,7 +455,7 @@ export class SandboxProcess implements ProtocolTransport {
         rest.subarray(0, REPORT_HEAD_BYTES),
       ]);
       this.dropTail();
-      return this.takeReport(head) ? undefined : tooLong();
+      return this.takeReport(head) ? this.awaitDeath() : tooLong();
     }
     if (this.stdoutPending + rest.length > this.stdoutTail.length) {
       const grown = Buffer.allocUnsafe(Math.max(2 * this.stdoutTail.length, this.stdoutPending + rest.length, 4096));
@@ -474,6 +476,23 @@ export class SandboxProcess implements ProtocolTransport {
     if (!bytes.subarray(0, REPORT_START.length).equals(REPORT_START)) return false;
     this.reportHead = bytes.toString('utf8', 0, Math.min(bytes.length, REPORT_HEAD_BYTES));
     return true;
+  }
+
+  /**
+   * After Node's report only its death is to come: stdout is read no further (rerun 86b: native
+   * code wrote a report's first line, then a flood the worker read on at 0.75 of a core until a
+   * wall clock), and what the worker would fail meanwhile waits for it. A process alive
+   * LAST_WORDS_MS later was no Node dying.
+   */
+  private awaitDeath() {
+    this.child.stdout!.pause();
+    this.child.once?.('exit', () => this.child.stdout!.resume()); // its end lets the exit be seen
+    this.deathTimer = setTimeout(() => {
+      this.child.stdout!.resume();
+      if (this.child.exitCode !== null || this.child.signalCode !== null) return;
+      this.kill();
+      this.failWith(new SandboxError('protocol', "Node's fatal-error report on stdout, and the process lived on"));
+    }, LAST_WORDS_MS);
   }
 
   /** Forgets the line not yet ended, and the buffer that held it where it grew past a few KiB. */
@@ -550,7 +569,7 @@ export class SandboxProcess implements ProtocolTransport {
       this.logsFull = setTimeout(() => {
         this.child.stderr!.resume(); // its end, once the process is gone, lets the exit be seen
         const dead = this.child.exitCode !== null || this.child.signalCode !== null;
-        if (dead) return;
+        if (dead || this.deathTimer) return; // its exit, or awaitDeath, names it
         this.kill();
         this.failWith(this.logsOverLimit());
       }, LAST_WORDS_MS);
@@ -691,7 +710,7 @@ export class SandboxProcess implements ProtocolTransport {
   }
 
   private fail(reason: SandboxReason, message: string, limit?: keyof ResolvedLimits) {
-    if (this.failure) return;
+    if (this.failure || (this.deathTimer && reason !== 'cancelled')) return; // a death under way names itself
     this.kill();
     if (this.logsFull && reason !== 'cancelled') this.failWith(this.logsOverLimit());
     else this.failWith(new SandboxError(reason, message, limit));
@@ -713,6 +732,7 @@ export class SandboxProcess implements ProtocolTransport {
 
   private failWith(err: SandboxError) {
     clearTimeout(this.logsFull);
+    clearTimeout(this.deathTimer);
     this.failure ??= err;
     this.rejectAll(this.failure);
   }
