@@ -10,7 +10,7 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 import { execa } from 'execa';
 import { FATAL_REPORT_FLAGS, type ResolvedLimits } from '../envs/sandbox/isolation.js';
-import { SandboxProcess } from '../envs/sandbox/process.js';
+import { SandboxError, SandboxProcess } from '../envs/sandbox/process.js';
 
 v8.setFlagsFromString('--expose-gc');
 const gc = vm.runInNewContext('gc') as () => void;
@@ -207,13 +207,18 @@ test('sandbox process: logs past outputBytes are that limit unless the process i
   assert.equal(exited.reason, 'output_limit', exited.message);
 });
 
-test("sandbox process: past the logs limit the worker reads no more of stderr, and a limit that fires meanwhile is the logs limit (rerun 81a: a flood cost the worker most of a core; a request's wall clock named timeout)", async () => {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'logs-flood-'));
+/**
+ * A real child that writes `first` to `fd`, then floods it in 64 KiB writes, counting what got
+ * into the pipe in a file of its own after each; `check` sees the request's error. Returns how many
+ * bytes the flood wrote by the time the process was closed.
+ */
+async function flooded(fd: 1 | 2, first: string, wallMs: number, check: (e: SandboxError) => void): Promise<number> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'flood-'));
   try {
-    // The child counts what it got into the pipe, in a file of its own, after every write.
     const counter = path.join(dir, 'written');
-    const flood = `const fs = require('fs'); const b = Buffer.alloc(65536, 0xff); let n = 0;
-      for (;;) { n += fs.writeSync(2, b); fs.writeFileSync(${JSON.stringify(counter)}, String(n)); }`;
+    const flood = `const fs = require('fs'); const b = Buffer.alloc(65536, 0x61); let n = 0;
+      fs.writeSync(${fd}, ${JSON.stringify(first)});
+      for (;;) { n += fs.writeSync(${fd}, b); fs.writeFileSync(${JSON.stringify(counter)}, String(n)); }`;
     const child = execa(process.execPath, ['-e', flood], {
       stdin: 'pipe',
       stdout: 'pipe',
@@ -221,16 +226,23 @@ test("sandbox process: past the logs limit the worker reads no more of stderr, a
       buffer: false,
       reject: false,
     });
-    const limits = { outputBytes: 1 << 20, wallMs: 600_000, budgetMs: 600_000, memoryMb: 128 } as ResolvedLimits;
+    const limits = { outputBytes: 1 << 20, wallMs, budgetMs: 600_000, memoryMb: 128 } as ResolvedLimits;
     const proc = new SandboxProcess(child, limits, Buffer.alloc(32), (l) => `limits.${l} = ${limits[l]}`);
-    await assert.rejects(proc.request('POST', '/x'), (e: Error & { reason?: string }) => e.reason === 'output_limit');
+    await assert.rejects(proc.request('POST', '/x'), (e: SandboxError) => {
+      check(e);
+      return true;
+    });
     await proc.close();
-    const written = Number(readFileSync(counter, 'utf8'));
-    // The limit, what was in flight, and a pipe's worth (64 KiB here; up to 1 MiB where raised).
-    assert.ok(written <= 3 * limits.outputBytes, `the child wrote ${written} bytes past a ${limits.outputBytes} limit`);
+    return Number(readFileSync(counter, 'utf8'));
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+test("sandbox process: past the logs limit the worker reads no more of stderr, and a limit that fires meanwhile is the logs limit (rerun 81a: a flood cost the worker most of a core; a request's wall clock named timeout)", async () => {
+  const written = await flooded(2, 'x', 600_000, (e) => assert.equal(e.reason, 'output_limit', e.message));
+  // The 1 MiB limit, what was in flight, and a pipe's worth (64 KiB here; up to 1 MiB where raised).
+  assert.ok(written <= 3 * (1 << 20), `the child wrote ${written} bytes past a 1 MiB limit`);
   // A request's wall clock that runs out in that second names the logs limit, passed first.
   const { child, stderr } = fakeChild();
   const limits = { outputBytes: 4096, wallMs: 50, budgetMs: 60_000, memoryMb: 128 } as ResolvedLimits;
@@ -245,31 +257,11 @@ test("sandbox process: past the logs limit the worker reads no more of stderr, a
 });
 
 test("sandbox process: after Node's report begins on stdout the worker reads no more of it, and a process that lives on fails as protocol (rerun 86b: native code wrote the header, then a flood read at 0.75 of a core until a wall clock)", async () => {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'report-flood-'));
-  try {
-    const counter = path.join(dir, 'written');
-    const flood = `const fs = require('fs'); const b = Buffer.alloc(65536, 0x61); let n = 0;
-      fs.writeSync(1, '{"header":{"reportVersion":4,"event":"x","trigger":"OOMError"}}\\n');
-      for (;;) { n += fs.writeSync(1, b); fs.writeFileSync(${JSON.stringify(counter)}, String(n)); }`;
-    const child = execa(process.execPath, ['-e', flood], {
-      stdin: 'pipe',
-      stdout: 'pipe',
-      stderr: 'pipe',
-      buffer: false,
-      reject: false,
-    });
-    const limits = { outputBytes: 1 << 20, wallMs: 100, budgetMs: 600_000, memoryMb: 128 } as ResolvedLimits;
-    const proc = new SandboxProcess(child, limits, Buffer.alloc(32), (l) => `limits.${l} = ${limits[l]}`);
-    // Its wall clock runs out while the death is awaited: the death names it, here protocol.
-    await assert.rejects(proc.request('POST', '/x'), (e: Error & { reason?: string }) => {
-      assert.equal(e.reason, 'protocol', e.message);
-      assert.match(e.message, /lived on/);
-      return true;
-    });
-    await proc.close();
-    const written = Number(readFileSync(counter, 'utf8'));
-    assert.ok(written <= 3 * limits.outputBytes, `the child wrote ${written} bytes after its report`);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  // Its wall clock runs out while the death is awaited: the death names it, here protocol.
+  const header = '{"header":{"reportVersion":4,"event":"x","trigger":"OOMError"}}\n';
+  const written = await flooded(1, header, 100, (e) => {
+    assert.equal(e.reason, 'protocol', e.message);
+    assert.match(e.message, /lived on/);
+  });
+  assert.ok(written <= 3 * (1 << 20), `the child wrote ${written} bytes after its report`);
 });
