@@ -17,10 +17,14 @@ export interface GoldAnchor {
    */
   calls: CallRecord[];
   /**
-   * Each call's arguments as canonical text (`canonical`), made once for the seed: made at every
-   * evaluate, 1.3 M empty objects in gold's arguments took 250-520 ms each (rerun 86a).
+   * Each call's arguments as canonical text (`canonical`), and how many values they hold, made
+   * once for the seed: made at every evaluate, 1.3 M empty objects in gold's arguments took
+   * 250-520 ms each (rerun 86a).
    */
   canon: (string | undefined)[];
+  values: number[];
+  /** The calls' indexes, the most arguments first, so a looser one does not take the call a stricter one needs. */
+  order: number[];
   /** The numbers, and the values of the seed's instance, that gold's words say (`Fact`). */
   facts: Fact[];
   speech: Speech;
@@ -68,8 +72,15 @@ export function goldAnchorOf(view: { gold?: unknown; instance?: unknown } | null
   if (calls.some((c) => c.args === undefined)) return undefined;
   // Gold's arguments past the values an episode is compared on are no anchor but a load.
   const budget = { left: MAX_COMPARED_VALUES };
-  const canon = calls.map((c) => canonical(c.args, budget));
+  const values: number[] = [];
+  const canon = calls.map((c) => {
+    const before = budget.left;
+    const text = canonical(c.args, budget);
+    values.push(before - budget.left);
+    return text;
+  });
   if (budget.left < 0) return undefined;
+  const order = calls.map((_, k) => k).sort((a, b) => argCount(calls[b]) - argCount(calls[a]));
   const words = gold.flatMap((a) => (a.type === 'message' ? [a.content] : [])).join('\n');
   // Gold's words past this are no answer but a load on the worker (rerun 38 padded them to 1 MiB).
   if (words.length > MAX_GOLD_WORDS) return undefined;
@@ -83,7 +94,7 @@ export function goldAnchorOf(view: { gold?: unknown; instance?: unknown } | null
   // listed every status drop the status from the answer (rerun 39), and only the numbers let a count
   // stand for the status asked (rerun 38).
   const facts = factsOf(words, instance);
-  return facts && { calls, canon, facts, speech: speechOf(messages) };
+  return facts && { calls, canon, values, order, facts, speech: speechOf(messages) };
 }
 
 /**
@@ -97,26 +108,31 @@ export function anchorMiss(
 ): AnchorMiss | undefined {
   const made = toolCallsOf(messages);
   const used = new Set<number>();
-  // Gold's calls with the most arguments first, so a looser one does not take the call a stricter one needs.
-  const byArgs = anchor.calls.map((_, k) => k).sort((a, b) => argCount(anchor.calls[b]) - argCount(anchor.calls[a]));
   const budget = { left: MAX_COMPARED_VALUES };
   // A call made with gold's own arguments is taken first, compared whole once: an honest episode
   // making 60 calls of 30 line items in another order than gold spent the budget (rerun 62).
   const canon = made.map((m) => (m.args === undefined ? undefined : canonical(m.args, { left: Infinity })));
-  for (const k of byArgs) {
+  for (const k of anchor.order) {
     const c = anchor.calls[k];
     const own = anchor.canon[k];
     let i = own === undefined ? -1 : made.findIndex((m, j) => !used.has(j) && m.name === c.name && canon[j] === own);
+    // Each comparison spends gold's whole size first: one that stops at a key the call lacks still
+    // walked gold's keys (rerun 87a: 200 000 of them, 8 calls of gold's tool, 1.5 s an evaluate).
     if (i < 0)
       i = made.findIndex(
-        (m, j) => !used.has(j) && m.name === c.name && m.args !== undefined && holds(c.args, m.args, budget),
+        (m, j) =>
+          !used.has(j) &&
+          m.name === c.name &&
+          m.args !== undefined &&
+          (budget.left -= anchor.values[k]) >= 0 &&
+          holds(c.args, m.args, budget),
       );
     // Gold's calls are the module's: 60 of arrays of 20 000 values, each unlike the next in its
     // last, took 1 s an episode and 8 s of the worker's loop a seed of check 5 (rerun 64b).
     if (budget.left < 0)
       return { part: 'calls', what: `gold's calls take more than ${MAX_COMPARED_VALUES} values to compare` };
     // Gold's name is the module's too: 3 MB of it passed into every capped reward's details (rerun 50b).
-    if (i < 0) return { part: 'calls', what: `no call ${c.name.slice(0, MAX_SHOWN)}(${shown(c.args)}) as gold makes` };
+    if (i < 0) return { part: 'calls', what: `no call ${c.name.slice(0, MAX_SHOWN)}(${shown(own)}) as gold makes` };
     used.add(i);
   }
   const speech = SPEECH[Math.max(SPEECH.indexOf(anchor.speech), SPEECH.indexOf(floor))];
@@ -145,14 +161,12 @@ export function anchorMiss(
   return undefined;
 }
 
-/** Gold's arguments for a reason, at most MAX_SHOWN characters (they are the module's: any size or depth). */
-function shown(args: CallRecord['args']): string {
-  let text: string;
-  try {
-    text = JSON.stringify(args ?? {});
-  } catch {
-    text = '…';
-  }
+/**
+ * Gold's arguments for a reason (their canonical text, made once a seed: rerun 87a stringified
+ * 200 000 keys at every miss), at most MAX_SHOWN characters: they are the module's, any size or depth.
+ */
+function shown(canon: string | undefined): string {
+  const text = canon ?? '…';
   return text.length > MAX_SHOWN ? `${text.slice(0, MAX_SHOWN)}…` : text;
 }
 const MAX_SHOWN = 200;

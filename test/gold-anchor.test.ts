@@ -824,3 +824,11 @@ test("gold anchor: gold's arguments past the values an episode is compared on an
   assert.equal(honest.canon.length, 1);
   assert.equal(anchorMiss(honest, episode(call('f', { xs: Array.from({ length: 1_000 }, (_, i) => i) }))), undefined);
 });
+
+test("gold anchor: each comparison with a call of gold's tool spends gold's whole size, so wide arguments end in the budget, not in a walk per call (rerun 87a: 200 000 keys, 8 calls, 1.5 s an evaluate)", () => {
+  const wide = Object.fromEntries(Array.from({ length: 200_000 }, (_, i) => [`k${i}`, i]));
+  const anchor = goldAnchorOf({ gold: [call('f', wide)], instance: '{}' })!;
+  assert.equal(anchor.values[0], 200_001);
+  const calls = Array.from({ length: 8 }, (_, i) => call('f', { k0: -i }));
+  assert.match(anchorMiss(anchor, episode(...calls))?.what ?? '', /more than 250000 values to compare/);
+});
