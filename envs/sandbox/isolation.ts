@@ -518,15 +518,14 @@ export async function isolationIfAvailable(level: IsolationLevel): Promise<Sandb
           const full = await probe(level, prlimit, true);
           if (full.ok || (await probe(level, prlimit, true)).ok || (await probe(level, prlimit, true)).ok)
             return describeIsolation(level, isRoot(), prlimit, true, cgroup);
+          const why = full.output.replace(/\s+/g, ' ').slice(0, 300);
           // Where the user namespace works and only the filter fails, the filter is wrong: dropped
           // with the namespace, every sandbox ran without it (rerun 82b: a rule refused node's own
           // F_GETFL half the time, and 13 of 20 workers fell back in silence).
           if (SECCOMP && (await probe(level, prlimit, true, false)).ok)
-            throw new Error(
-              `sandbox: node does not start under the seccomp filter (seccomp.ts): ${full.output.replace(/\s+/g, ' ').slice(0, 300)}`,
-            );
+            throw new Error(`sandbox: node does not start under the seccomp filter (seccomp.ts): ${why}`);
           console.warn(
-            `sandbox: bwrap without a user namespace of its own, so without the seccomp filter and the file cap: ${full.output.replace(/\s+/g, ' ').slice(0, 300)}`,
+            `sandbox: bwrap without a user namespace of its own, so without the seccomp filter and the file cap: ${why}`,
           );
         }
         return (await probe(level, prlimit, false)).ok

@@ -489,10 +489,15 @@ export class SandboxProcess implements ProtocolTransport {
     this.child.once?.('exit', () => this.child.stdout!.resume()); // its end lets the exit be seen
     this.deathTimer = setTimeout(() => {
       this.child.stdout!.resume();
-      if (this.child.exitCode !== null || this.child.signalCode !== null) return;
+      if (this.hasExited()) return;
       this.kill();
       this.failWith(new SandboxError('protocol', "Node's fatal-error report on stdout, and the process lived on"));
     }, LAST_WORDS_MS);
+  }
+
+  /** Whether the process has ended (its streams may still be paused, so onExit has not run). */
+  private hasExited(): boolean {
+    return this.child.exitCode !== null || this.child.signalCode !== null;
   }
 
   /** Forgets the line not yet ended, and the buffer that held it where it grew past a few KiB. */
@@ -561,15 +566,14 @@ export class SandboxProcess implements ProtocolTransport {
     // Named a moment later: a death under way writes last words of its own here, V8's and Node's
     // around its report (~1.6 KB, which the pipe holds), and is named by its cause (rerun 80a: with
     // the module's logs just under the limit, a real out-of-memory read as this one; 82a: a native
-    // abort as this one). Meanwhile
-    // stderr is not read (rerun 81a: read on, a flood cost the worker most of a core) and no answer
-    // is taken; any other limit that fires is this one, passed first (81a: a request's wall clock).
+    // abort as this one). Meanwhile stderr is not read (rerun 81a: read on, a flood cost the worker
+    // most of a core) and no answer is taken; any other limit that fires is this one, passed first
+    // (81a: a request's wall clock).
     if (this.stderrBytes > this.limits.outputBytes && !this.logsFull) {
       this.child.stderr!.pause();
       this.logsFull = setTimeout(() => {
         this.child.stderr!.resume(); // its end, once the process is gone, lets the exit be seen
-        const dead = this.child.exitCode !== null || this.child.signalCode !== null;
-        if (dead || this.deathTimer) return; // its exit, or awaitDeath, names it
+        if (this.hasExited() || this.deathTimer) return; // its exit, or awaitDeath, names it
         this.kill();
         this.failWith(this.logsOverLimit());
       }, LAST_WORDS_MS);

@@ -325,8 +325,8 @@ const F_SETSIG = 10;
 /**
  * fcntl's record locks (F_GETLK, F_SETLK, F_SETLKW and their open-file forms), like `flock` and
  * inotify (refused above): state on a file every sandbox and the host share, node's binary and its
- * libraries, which one sets and another sees (rerun 81b: inotify watches on node's
- * binary carried 16 of 16 bits each way between a sandbox and a process outside). Node takes none.
+ * libraries, which one sets and another sees (rerun 81b: inotify watches on node's binary carried
+ * 16 of 16 bits each way between a sandbox and a process outside). Node takes none.
  */
 export const FILE_LOCKS = [5, 6, 7, 36, 37, 38] as const;
 
