@@ -1,7 +1,8 @@
-import { test } from 'node:test';
+import { mock, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import fs, { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { syncBuiltinESMExports } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { EventEmitter } from 'node:events';
@@ -264,4 +265,49 @@ test("sandbox process: after Node's report begins on stdout the worker reads no 
     assert.match(e.message, /lived on/);
   });
   assert.ok(written <= 3 * (1 << 20), `the child wrote ${written} bytes after its report`);
+});
+
+test('sandbox process: the memory sample reads a bounded number of /proc files however many processes the sandbox holds (rerun 87b: 48 sleeping forks cost the worker 0.2 of a core)', async () => {
+  const sleepers = 40;
+  const child = execa('/bin/sh', ['-c', `for i in $(seq ${sleepers}); do sleep 600 & done; wait`], {
+    stdin: 'pipe',
+    stdout: 'pipe',
+    stderr: 'pipe',
+    buffer: false,
+    reject: false,
+  });
+  const root = child.pid!;
+  const reads = new Map<string, number>();
+  const count = (p: unknown) => {
+    if (typeof p === 'string' && p.startsWith('/proc/')) reads.set(p, (reads.get(p) ?? 0) + 1);
+  };
+  const realRead = fs.readFileSync;
+  const realList = fs.readdirSync;
+  const readSpy = mock.method(fs, 'readFileSync', (p: string, ...rest: [never]) => (count(p), realRead(p, ...rest)));
+  const listSpy = mock.method(fs, 'readdirSync', (p: string, ...rest: [never]) => (count(p), realList(p, ...rest)));
+  syncBuiltinESMExports();
+  const limits = { outputBytes: 1 << 20, wallMs: 600_000, budgetMs: 600_000, memoryMb: 128 } as ResolvedLimits;
+  const proc = new SandboxProcess(child, limits, Buffer.alloc(32), (l) => `limits.${l} = ${limits[l]}`, {
+    dataLimit: 1 << 30,
+  });
+  const pending = proc.request('POST', '/x').then(
+    () => assert.fail('the request was answered'),
+    (e: SandboxError) => e,
+  );
+  try {
+    // Until every sleeper's status was read once: each process is still sampled.
+    const statuses = () =>
+      [...reads.keys()].filter((p) => /^\/proc\/\d+\/status$/.test(p) && p !== `/proc/${root}/status`);
+    while (statuses().length < sleepers) await new Promise((r) => setTimeout(r, 20));
+    const samples = reads.get(`/proc/${root}/status`) ?? 0;
+    const total = [...reads.values()].reduce((a, b) => a + b, 0);
+    // Listing this tree reads ~80 files; every sample listing it and reading each status was ~120.
+    assert.ok(total / samples < 30, `${total} reads of /proc in ${samples} samples of ${sleepers + 1} processes`);
+  } finally {
+    readSpy.mock.restore();
+    listSpy.mock.restore();
+    syncBuiltinESMExports();
+    await proc.close();
+  }
+  assert.equal((await pending).reason, 'closed');
 });

@@ -123,6 +123,11 @@ const signalName = (n: number) => Object.entries(os.constants.signals).find(([, 
 const STACK_LINE = /^\s+at |^\s*\d+: |^\s*(-----|<---).*(-----|--->)\s*$/;
 /** How often a running process's data segment is read (it sat at the limit 20-80 ms before it died: rerun 67b). */
 const DATA_SAMPLE_MS = 10;
+/** Samples between listings of the tree: a listing reads two files a process (rerun 87b: 48 forks cost 0.2 of a core). */
+const TREE_EVERY = 10;
+/** Processes a sample reads: the first in the tree each time (the runner's chain down to node), then the rest in turn. */
+const SAMPLE_FIRST = 3;
+const SAMPLE_ROTATING = 5;
 /** A native death with this share of the data limit in use (or of memoryMb resident) was the memory limit. */
 const NEAR_LIMIT = 0.9;
 /** Rounds of reading the tree and stopping what is new (a process forks at most once per round). */
@@ -188,6 +193,8 @@ export class SandboxProcess implements ProtocolTransport {
   private dataSampler?: NodeJS.Timeout;
   private dataSeen = 0;
   private residentSeen = 0;
+  /** The tree as the memory sample last listed it, samples taken since, and where its turn through the rest is. */
+  private sampled = { pids: [] as number[], count: 0, next: 0 };
   /**
    * Called at each answer, the process's CPU read: the env checks its totals over every live
    * process there (each process's own limits cannot see the others'). At each answer, not only
@@ -273,17 +280,17 @@ export class SandboxProcess implements ProtocolTransport {
     return ticks / 100; // USER_HZ is 100 on Linux
   }
 
-  /** The process the worker started and all its descendants (from /proc; just the first where /proc cannot say). */
+  /**
+   * The process the worker started and all its descendants, breadth first, so the runner's chain
+   * down to node comes first (from /proc; just the first where /proc cannot say).
+   */
   private treePids(): number[] {
-    const pids: number[] = [];
-    const pending = this.child.pid === undefined ? [] : [this.child.pid];
-    while (pending.length) {
-      const pid = pending.pop()!;
-      pids.push(pid);
+    const pids = this.child.pid === undefined ? [] : [this.child.pid];
+    for (let i = 0; i < pids.length; i++) {
       try {
-        for (const task of readdirSync(`/proc/${pid}/task`)) {
-          pending.push(
-            ...readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').split(' ').filter(Boolean).map(Number),
+        for (const task of readdirSync(`/proc/${pids[i]}/task`)) {
+          pids.push(
+            ...readFileSync(`/proc/${pids[i]}/task/${task}/children`, 'utf8').split(' ').filter(Boolean).map(Number),
           );
         }
       } catch {
@@ -594,11 +601,18 @@ export class SandboxProcess implements ProtocolTransport {
    * when an allocation outside V8's heap fails at the limit (the collection it starts cannot get
    * memory either: SIGSEGV in 13 of 13 runs of 64 KiB buffers, rerun 67b), and a dead process's
    * use cannot be read. And the most resident memory (VmRSS): V8's heap at its limit where Node
-   * wrote no report (rerun 72c, when the report was a file: every descriptor in use).
+   * wrote no report (rerun 72c, when the report was a file: every descriptor in use). What it
+   * reads is bounded, so that native code's forks do not make the worker's CPU its own (rerun 87b):
+   * the tree is listed every `TREE_EVERY` samples, and each reads node's chain and a few others in turn.
    */
   private sampleData() {
     if (this.frozen || this.failure) return;
-    for (const pid of this.frozenPids ?? this.treePids()) {
+    const s = this.sampled;
+    if (s.count++ % TREE_EVERY === 0) s.pids = this.treePids();
+    const rest = s.pids.length - SAMPLE_FIRST;
+    const picked = s.pids.slice(0, SAMPLE_FIRST);
+    for (let i = 0; i < Math.min(SAMPLE_ROTATING, rest); i++) picked.push(s.pids[SAMPLE_FIRST + (s.next++ % rest)]);
+    for (const pid of picked) {
       try {
         const status = readFileSync(`/proc/${pid}/status`, 'utf8');
         const bytes = (field: RegExp) => Number(field.exec(status)?.[1] ?? 0) * 1024;
