@@ -78,11 +78,12 @@ export function workflowUiLink(s: Pick<TemporalSettings, 'uiBase' | 'namespace'>
   return `${s.uiBase}/namespaces/${encodeURIComponent(s.namespace)}/workflows/${encodeURIComponent(workflowId)}`;
 }
 
-/** Resolves once the frontend answers for `namespace`, or throws after `timeoutMs`. */
-export async function waitForTemporal(s: TemporalSettings, timeoutMs = 60_000): Promise<void> {
+/** Resolves once the frontend answers for `namespace`, or throws after `timeoutMs` or once `signal` aborts. */
+export async function waitForTemporal(s: TemporalSettings, timeoutMs = 60_000, signal?: AbortSignal): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   while (Date.now() < deadline) {
+    signal?.throwIfAborted();
     if (await isTemporalHealthy(s).catch((e) => ((last = e), false))) return;
     await sleep(250);
   }
@@ -172,23 +173,60 @@ export async function freePort(ip = '127.0.0.1'): Promise<number> {
   });
 }
 
+/** Starts of a dev server on a picked port: it picks five more ports itself, any of which another process can take first. */
+const PICKED_PORT_TRIES = 3;
+
 /**
  * Starts `temporal server start-dev` (or reuses a healthy server already on the port) and waits
- * until it answers, with the TRACE search attributes registered.
+ * until it answers, with the TRACE search attributes registered. On a port it picked (0), a server
+ * that dies before it answers is started again on another.
  */
 export async function startTemporalDevServer(opts: DevServerOptions = {}): Promise<DevServer> {
   const ip = opts.ip ?? '127.0.0.1';
-  const port = opts.port === 0 ? await freePort(ip) : (opts.port ?? EMBEDDED_PORT);
+  if (opts.port !== 0) {
+    const port = opts.port ?? EMBEDDED_PORT;
+    const settings: TemporalSettings = { address: `${ip}:${port}`, namespace: 'default', embedded: true, uiBase: '' };
+    if (await isTemporalHealthy(settings).catch(() => false)) {
+      const { warning } = await ensureSearchAttributes(settings);
+      if (warning) throw new Error(warning);
+      return { address: settings.address, port, uiUrl: uiUrlOf(ip, opts), reused: true, stop: async () => {} };
+    }
+    return launchDevServer(ip, port, opts);
+  }
+  for (let tries = 1; ; tries++) {
+    try {
+      return await launchDevServer(ip, await freePort(ip), opts);
+    } catch (err) {
+      if (!(err instanceof DevServerExit) || tries === PICKED_PORT_TRIES) throw err;
+    }
+  }
+}
+
+const uiUrlOf = (ip: string, opts: DevServerOptions) =>
+  opts.uiPort === false ? undefined : `http://${ip}:${opts.uiPort ?? EMBEDDED_UI_PORT}`;
+
+/** A dev server that exited before it answered. */
+class DevServerExit extends Error {}
+
+/** What says why a server died, first found first: Go's panic (its stack comes after), then its error lines. */
+const DEATH_LINES = [/^panic:/, /^fatal error:/, /^Error:/, /"level":"fatal"/];
+
+/** Why a dev server died, from what it wrote: the line that says so, else its last line. */
+export function devServerDeath(output: string): string {
+  const lines = output
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
+  for (const line of DEATH_LINES) {
+    const said = lines.find((l) => line.test(l));
+    if (said) return said;
+  }
+  return lines.pop() ?? '(it wrote nothing)';
+}
+
+async function launchDevServer(ip: string, port: number, opts: DevServerOptions): Promise<DevServer> {
   const address = `${ip}:${port}`;
   const settings: TemporalSettings = { address, namespace: 'default', embedded: true, uiBase: '' };
-  const uiUrl = opts.uiPort === false ? undefined : `http://${ip}:${opts.uiPort ?? EMBEDDED_UI_PORT}`;
-
-  if (opts.port !== 0 && (await isTemporalHealthy(settings).catch(() => false))) {
-    const { warning } = await ensureSearchAttributes(settings);
-    if (warning) throw new Error(warning);
-    return { address, port, uiUrl, reused: true, stop: async () => {} };
-  }
-
   const binary = opts.binary ?? TEMPORAL_BINARY;
   if (!existsSync(binary)) {
     throw new Error(
@@ -214,8 +252,8 @@ export async function startTemporalDevServer(opts: DevServerOptions = {}): Promi
     ...Object.entries(SEARCH_ATTRIBUTES).flatMap(([name, kind]) => ['--search-attribute', `${name}=${kind}`]),
   ];
   let child: ChildProcess;
+  const logFile = opts.logFile ?? path.join(PROJECT_ROOT, '.trace', 'logs', 'temporal.log');
   if (opts.detached) {
-    const logFile = opts.logFile ?? path.join(PROJECT_ROOT, '.trace', 'logs', 'temporal.log');
     mkdirSync(path.dirname(logFile), { recursive: true });
     const fd = openSync(logFile, 'a');
     child = spawn(binary, args, { detached: true, stdio: ['ignore', fd, fd] });
@@ -224,14 +262,23 @@ export async function startTemporalDevServer(opts: DevServerOptions = {}): Promi
   } else {
     child = spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   }
-  let stderr = '';
-  child.stderr?.on('data', (d) => (stderr = (stderr + d).slice(-4000)));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  // Its first words (a panic's reason comes before its stack) and its last.
+  let head = '';
+  let tail = '';
+  child.stderr?.on('data', (d) => {
+    if (head.length < 16_000) head += d;
+    tail = (tail + d).slice(-4000);
+  });
+  // 'close': exited, and all it wrote read.
+  const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
 
-  const ready = waitForTemporal(settings, 60_000);
+  const dead = new AbortController();
+  const ready = waitForTemporal(settings, 60_000, dead.signal);
+  ready.catch(() => {}); // once it died, `early` says why
   const early = exited.then((code) => {
-    throw new Error(
-      `temporal server start-dev exited with ${code} before becoming healthy: ${stderr.trim().split('\n').pop() ?? ''}`,
+    dead.abort();
+    throw new DevServerExit(
+      `temporal server start-dev exited with ${code} before becoming healthy: ${opts.detached ? `see ${logFile}` : devServerDeath(`${head}\n${tail}`)}`,
     );
   });
   await Promise.race([ready, early]);
@@ -240,7 +287,7 @@ export async function startTemporalDevServer(opts: DevServerOptions = {}): Promi
   return {
     address,
     port,
-    uiUrl,
+    uiUrl: uiUrlOf(ip, opts),
     pid: child.pid,
     reused: false,
     async stop() {
