@@ -267,16 +267,23 @@ test("sandbox process: after Node's report begins on stdout the worker reads no 
   assert.ok(written <= 3 * (1 << 20), `the child wrote ${written} bytes after its report`);
 });
 
-test('sandbox process: the memory sample reads a bounded number of /proc files however many processes the sandbox holds (rerun 87b: 48 sleeping forks cost the worker 0.2 of a core)', async () => {
-  const sleepers = 40;
-  const child = execa('/bin/sh', ['-c', `for i in $(seq ${sleepers}); do sleep 600 & done; wait`], {
+/**
+ * A real child of `script` (sh) under a SandboxProcess whose memory sample runs, with every /proc
+ * file the worker reads counted by path; `check` runs while it does. `listed` may change what a
+ * directory is listed as.
+ */
+async function sampled(
+  script: string,
+  check: (reads: Map<string, number>, root: number) => Promise<void>,
+  listed = (_dir: string, names: string[]) => names,
+) {
+  const child = execa('/bin/sh', ['-c', script], {
     stdin: 'pipe',
     stdout: 'pipe',
     stderr: 'pipe',
     buffer: false,
     reject: false,
   });
-  const root = child.pid!;
   const reads = new Map<string, number>();
   const count = (p: unknown) => {
     if (typeof p === 'string' && p.startsWith('/proc/')) reads.set(p, (reads.get(p) ?? 0) + 1);
@@ -284,7 +291,11 @@ test('sandbox process: the memory sample reads a bounded number of /proc files h
   const realRead = fs.readFileSync;
   const realList = fs.readdirSync;
   const readSpy = mock.method(fs, 'readFileSync', (p: string, ...rest: [never]) => (count(p), realRead(p, ...rest)));
-  const listSpy = mock.method(fs, 'readdirSync', (p: string, ...rest: [never]) => (count(p), realList(p, ...rest)));
+  const listSpy = mock.method(
+    fs,
+    'readdirSync',
+    (p: string, ...rest: [never]) => (count(p), listed(p, realList(p, ...rest) as string[])),
+  );
   syncBuiltinESMExports();
   const limits = { outputBytes: 1 << 20, wallMs: 600_000, budgetMs: 600_000, memoryMb: 128 } as ResolvedLimits;
   const proc = new SandboxProcess(child, limits, Buffer.alloc(32), (l) => `limits.${l} = ${limits[l]}`, {
@@ -295,6 +306,19 @@ test('sandbox process: the memory sample reads a bounded number of /proc files h
     (e: SandboxError) => e,
   );
   try {
+    await check(reads, child.pid!);
+  } finally {
+    readSpy.mock.restore();
+    listSpy.mock.restore();
+    syncBuiltinESMExports();
+    await proc.close();
+  }
+  assert.equal((await pending).reason, 'closed');
+}
+
+test('sandbox process: the memory sample reads a bounded number of /proc files however many processes the sandbox holds (rerun 87b: 48 sleeping forks cost the worker 0.2 of a core)', async () => {
+  const sleepers = 40;
+  await sampled(`for i in $(seq ${sleepers}); do sleep 600 & done; wait`, async (reads, root) => {
     // Until every sleeper's status was read once: each process is still sampled.
     const statuses = () =>
       [...reads.keys()].filter((p) => /^\/proc\/\d+\/status$/.test(p) && p !== `/proc/${root}/status`);
@@ -303,11 +327,30 @@ test('sandbox process: the memory sample reads a bounded number of /proc files h
     const total = [...reads.values()].reduce((a, b) => a + b, 0);
     // Listing this tree reads ~80 files; every sample listing it and reading each status was ~120.
     assert.ok(total / samples < 30, `${total} reads of /proc in ${samples} samples of ${sleepers + 1} processes`);
-  } finally {
-    readSpy.mock.restore();
-    listSpy.mock.restore();
-    syncBuiltinESMExports();
-    await proc.close();
-  }
-  assert.equal((await pending).reason, 'closed');
+  });
+});
+
+test("sandbox process: the memory sample lists the tree each time while it is shorter than the chain down to node (rerun 88a: a first listing of bwrap's two left node unread for 100 ms)", async () => {
+  // exec: the tree is this one process for as long as it lives.
+  await sampled('exec sleep 600', async (reads, root) => {
+    while ((reads.get(`/proc/${root}/status`) ?? 0) < 20) await new Promise((r) => setTimeout(r, 20));
+    const samples = reads.get(`/proc/${root}/status`)!;
+    const listings = reads.get(`/proc/${root}/task`) ?? 0;
+    assert.ok(listings >= samples - 1, `${listings} listings of the tree in ${samples} samples`);
+  });
+});
+
+test("sandbox process: a thread that ended between the listing of its process and the read of its children hides no other thread's children (rerun 88b)", async () => {
+  const ended = '4194304'; // past any pid_max: a thread no longer there
+  const listed = (dir: string, names: string[]) => (/^\/proc\/\d+\/task$/.test(dir) ? [ended, ...names] : names);
+  await sampled(
+    'for i in 1 2 3; do sleep 600 & done; wait',
+    async (reads, root) => {
+      // Three listings of the tree: the sleepers were in the second at the latest.
+      while ((reads.get(`/proc/${root}/status`) ?? 0) < 3 * 10) await new Promise((r) => setTimeout(r, 20));
+      const read = [...reads.keys()].filter((p) => /^\/proc\/\d+\/status$/.test(p) && p !== `/proc/${root}/status`);
+      assert.equal(read.length, 3, `statuses read: ${read.join(', ')}`);
+    },
+    listed,
+  );
 });

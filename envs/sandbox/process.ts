@@ -117,6 +117,24 @@ function signalEach(pids: number[], signal: NodeJS.Signals): boolean {
   return any;
 }
 
+/** A /proc file's text, or '' where the process is gone or /proc hides it. */
+function procText(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+/** A /proc directory's entries, or none where the process is gone or /proc hides it. */
+function procList(dir: string): string[] {
+  try {
+    return readdirSync(dir);
+  } catch {
+    return [];
+  }
+}
+
 const signalName = (n: number) => Object.entries(os.constants.signals).find(([, v]) => v === n)?.[0];
 
 /** A frame of a stack, or a stack's header, as Node and V8 print them. */
@@ -286,17 +304,10 @@ export class SandboxProcess implements ProtocolTransport {
    */
   private treePids(): number[] {
     const pids = this.child.pid === undefined ? [] : [this.child.pid];
-    for (let i = 0; i < pids.length; i++) {
-      try {
-        for (const task of readdirSync(`/proc/${pids[i]}/task`)) {
-          pids.push(
-            ...readFileSync(`/proc/${pids[i]}/task/${task}/children`, 'utf8').split(' ').filter(Boolean).map(Number),
-          );
-        }
-      } catch {
-        // gone meanwhile, or /proc hides it
-      }
-    }
+    // Each thread's children on their own: one thread that ended meanwhile hides none of the others' (rerun 88b).
+    for (let i = 0; i < pids.length; i++)
+      for (const task of procList(`/proc/${pids[i]}/task`))
+        pids.push(...procText(`/proc/${pids[i]}/task/${task}/children`).split(' ').filter(Boolean).map(Number));
     return pids;
   }
 
@@ -603,12 +614,14 @@ export class SandboxProcess implements ProtocolTransport {
    * use cannot be read. And the most resident memory (VmRSS): V8's heap at its limit where Node
    * wrote no report (rerun 72c, when the report was a file: every descriptor in use). What it
    * reads is bounded, so that native code's forks do not make the worker's CPU its own (rerun 87b):
-   * the tree is listed every `TREE_EVERY` samples, and each reads node's chain and a few others in turn.
+   * once node is in it, the tree is listed every `TREE_EVERY` samples, and each reads node's chain
+   * and a few others in turn.
    */
   private sampleData() {
     if (this.frozen || this.failure) return;
     const s = this.sampled;
-    if (s.count++ % TREE_EVERY === 0) s.pids = this.treePids();
+    // Listed each time while shorter than the chain down to node (rerun 88a: a first listing of bwrap's two left node unread 100 ms).
+    if (s.count++ % TREE_EVERY === 0 || s.pids.length < SAMPLE_FIRST) s.pids = this.treePids();
     const rest = s.pids.length - SAMPLE_FIRST;
     const picked = s.pids.slice(0, SAMPLE_FIRST);
     for (let i = 0; i < Math.min(SAMPLE_ROTATING, rest); i++) picked.push(s.pids[SAMPLE_FIRST + (s.next++ % rest)]);
