@@ -185,7 +185,7 @@ export async function startTemporalDevServer(opts: DevServerOptions = {}): Promi
   const ip = opts.ip ?? '127.0.0.1';
   if (opts.port !== 0) {
     const port = opts.port ?? EMBEDDED_PORT;
-    const settings: TemporalSettings = { address: `${ip}:${port}`, namespace: 'default', embedded: true, uiBase: '' };
+    const settings = devServerSettings(`${ip}:${port}`);
     if (await isTemporalHealthy(settings).catch(() => false)) {
       const { warning } = await ensureSearchAttributes(settings);
       if (warning) throw new Error(warning);
@@ -201,6 +201,13 @@ export async function startTemporalDevServer(opts: DevServerOptions = {}): Promi
     }
   }
 }
+
+const devServerSettings = (address: string): TemporalSettings => ({
+  address,
+  namespace: 'default',
+  embedded: true,
+  uiBase: '',
+});
 
 const uiUrlOf = (ip: string, opts: DevServerOptions) =>
   opts.uiPort === false ? undefined : `http://${ip}:${opts.uiPort ?? EMBEDDED_UI_PORT}`;
@@ -226,7 +233,7 @@ export function devServerDeath(output: string): string {
 
 async function launchDevServer(ip: string, port: number, opts: DevServerOptions): Promise<DevServer> {
   const address = `${ip}:${port}`;
-  const settings: TemporalSettings = { address, namespace: 'default', embedded: true, uiBase: '' };
+  const settings = devServerSettings(address);
   const binary = opts.binary ?? TEMPORAL_BINARY;
   if (!existsSync(binary)) {
     throw new Error(

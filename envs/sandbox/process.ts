@@ -285,15 +285,12 @@ export class SandboxProcess implements ProtocolTransport {
     if (counted !== undefined) return counted;
     let ticks = 0;
     for (const pid of this.treePids()) {
-      try {
-        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-        // utime, stime and the same of its children it has reaped (fields 14-17 of proc(5)): a process
-        // native code forks is counted after it ends too (rerun 72x).
-        ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
-      } catch {
-        // gone meanwhile, or /proc hides it
-      }
+      const stat = procText(`/proc/${pid}/stat`);
+      if (!stat) continue;
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      // utime, stime and the same of its children it has reaped (fields 14-17 of proc(5)): a process
+      // native code forks is counted after it ends too (rerun 72x).
+      ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
     }
     return ticks / 100; // USER_HZ is 100 on Linux
   }
@@ -626,14 +623,10 @@ export class SandboxProcess implements ProtocolTransport {
     const picked = s.pids.slice(0, SAMPLE_FIRST);
     for (let i = 0; i < Math.min(SAMPLE_ROTATING, rest); i++) picked.push(s.pids[SAMPLE_FIRST + (s.next++ % rest)]);
     for (const pid of picked) {
-      try {
-        const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-        const bytes = (field: RegExp) => Number(field.exec(status)?.[1] ?? 0) * 1024;
-        this.dataSeen = Math.max(this.dataSeen, bytes(VM_DATA));
-        this.residentSeen = Math.max(this.residentSeen, bytes(VM_RSS));
-      } catch {
-        // gone meanwhile, or /proc hides it
-      }
+      const status = procText(`/proc/${pid}/status`);
+      const bytes = (field: RegExp) => Number(field.exec(status)?.[1] ?? 0) * 1024;
+      this.dataSeen = Math.max(this.dataSeen, bytes(VM_DATA));
+      this.residentSeen = Math.max(this.residentSeen, bytes(VM_RSS));
     }
   }
 
